@@ -1,0 +1,20 @@
+// Device names (SPEC section 5): cpu, cpu:0, gpu, gpu:N, cuda:N, /GPU:0, /device:CPU:0.
+#pragma once
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace graphrun {
+
+struct DeviceName {
+    enum class Kind { Cpu, Gpu };
+    Kind kind = Kind::Cpu;
+    int index = 0;
+    std::string str() const { return kind == Kind::Cpu ? "cpu" : "gpu:" + std::to_string(index); }
+    bool operator==(const DeviceName&) const = default;
+};
+
+// Case-insensitive; "gpu" means gpu:0. nullopt for anything else (cpu:1 included).
+std::optional<DeviceName> parse_device_name(std::string_view s);
+
+}  // namespace graphrun
