@@ -1,0 +1,256 @@
+// `graphrun run`: one fresh graph and session per file; results, then the
+// statistics before and after teardown.
+#include <unistd.h>
+
+#include <cstdio>
+#include <iomanip>
+#include <nlohmann/json.hpp>
+#include <ostream>
+#include <sstream>
+
+#include "cli/app.h"
+#include "cli/commands.h"
+#include "cli/values.h"
+#include "engine/load.h"
+#include "engine/plan.h"
+#include "engine/session.h"
+
+namespace graphrun::cli {
+
+namespace {
+
+using ojson = nlohmann::ordered_json;
+
+uint64_t resident_bytes() {
+    FILE* f = std::fopen("/proc/self/statm", "r");
+    if (!f) return 0;
+    unsigned long size = 0, rss = 0;
+    int n = std::fscanf(f, "%lu %lu", &size, &rss);
+    std::fclose(f);
+    return n == 2 ? static_cast<uint64_t>(rss) * static_cast<uint64_t>(sysconf(_SC_PAGESIZE)) : 0;
+}
+
+struct FileReport {
+    std::string file;
+    std::vector<HostTensor> outputs;
+    std::map<std::string, MemoryStats> before, after;
+    uint64_t rss_session = 0, rss_before = 0, rss_after = 0;
+    bool ran = false;  // a session was opened
+    std::vector<OpProfile> profile;
+    double run_ms = 0, teardown_ms = 0;
+    int code = kExitOk;
+    std::string error;
+};
+
+ojson stats_json(const MemoryStats& s) {
+    return ojson{{"in_use", s.in_use},       {"peak", s.peak},     {"pending", s.pending},
+                 {"pending_peak", s.pending_peak}, {"reserved", s.reserved}, {"allocs", s.allocs},
+                 {"frees", s.frees},         {"live", s.live},     {"copied_in", s.copied_in}};
+}
+
+void print_json(const FileReport& r, const RunOptions& opts, std::ostream& out) {
+    ojson doc;
+    doc["file"] = r.file;
+    auto outs = ojson::array();
+    for (const HostTensor& t : r.outputs)
+        outs.push_back(ojson{{"name", t.name}, {"dtype", dtype_name(t.dtype)}, {"shape", t.shape},
+                             {"device", t.device}, {"data", values_json(t)}});
+    doc["outputs"] = std::move(outs);
+    ojson before = ojson::object(), after = ojson::object();
+    for (const auto& [dev, s] : r.before) before[dev] = stats_json(s);
+    for (const auto& [dev, s] : r.after) after[dev] = stats_json(s);
+    doc["memory"] = ojson{{"before_teardown", before}, {"after_teardown", after}};
+    doc["system"] = ojson{{"cpu", ojson{{"kind", "rss"},
+                                        {"before_session", r.rss_session},
+                                        {"before_teardown", r.rss_before},
+                                        {"after_teardown", r.rss_after}}}};
+    doc["session"] = ojson{{"cleanup", cleanup_name(opts.cleanup)}, {"iterations", opts.iterations},
+                           {"run_ms", r.run_ms}, {"teardown_ms", r.teardown_ms}};
+    if (opts.profile) {
+        auto prof = ojson::array();
+        for (const OpProfile& p : r.profile)
+            prof.push_back(ojson{{"op", p.op}, {"count", p.count}, {"ms", p.ms}, {"bytes", p.bytes}});
+        doc["profile"] = std::move(prof);
+    }
+    if (r.code != kExitOk) doc["error"] = ojson{{"code", r.code}, {"message", r.error}};
+    out << doc.dump() << "\n";
+}
+
+void print_table(const std::string& title, const std::map<std::string, MemoryStats>& stats, uint64_t rss,
+                 const std::string& rss_label, std::ostream& out) {
+    out << title << ":\n";
+    const char* heads[] = {"device", "in_use", "peak", "pending", "pending_peak", "reserved",
+                           "allocs", "frees", "live", "copied_in"};
+    std::vector<std::vector<std::string>> rows;
+    rows.push_back(std::vector<std::string>(std::begin(heads), std::end(heads)));
+    for (const auto& [dev, s] : stats)
+        rows.push_back({dev, std::to_string(s.in_use), std::to_string(s.peak), std::to_string(s.pending),
+                        std::to_string(s.pending_peak), std::to_string(s.reserved), std::to_string(s.allocs),
+                        std::to_string(s.frees), std::to_string(s.live), std::to_string(s.copied_in)});
+    std::vector<size_t> w(rows[0].size(), 0);
+    for (const auto& row : rows)
+        for (size_t i = 0; i < row.size(); ++i) w[i] = std::max(w[i], row[i].size());
+    for (const auto& row : rows) {
+        out << "  ";
+        for (size_t i = 0; i < row.size(); ++i) {
+            if (i == 0) out << std::left << std::setw(static_cast<int>(w[i])) << row[i];
+            else out << "  " << std::right << std::setw(static_cast<int>(w[i])) << row[i];
+        }
+        out << "\n";
+    }
+    out << "  system (cpu): process resident memory " << rss_label << ": " << rss << " bytes ("
+        << human_bytes(rss) << ")\n";
+}
+
+void print_text(const FileReport& r, const RunOptions& opts, bool several, std::ostream& out) {
+    if (several) out << "== " << r.file << "\n";
+    for (const HostTensor& t : r.outputs)
+        out << t.name << ": " << type_string(t.dtype, t.shape) << " (" << t.device << ")\n"
+            << format_values(t) << "\n\n";
+    if (!r.ran) return;
+    out << "system (cpu): process resident memory before the session: " << r.rss_session << " bytes ("
+        << human_bytes(r.rss_session) << ")\n";
+    print_table("memory before teardown", r.before, r.rss_before, "before teardown", out);
+    print_table("memory after teardown", r.after, r.rss_after, "after teardown", out);
+    std::ostringstream line;
+    line << std::fixed << std::setprecision(3) << "session: cleanup=" << cleanup_name(opts.cleanup)
+         << " iterations=" << opts.iterations << " run " << r.run_ms << " ms, teardown " << r.teardown_ms << " ms";
+    out << line.str() << "\n";
+    if (opts.profile) {
+        out << "profile (per op, slowest first):\n";
+        out << "  " << std::left << std::setw(16) << "op" << std::right << std::setw(10) << "count" << std::setw(14)
+            << "time ms" << std::setw(16) << "bytes" << "\n";
+        for (const OpProfile& p : r.profile) {
+            std::ostringstream ms;
+            ms << std::fixed << std::setprecision(3) << p.ms;
+            out << "  " << std::left << std::setw(16) << p.op << std::right << std::setw(10) << p.count
+                << std::setw(14) << ms.str() << std::setw(16) << p.bytes << "\n";
+        }
+    }
+}
+
+// Runs one file; every path ends with the session torn down.
+FileReport run_file(const std::string& path, const RunOptions& opts, std::ostream& err) {
+    FileReport r;
+    auto lg = load_graph(path);
+    r.file = lg->display;
+    lg->diag.print(err);
+    auto fail = [&](int code, std::string msg) {
+        r.code = code;
+        r.error = std::move(msg);
+        return r;
+    };
+    if (!lg->ok()) {
+        std::string first = lg->diag.all().empty() ? "" : lg->diag.format(lg->diag.all().front());
+        if (first.find('\n') != std::string::npos) first.resize(first.find('\n'));
+        return fail(lg->read_failed ? kExitRuntime : kExitInvalidGraph, first);
+    }
+    Graph& g = lg->graph;
+    std::string fetch_error;
+    if (!apply_fetch(g, opts.fetch, fetch_error)) {
+        err << "graphrun: error: " << fetch_error << "\n";
+        return fail(kExitUsage, fetch_error);
+    }
+    if (auto perr = place(g, opts.placement, device_availability(), err)) {
+        Diagnostics d(lg->display, lg->source);
+        d.error(perr->loc, perr->message);
+        d.print(err);
+        return fail(kExitRuntime, perr->message);
+    }
+    std::vector<NodeId> outputs;
+    for (const Output& o : g.outputs) outputs.push_back(o.id);
+    std::string plan_error;
+    auto plan = compile_plan(g, outputs, &plan_error);
+    if (!plan) {
+        err << lg->display << ": error: " << plan_error << "\n";
+        return fail(kExitInvalidGraph, plan_error);
+    }
+    uint64_t limit = opts.memory_limit ? opts.memory_limit : default_cpu_memory_limit();
+    for (const auto& [dev, bytes] : plan->static_peak) {
+        if (bytes > limit) {
+            std::string msg = "the static plan needs " + std::to_string(bytes) + " bytes (" + human_bytes(bytes) +
+                              ") on " + dev + " at its peak, more than the memory limit of " +
+                              std::to_string(limit) + " bytes (" + human_bytes(limit) + "); refused before running";
+            err << lg->display << ": error: " << msg << "\n";
+            return fail(kExitRuntime, msg);
+        }
+    }
+
+    SessionOptions so;
+    so.cleanup = opts.cleanup;
+    so.threads = opts.threads;
+    so.cpu_memory_limit = limit;
+    so.profile = opts.profile;
+    r.rss_session = resident_bytes();
+    r.ran = true;
+    Session session(g, *plan, so);
+    auto run_error = session.run(opts.iterations, g.outputs, r.outputs);
+    r.run_ms = session.run_ms();
+    r.profile = session.profile();
+    r.before = session.stats();
+    r.rss_before = resident_bytes();
+    session.close();
+    r.teardown_ms = session.teardown_ms();
+    r.after = session.stats();
+    r.rss_after = resident_bytes();
+    if (run_error) {
+        Diagnostics d(lg->display, lg->source);
+        d.error(run_error->loc, run_error->message);
+        d.print(err);
+        return fail(kExitRuntime, run_error->message);
+    }
+    return r;
+}
+
+// Anything an allocator still reports after teardown.
+std::string leak_report(const FileReport& r) {
+    std::string out;
+    for (const auto& [dev, s] : r.after) {
+        if (s.in_use || s.pending || s.reserved || s.live || s.allocs != s.frees)
+            out += dev + ": in_use " + std::to_string(s.in_use) + ", pending " + std::to_string(s.pending) +
+                   ", reserved " + std::to_string(s.reserved) + ", live " + std::to_string(s.live) + ", allocs " +
+                   std::to_string(s.allocs) + " vs frees " + std::to_string(s.frees) + "; ";
+    }
+    return out;
+}
+
+}  // namespace
+
+bool apply_fetch(Graph& g, const std::vector<std::string>& fetch, std::string& error) {
+    if (fetch.empty()) return true;
+    std::vector<Output> outs;
+    for (const std::string& name : fetch) {
+        auto id = g.find_fetchable(name);
+        if (!id) {
+            error = "--fetch=" + name + ": no top-level name or node '" + name + "' in " + g.file;
+            if (auto near = nearest_name(name, g.fetchable_names()); !near.empty())
+                error += "; did you mean '" + near + "'?";
+            return false;
+        }
+        outs.push_back(Output{name, *id, {}});
+    }
+    g.outputs = std::move(outs);
+    return true;
+}
+
+int run_command(const RunOptions& opts, std::ostream& out, std::ostream& err) {
+    int exit_code = kExitOk;
+    for (const std::string& file : opts.files) {
+        FileReport r = run_file(file, opts, err);
+        if (r.code == kExitOk && opts.check_leaks) {
+            std::string leaks = leak_report(r);
+            if (!leaks.empty()) {
+                err << r.file << ": error: memory left after teardown: " << leaks << "\n";
+                r.code = kExitLeak;
+                r.error = "memory left after teardown: " + leaks;
+            }
+        }
+        if (opts.format == Format::Json) print_json(r, opts, out);
+        else print_text(r, opts, opts.files.size() > 1, out);
+        out.flush();
+        if (exit_code == kExitOk && r.code != kExitOk) exit_code = r.code;
+    }
+    return exit_code;
+}
+
+}  // namespace graphrun::cli

@@ -1,0 +1,85 @@
+// Tensor memory: one allocation entry point per device allocator, feeding one
+// statistics struct (SPEC section 4). No tensor buffer bypasses it.
+#pragma once
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+
+namespace graphrun {
+
+struct MemoryStats {
+    uint64_t in_use = 0;        // bytes allocated and not yet released (pending included)
+    uint64_t peak = 0;          // most in_use ever
+    uint64_t pending = 0;       // unreferenced, not yet released: the strategy's backlog
+    uint64_t pending_peak = 0;  // most pending ever
+    uint64_t reserved = 0;      // held from the system: in use plus cached
+    uint64_t allocs = 0;
+    uint64_t frees = 0;
+    uint64_t live = 0;          // buffers not yet released
+    uint64_t copied_in = 0;     // bytes copied onto this device from another
+};
+
+// Rounds a byte count up to the 64-byte granule every buffer is counted in.
+inline uint64_t round_up_64(uint64_t bytes) { return (bytes + 63) / 64 * 64; }
+
+// The device allocator interface: one entry point to allocate and one to
+// release, both counted; the backlog accounting the cleanup strategies use.
+// Thread-safe: the background reclaimer releases while the executor allocates.
+class Allocator {
+public:
+    virtual ~Allocator() = default;
+    // `bytes` is a multiple of 64. nullptr when in_use would exceed the limit
+    // (or the system has no memory); the caller decides what that means.
+    virtual void* allocate(uint64_t bytes) = 0;
+    virtual void release(void* p, uint64_t bytes) = 0;
+    // A buffer became unreferenced (pending) / a pending buffer is about to be released.
+    virtual void add_pending(uint64_t bytes) = 0;
+    // Gives every cached block back to the system.
+    virtual void trim() = 0;
+    virtual MemoryStats stats() const = 0;
+    virtual void add_copied_in(uint64_t bytes) = 0;
+    virtual uint64_t limit() const = 0;
+};
+
+// Test hook (Lua's Memcontrol): when > 0, the allocation that brings the
+// count to zero fails. Counts every allocation of every allocator.
+extern std::atomic<int64_t> g_fail_allocation_countdown;
+
+// Host memory: 64-byte aligned, freed blocks cached by size for reuse (that
+// is what `reserved` shows), everything returned to the system by trim().
+class CpuAllocator final : public Allocator {
+public:
+    explicit CpuAllocator(uint64_t limit_bytes);
+    ~CpuAllocator() override;
+    CpuAllocator(const CpuAllocator&) = delete;
+    CpuAllocator& operator=(const CpuAllocator&) = delete;
+
+    void* allocate(uint64_t bytes) override;
+    void release(void* p, uint64_t bytes) override;
+    void add_pending(uint64_t bytes) override;
+    void trim() override;
+    MemoryStats stats() const override;
+    void add_copied_in(uint64_t bytes) override;
+    uint64_t limit() const override { return limit_; }
+
+private:
+    void trim_locked();
+
+    const uint64_t limit_;
+    mutable std::mutex mu_;
+    MemoryStats s_;
+    std::multimap<uint64_t, void*> cache_;  // size -> free block
+    uint64_t cached_bytes_ = 0;
+};
+
+// 90% of the memory the system has available (MemAvailable), the default
+// --memory-limit on the CPU.
+uint64_t default_cpu_memory_limit();
+
+// Parses "512MiB", "2GB", "1.5GiB", "1048576" (bytes). KB/MB/GB/TB are powers of
+// 1000, KiB/MiB/GiB/TiB of 1024; K/M/G/T alone mean KiB/MiB/GiB/TiB.
+bool parse_memory_size(const std::string& s, uint64_t& out);
+
+}  // namespace graphrun

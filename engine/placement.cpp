@@ -1,0 +1,69 @@
+// Device placement with soft fallback.
+#include "engine/placement.h"
+
+#include <set>
+
+namespace graphrun {
+
+namespace {
+
+// Why `want` cannot run `n`, or "" when it can.
+std::string unusable_cause(const DeviceName& want, const Node& n, const DeviceAvailability& avail) {
+    if (want.kind == DeviceName::Kind::Cpu) return {};
+    if (avail.gpu_count == 0) return avail.why_no_gpu;
+    if (want.index >= avail.gpu_count)
+        return "no such device (" + std::to_string(avail.gpu_count) + " GPU" +
+               (avail.gpu_count == 1 ? "" : "s") + " present)";
+    if (n.op == OpKind::LoopParam) return {};
+    if (!op_info(n.op).gpu || (avail.gpu_supports && !avail.gpu_supports(n.op, n.dtype)))
+        return std::string("no GPU kernel for ") + op_name(n.op) + " on " + dtype_name(n.dtype);
+    return {};
+}
+
+}  // namespace
+
+std::optional<PlacementError> place(Graph& g, const PlacementOptions& opts,
+                                    const DeviceAvailability& avail, std::ostream& log) {
+    std::optional<DeviceName> fallback_default;
+    bool is_auto = opts.device == "auto";
+    if (!is_auto) fallback_default = parse_device_name(opts.device);
+    if (!fallback_default) fallback_default = avail.gpu_count > 0 ? DeviceName{DeviceName::Kind::Gpu, 0}
+                                                                  : DeviceName{DeviceName::Kind::Cpu, 0};
+    std::set<std::string> warned;
+    for (size_t i = 0; i < g.nodes.size(); ++i) {
+        Node& n = g.nodes[i];
+        if (n.op == OpKind::Invalid) continue;
+        if (n.op == OpKind::LoopParam) continue;  // takes its init's device below
+        std::optional<DeviceName> want = n.device.empty() ? fallback_default : parse_device_name(n.device);
+        if (!want) want = DeviceName{};  // validation has already rejected it
+        std::string cause = unusable_cause(*want, n, avail);
+        // `auto` asks for a GPU only where one is usable: a node without a GPU
+        // kernel quietly runs on the CPU, as TensorFlow's default placement does.
+        bool quiet = is_auto && n.device.empty();
+        if (cause.empty()) {
+            n.placed = want->str();
+            if (opts.log) log << "placement: " << n.display << " (" << op_name(n.op) << ") -> " << n.placed << "\n";
+            continue;
+        }
+        if (!opts.soft && !quiet) {
+            return PlacementError{"node '" + n.display + "' (" + op_name(n.op) + ") cannot run on " +
+                                      want->str() + ": " + cause +
+                                      " (soft placement is off; drop --no-soft-placement to run it on the CPU)",
+                                  n.loc};
+        }
+        n.placed = "cpu";
+        if (!quiet && warned.insert(want->str() + ": " + cause).second) {
+            log << "warning: " << want->str() << " unavailable: " << cause
+                << "; running on cpu instead (soft placement)\n";
+        }
+        if (opts.log)
+            log << "placement: " << n.display << " (" << op_name(n.op) << ") -> cpu (" << want->str()
+                << " unavailable: " << cause << ")\n";
+    }
+    // A loop-carried value lives where its values are made.
+    for (const Repeat& r : g.repeats)
+        for (const Carry& c : r.carries) g.node(c.param).placed = g.node(c.init).placed;
+    return std::nullopt;
+}
+
+}  // namespace graphrun

@@ -1,0 +1,299 @@
+// Compiles one pass into steps with drop points, and simulates them for the
+// static peak.
+#include "engine/plan.h"
+
+#include <algorithm>
+#include <unordered_map>
+#include <unordered_set>
+
+namespace graphrun {
+
+bool aliases_input(const Graph& g, const Node& n) {
+    return is_alias_op(n.op) && n.inputs.size() == 1 && g.node(n.inputs[0].id).placed == n.placed;
+}
+
+namespace {
+
+constexpr int64_t kNever = -1;
+
+// Builds the steps. A block is the top level (repeat -1) or a repeat body.
+// Positions inside a block: statement k's begin is 2k, its end 2k+1. A value's
+// home is the block it is defined in (a loop parameter has two: its body, for
+// the passes, and the loop's parent block, for the value after the loop).
+class PlanBuilder {
+public:
+    PlanBuilder(const Graph& g, const std::vector<NodeId>& outputs) : g_(g) {
+        held_.insert(outputs.begin(), outputs.end());
+        plan_.held.assign(held_.begin(), held_.end());
+        std::sort(plan_.held.begin(), plan_.held.end());
+        plan_.loops.resize(g.repeats.size());
+        update_of_.assign(g.repeats.size(), {});
+        for (size_t r = 0; r < g.repeats.size(); ++r)
+            for (const Carry& c : g.repeats[r].carries) update_of_[r].insert(c.update);
+    }
+
+    Plan build() {
+        emit_block(g_.top, -1);
+        plan_.node_bytes.resize(g_.nodes.size(), 0);
+        for (size_t i = 0; i < g_.nodes.size(); ++i) {
+            const Node& n = g_.nodes[i];
+            if (n.op == OpKind::LoopParam || n.op == OpKind::Invalid || aliases_input(g_, n)) continue;
+            auto numel = checked_numel(n.shape);
+            auto bytes = numel ? checked_buffer_bytes(*numel, n.dtype) : std::nullopt;
+            plan_.node_bytes[i] = bytes.value_or(0);
+        }
+        return std::move(plan_);
+    }
+
+private:
+    // Free values of repeat `r`: read inside it but homed outside. `late` is
+    // true when something inside reads it during the passes (dropped after the
+    // loop), false when it is only r's own carry init (dropped at LoopBegin).
+    void free_values(int32_t r, std::unordered_map<NodeId, bool>& out) {
+        auto it = free_cache_.find(r);
+        if (it != free_cache_.end()) {
+            out = it->second;
+            return;
+        }
+        const Repeat& rep = g_.repeats[static_cast<size_t>(r)];
+        std::unordered_set<NodeId> inside;
+        for (const Carry& c : rep.carries) inside.insert(c.param);
+        for (const Stmt& s : rep.body) {
+            if (s.kind == Stmt::Kind::Node) inside.insert(s.index);
+            else
+                for (const Carry& c : g_.repeats[static_cast<size_t>(s.index)].carries) inside.insert(c.param);
+        }
+        std::unordered_map<NodeId, bool> result;
+        auto note = [&](NodeId v, bool late) {
+            if (inside.count(v)) return;
+            auto [pos, fresh] = result.emplace(v, late);
+            if (!fresh) pos->second = pos->second || late;
+        };
+        for (const Carry& c : rep.carries) note(c.init, false);
+        for (const Stmt& s : rep.body) {
+            if (s.kind == Stmt::Kind::Node) {
+                for (const Input& in : g_.node(s.index).inputs) note(in.id, true);
+            } else {
+                std::unordered_map<NodeId, bool> inner;
+                free_values(s.index, inner);
+                for (const auto& [v, late] : inner) note(v, true);
+            }
+        }
+        free_cache_[r] = result;
+        out = std::move(result);
+    }
+
+    bool keep(NodeId v, int32_t r) const {
+        if (r == -1) return held_.count(v) > 0;
+        return update_of_[static_cast<size_t>(r)].count(v) > 0;
+    }
+
+    void drop(NodeId v) { plan_.steps.push_back(PlanStep{PlanStep::Kind::Drop, v}); }
+
+    // Emits block `stmts` (body of repeat `r`, or the top level for -1).
+    void emit_block(const std::vector<Stmt>& stmts, int32_t r) {
+        // Last use of each value homed here.
+        std::unordered_map<NodeId, int64_t> last;
+        std::vector<NodeId> homed;  // in order of definition
+        if (r >= 0)
+            for (const Carry& c : g_.repeats[static_cast<size_t>(r)].carries) {
+                last[c.param] = kNever;
+                homed.push_back(c.param);
+            }
+        for (size_t k = 0; k < stmts.size(); ++k) {
+            const Stmt& s = stmts[k];
+            auto pos_begin = static_cast<int64_t>(2 * k), pos_end = pos_begin + 1;
+            auto use = [&](NodeId v, int64_t pos) {
+                auto it = last.find(v);
+                if (it != last.end()) it->second = std::max(it->second, pos);
+            };
+            if (s.kind == Stmt::Kind::Node) {
+                for (const Input& in : g_.node(s.index).inputs) use(in.id, pos_end);
+                last[s.index] = kNever;
+                homed.push_back(s.index);
+            } else {
+                std::unordered_map<NodeId, bool> fv;
+                free_values(s.index, fv);
+                for (const auto& [v, late] : fv) use(v, late ? pos_end : pos_begin);
+                for (const Carry& c : g_.repeats[static_cast<size_t>(s.index)].carries) {
+                    last[c.param] = kNever;
+                    homed.push_back(c.param);
+                }
+            }
+        }
+        // Drop points: after the last use, else where the value is defined.
+        std::unordered_map<int64_t, std::vector<NodeId>> drops_at;
+        std::vector<NodeId> drops_at_start;
+        std::unordered_map<NodeId, int64_t> defined_at;
+        for (size_t k = 0; k < stmts.size(); ++k) {
+            const Stmt& s = stmts[k];
+            auto pos_end = static_cast<int64_t>(2 * k + 1);
+            if (s.kind == Stmt::Kind::Node) defined_at[s.index] = pos_end;
+            else
+                for (const Carry& c : g_.repeats[static_cast<size_t>(s.index)].carries) defined_at[c.param] = pos_end;
+        }
+        for (NodeId v : homed) {
+            if (keep(v, r)) continue;
+            int64_t at = last[v];
+            if (at == kNever) {
+                auto d = defined_at.find(v);
+                if (d == defined_at.end()) {  // a parameter of this body with no reader in it
+                    drops_at_start.push_back(v);
+                    continue;
+                }
+                at = d->second;
+            }
+            drops_at[at].push_back(v);
+        }
+        for (NodeId v : drops_at_start) drop(v);
+        for (size_t k = 0; k < stmts.size(); ++k) {
+            const Stmt& s = stmts[k];
+            auto pos_begin = static_cast<int64_t>(2 * k), pos_end = pos_begin + 1;
+            if (s.kind == Stmt::Kind::Node) {
+                plan_.steps.push_back(PlanStep{PlanStep::Kind::Run, s.index});
+            } else {
+                LoopPlan& lp = plan_.loops[static_cast<size_t>(s.index)];
+                lp.repeat = s.index;
+                lp.begin = static_cast<int32_t>(plan_.steps.size());
+                plan_.steps.push_back(PlanStep{PlanStep::Kind::LoopBegin, s.index});
+                if (auto it = drops_at.find(pos_begin); it != drops_at.end())
+                    plan_.loops[static_cast<size_t>(s.index)].drop_at_begin = it->second;
+                plan_.loops[static_cast<size_t>(s.index)].body_start = static_cast<int32_t>(plan_.steps.size());
+                emit_block(g_.repeats[static_cast<size_t>(s.index)].body, s.index);
+                plan_.loops[static_cast<size_t>(s.index)].end = static_cast<int32_t>(plan_.steps.size());
+                plan_.steps.push_back(PlanStep{PlanStep::Kind::LoopEnd, s.index});
+            }
+            if (auto it = drops_at.find(pos_end); it != drops_at.end())
+                for (NodeId v : it->second) drop(v);
+        }
+    }
+
+    const Graph& g_;
+    Plan plan_;
+    std::unordered_set<NodeId> held_;
+    std::vector<std::unordered_set<NodeId>> update_of_;
+    std::unordered_map<int32_t, std::unordered_map<NodeId, bool>> free_cache_;
+};
+
+// Runs the steps with sizes instead of data: the same moves the executor makes.
+class PeakSimulator {
+public:
+    PeakSimulator(const Graph& g, const Plan& p) : g_(g), p_(p), value_buf_(g.nodes.size(), -1) {}
+
+    bool run(std::map<std::string, uint64_t>& peak) {
+        std::vector<int64_t> passes_left(p_.loops.size(), 0);
+        uint64_t budget = kMaxSimulatedSteps;
+        for (size_t i = 0; i < p_.steps.size(); ++i) {
+            if (budget-- == 0) return false;
+            const PlanStep& s = p_.steps[i];
+            switch (s.kind) {
+                case PlanStep::Kind::Run: run_node(s.arg); break;
+                case PlanStep::Kind::Drop: drop(s.arg); break;
+                case PlanStep::Kind::LoopBegin: {
+                    const LoopPlan& lp = p_.loops[static_cast<size_t>(s.arg)];
+                    const Repeat& rep = g_.repeats[static_cast<size_t>(s.arg)];
+                    for (const Carry& c : rep.carries) share(c.param, c.init);
+                    for (NodeId v : lp.drop_at_begin) drop(v);
+                    // Every pass after the second repeats the second exactly.
+                    passes_left[static_cast<size_t>(s.arg)] = std::min<int64_t>(rep.count, 2);
+                    if (rep.count == 0) i = static_cast<size_t>(lp.end);
+                    break;
+                }
+                case PlanStep::Kind::LoopEnd: {
+                    const LoopPlan& lp = p_.loops[static_cast<size_t>(s.arg)];
+                    for (const Carry& c : g_.repeats[static_cast<size_t>(s.arg)].carries) {
+                        share(c.param, c.update);
+                        drop(c.update);
+                    }
+                    if (--passes_left[static_cast<size_t>(s.arg)] > 0) i = static_cast<size_t>(lp.body_start) - 1;
+                    break;
+                }
+            }
+        }
+        for (const auto& [dev, bytes] : peak_) peak[dev] = bytes;
+        return true;
+    }
+
+private:
+    struct Buffer {
+        uint64_t bytes;
+        std::string device;
+        int64_t refs;
+    };
+
+    void alloc(const std::string& dev, uint64_t bytes) {
+        uint64_t& live = live_[dev];
+        live += bytes;
+        uint64_t& pk = peak_[dev];
+        pk = std::max(pk, live);
+    }
+
+    void run_node(NodeId id) {
+        const Node& n = g_.node(id);
+        // Inputs from another device are copied in for the node and dropped after it.
+        uint64_t copies = 0;
+        for (const Input& in : n.inputs) {
+            int64_t b = value_buf_[static_cast<size_t>(in.id)];
+            if (b >= 0 && bufs_[static_cast<size_t>(b)].device != n.placed) copies += bufs_[static_cast<size_t>(b)].bytes;
+        }
+        if (copies) alloc(n.placed, copies);
+        if (aliases_input(g_, n)) {
+            share(id, n.inputs[0].id);
+        } else {
+            uint64_t bytes = p_.node_bytes[static_cast<size_t>(id)];
+            int64_t b;
+            if (!free_.empty()) {
+                b = free_.back();
+                free_.pop_back();
+                bufs_[static_cast<size_t>(b)] = Buffer{bytes, n.placed, 1};
+            } else {
+                b = static_cast<int64_t>(bufs_.size());
+                bufs_.push_back(Buffer{bytes, n.placed, 1});
+            }
+            value_buf_[static_cast<size_t>(id)] = b;
+            alloc(n.placed, bytes);
+        }
+        if (copies) live_[n.placed] -= copies;
+    }
+
+    void share(NodeId to, NodeId from) {
+        int64_t b = value_buf_[static_cast<size_t>(from)];
+        value_buf_[static_cast<size_t>(to)] = b;
+        if (b >= 0) ++bufs_[static_cast<size_t>(b)].refs;
+    }
+
+    void drop(NodeId v) {
+        int64_t& b = value_buf_[static_cast<size_t>(v)];
+        if (b < 0) return;
+        Buffer& buf = bufs_[static_cast<size_t>(b)];
+        if (--buf.refs == 0) {
+            live_[buf.device] -= buf.bytes;
+            free_.push_back(b);
+        }
+        b = -1;
+    }
+
+    const Graph& g_;
+    const Plan& p_;
+    std::vector<int64_t> value_buf_;
+    std::vector<Buffer> bufs_;
+    std::vector<int64_t> free_;  // slots of released buffers, reused
+    std::map<std::string, uint64_t> live_, peak_;
+};
+
+}  // namespace
+
+std::optional<Plan> compile_plan(const Graph& g, const std::vector<NodeId>& outputs, std::string* error) {
+    Plan plan = PlanBuilder(g, outputs).build();
+    for (const Node& n : g.nodes)
+        if (n.op != OpKind::Invalid && n.op != OpKind::LoopParam && !n.placed.empty()) plan.static_peak[n.placed];
+    if (!PeakSimulator(g, plan).run(plan.static_peak)) {
+        if (error)
+            *error = "the static plan needs more than " + std::to_string(kMaxSimulatedSteps) +
+                     " simulated steps (repeat loops nested too deeply)";
+        return std::nullopt;
+    }
+    return plan;
+}
+
+}  // namespace graphrun

@@ -1,0 +1,315 @@
+// The executor and the cleanup strategies.
+#include "engine/session.h"
+
+#include <cblas.h>
+
+#include <algorithm>
+#include <cstring>
+
+namespace graphrun {
+
+const char* cleanup_name(CleanupStrategy s) {
+    switch (s) {
+        case CleanupStrategy::Background: return "background";
+        case CleanupStrategy::Safepoint: return "safepoint";
+        case CleanupStrategy::Close: return "close";
+    }
+    return "?";
+}
+
+namespace {
+// The background strategy hands buffers to the reclaimer once a batch holds
+// this many buffers or bytes, and at the end of every pass.
+constexpr size_t kBatchBuffers = 32;
+constexpr uint64_t kBatchBytes = uint64_t{1} << 20;
+
+double ms_since(std::chrono::steady_clock::time_point t0) {
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+}  // namespace
+
+Session::Session(const Graph& g, const Plan& plan, SessionOptions opts) : g_(g), plan_(plan), opts_(opts) {
+    if (opts_.cpu_memory_limit == 0) opts_.cpu_memory_limit = default_cpu_memory_limit();
+    ctx_.threads = std::max(1, opts_.threads);
+    openblas_set_num_threads(ctx_.threads);
+    size_t max_inputs = 0;
+    node_alloc_.assign(g.nodes.size(), nullptr);
+    kernels_.resize(g.nodes.size());
+    for (const PlanStep& s : plan.steps) {
+        if (s.kind != PlanStep::Kind::Run) continue;
+        const Node& n = g.node(s.arg);
+        node_alloc_[static_cast<size_t>(s.arg)] = &allocator_for(n.placed);
+        if (!aliases_input(g, n) && !kernels_[static_cast<size_t>(s.arg)])
+            kernels_[static_cast<size_t>(s.arg)] = make_cpu_kernel(g, n);
+        max_inputs = std::max(max_inputs, n.inputs.size());
+    }
+    scratch_inputs_.resize(max_inputs);
+    value_buf_.assign(g.nodes.size(), -1);
+    passes_left_.assign(plan.loops.size(), 0);
+    bufs_.reserve(64);
+    // The backlog may grow to one pass's static peak before the executing thread waits.
+    for (const auto& [dev, bytes] : plan.static_peak) backlog_limit_ = std::max(backlog_limit_, bytes);
+    if (opts_.profile) {
+        op_profile_.resize(static_cast<size_t>(OpKind::Invalid) + 1);
+        for (size_t k = 0; k < op_profile_.size(); ++k) op_profile_[k].op = op_name(static_cast<OpKind>(k));
+    }
+    if (opts_.cleanup == CleanupStrategy::Background) reclaimer_ = std::thread([this] { reclaimer_loop(); });
+}
+
+Session::~Session() { close(); }
+
+Allocator& Session::allocator_for(const std::string& device) {
+    auto it = allocators_.find(device);
+    if (it != allocators_.end()) return *it->second;
+    // Only the CPU exists in this build; placement never puts a node elsewhere.
+    auto a = std::make_unique<CpuAllocator>(opts_.cpu_memory_limit);
+    Allocator& ref = *a;
+    allocators_.emplace(device, std::move(a));
+    return ref;
+}
+
+std::map<std::string, MemoryStats> Session::stats() const {
+    std::map<std::string, MemoryStats> out;
+    for (const auto& [dev, a] : allocators_) out[dev] = a->stats();
+    if (out.empty()) out["cpu"] = MemoryStats{};
+    return out;
+}
+
+std::vector<OpProfile> Session::profile() const {
+    std::vector<OpProfile> out;
+    for (const OpProfile& p : op_profile_)
+        if (p.count) out.push_back(p);
+    std::sort(out.begin(), out.end(), [](const OpProfile& a, const OpProfile& b) { return a.ms > b.ms; });
+    return out;
+}
+
+// --- buffers and values -----------------------------------------------------
+
+void Session::share(NodeId to, NodeId from) {
+    drop(to);
+    int32_t b = value_buf_[static_cast<size_t>(from)];
+    value_buf_[static_cast<size_t>(to)] = b;
+    if (b >= 0) ++bufs_[static_cast<size_t>(b)].refs;
+}
+
+void Session::drop(NodeId v) {
+    int32_t& b = value_buf_[static_cast<size_t>(v)];
+    if (b < 0) return;
+    if (--bufs_[static_cast<size_t>(b)].refs == 0) unreferenced(b);
+    b = -1;
+}
+
+// A buffer nothing refers to any more: the strategy decides when it goes back.
+void Session::unreferenced(int32_t b) {
+    Buffer& buf = bufs_[static_cast<size_t>(b)];
+    buf.alloc->add_pending(buf.bytes);
+    pending_.push_back(Freed{buf.data, buf.bytes, buf.alloc});
+    batch_bytes_ += buf.bytes;
+    buf = Buffer{};
+    free_bufs_.push_back(b);
+}
+
+void Session::release_pending_now() {
+    for (const Freed& f : pending_) f.alloc->release(f.data, f.bytes);
+    pending_.clear();
+    batch_bytes_ = 0;
+}
+
+// Hands the batch to the reclaimer (one lock per batch, not per buffer). Waits
+// when asked to, or when the backlog has outgrown one pass's static peak.
+void Session::flush_to_reclaimer(bool wait_until_drained) {
+    std::unique_lock<std::mutex> lock(mu_);
+    if (!pending_.empty()) {
+        if (queue_.empty()) queue_.swap(pending_);
+        else {
+            queue_.insert(queue_.end(), pending_.begin(), pending_.end());
+            pending_.clear();
+        }
+        queued_bytes_ += batch_bytes_;
+        batch_bytes_ = 0;
+        cv_work_.notify_one();
+    }
+    if (!wait_until_drained) wait_until_drained = queued_bytes_ > backlog_limit_;
+    if (wait_until_drained) cv_drained_.wait(lock, [this] { return queue_.empty() && !busy_; });
+}
+
+void Session::reclaimer_loop() {
+    std::vector<Freed> work;
+    std::unique_lock<std::mutex> lock(mu_);
+    for (;;) {
+        cv_work_.wait(lock, [this] { return stop_ || !queue_.empty(); });
+        if (queue_.empty() && stop_) break;
+        work.swap(queue_);
+        busy_ = true;
+        lock.unlock();
+        uint64_t done = 0;
+        for (const Freed& f : work) {
+            f.alloc->release(f.data, f.bytes);
+            done += f.bytes;
+        }
+        work.clear();
+        lock.lock();
+        queued_bytes_ -= done;
+        busy_ = false;
+        if (queue_.empty()) cv_drained_.notify_all();
+    }
+    cv_drained_.notify_all();
+}
+
+void Session::safe_point() {
+    switch (opts_.cleanup) {
+        case CleanupStrategy::Safepoint: release_pending_now(); break;
+        case CleanupStrategy::Background:
+            // Hand over in batches: one lock per batch, not per buffer.
+            if (pending_.size() >= kBatchBuffers || batch_bytes_ >= kBatchBytes) flush_to_reclaimer(false);
+            break;
+        case CleanupStrategy::Close: break;
+    }
+}
+
+// --- execution --------------------------------------------------------------
+
+std::string Session::oom_message(const Node& n, uint64_t bytes, const Allocator& a) const {
+    MemoryStats s = a.stats();
+    std::string msg = "out of memory on " + n.placed + " at node '" + n.display + "' (" + op_name(n.op) +
+                      "): " + type_string(n.dtype, n.shape) + " needs " + std::to_string(bytes) +
+                      " bytes; in use " + std::to_string(s.in_use) + " bytes, limit " +
+                      std::to_string(a.limit()) + " bytes";
+    if (opts_.cleanup == CleanupStrategy::Close && s.pending > 0)
+        msg += " (" + std::to_string(s.pending) +
+               " of the bytes in use are unreferenced tensors that --cleanup=close keeps until the session "
+               "closes; --cleanup=safepoint or background would release them)";
+    return msg;
+}
+
+std::optional<RunError> Session::run_node(NodeId id) {
+    const Node& n = g_.node(id);
+    safe_point();  // just before dispatch, before the output is allocated
+    if (aliases_input(g_, n)) {
+        share(id, n.inputs[0].id);
+        return std::nullopt;
+    }
+    Allocator& a = *node_alloc_[static_cast<size_t>(id)];
+    uint64_t bytes = plan_.node_bytes[static_cast<size_t>(id)];
+    void* data = a.allocate(bytes);
+    if (!data && opts_.cleanup == CleanupStrategy::Background) {
+        flush_to_reclaimer(true);  // the backlog goes first
+        data = a.allocate(bytes);
+    }
+    if (!data) return RunError{oom_message(n, bytes, a), n.loc};
+    int32_t b;
+    if (!free_bufs_.empty()) {
+        b = free_bufs_.back();
+        free_bufs_.pop_back();
+    } else {
+        b = static_cast<int32_t>(bufs_.size());
+        bufs_.emplace_back();
+    }
+    bufs_[static_cast<size_t>(b)] = Buffer{data, bytes, 1, &a};
+    value_buf_[static_cast<size_t>(id)] = b;
+
+    for (size_t i = 0; i < n.inputs.size(); ++i) {
+        const Node& in = g_.node(n.inputs[i].id);
+        int32_t ib = value_buf_[static_cast<size_t>(n.inputs[i].id)];
+        scratch_inputs_[i] = TensorRef{ib >= 0 ? bufs_[static_cast<size_t>(ib)].data : nullptr, in.dtype, &in.shape,
+                                       checked_numel(in.shape).value_or(0)};
+    }
+    TensorRef out{data, n.dtype, &n.shape, checked_numel(n.shape).value_or(0)};
+    std::string err = kernels_[static_cast<size_t>(id)]->run(scratch_inputs_.data(), n.inputs.size(), out, ctx_);
+    if (!err.empty())
+        return RunError{"node '" + n.display + "' (" + op_name(n.op) + ") on " + n.placed + ": " + err, n.loc};
+    return std::nullopt;
+}
+
+std::optional<RunError> Session::run_pass() {
+    const std::vector<PlanStep>& steps = plan_.steps;
+    for (size_t i = 0; i < steps.size(); ++i) {
+        const PlanStep& s = steps[i];
+        switch (s.kind) {
+            case PlanStep::Kind::Run:
+                if (opts_.profile) {
+                    auto t0 = std::chrono::steady_clock::now();
+                    auto e = run_node(s.arg);
+                    const Node& n = g_.node(s.arg);
+                    OpProfile& p = op_profile_[static_cast<size_t>(n.op)];
+                    p.ms += ms_since(t0);
+                    ++p.count;
+                    if (!aliases_input(g_, n)) p.bytes += plan_.node_bytes[static_cast<size_t>(s.arg)];
+                    if (e) return e;
+                } else if (auto e = run_node(s.arg)) {
+                    return e;
+                }
+                break;
+            case PlanStep::Kind::Drop: drop(s.arg); break;
+            case PlanStep::Kind::LoopBegin: {
+                const LoopPlan& lp = plan_.loops[static_cast<size_t>(s.arg)];
+                const Repeat& rep = g_.repeats[static_cast<size_t>(s.arg)];
+                for (const Carry& c : rep.carries) share(c.param, c.init);
+                for (NodeId v : lp.drop_at_begin) drop(v);
+                passes_left_[static_cast<size_t>(s.arg)] = rep.count;
+                if (rep.count == 0) i = static_cast<size_t>(lp.end);
+                break;
+            }
+            case PlanStep::Kind::LoopEnd: {
+                const LoopPlan& lp = plan_.loops[static_cast<size_t>(s.arg)];
+                for (const Carry& c : g_.repeats[static_cast<size_t>(s.arg)].carries) {
+                    share(c.param, c.update);
+                    drop(c.update);
+                }
+                safe_point();  // the end of each repeat pass
+                if (--passes_left_[static_cast<size_t>(s.arg)] > 0) i = static_cast<size_t>(lp.body_start) - 1;
+                break;
+            }
+        }
+    }
+    safe_point();  // the end of the pass
+    if (opts_.cleanup == CleanupStrategy::Background && !pending_.empty()) flush_to_reclaimer(false);
+    return std::nullopt;
+}
+
+std::optional<RunError> Session::run(int64_t iterations, const std::vector<Output>& outputs,
+                                     std::vector<HostTensor>& fetched) {
+    auto t0 = std::chrono::steady_clock::now();
+    std::optional<RunError> err;
+    for (int64_t pass = 0; pass < iterations && !err; ++pass) {
+        // The previous pass's outputs stay referenced until this pass's first safe point.
+        if (pass > 0)
+            for (NodeId v : plan_.held) drop(v);
+        err = run_pass();
+    }
+    run_ms_ = ms_since(t0);
+    if (err) return err;
+    for (const Output& o : outputs) {
+        const Node& n = g_.node(o.id);
+        HostTensor h{o.name, n.dtype, n.shape, n.placed, {}};
+        int32_t b = value_buf_[static_cast<size_t>(o.id)];
+        int64_t numel = checked_numel(n.shape).value_or(0);
+        size_t bytes = static_cast<size_t>(numel) * dtype_size(n.dtype);
+        h.data.resize(bytes);
+        if (b >= 0 && bytes) std::memcpy(h.data.data(), bufs_[static_cast<size_t>(b)].data, bytes);
+        fetched.push_back(std::move(h));
+    }
+    return std::nullopt;
+}
+
+void Session::close() {
+    if (closed_) return;
+    closed_ = true;
+    auto t0 = std::chrono::steady_clock::now();
+    for (size_t v = 0; v < value_buf_.size(); ++v) drop(static_cast<NodeId>(v));
+    if (reclaimer_.joinable()) {
+        {
+            std::lock_guard<std::mutex> lock(mu_);
+            queue_.insert(queue_.end(), pending_.begin(), pending_.end());
+            pending_.clear();
+            stop_ = true;
+        }
+        cv_work_.notify_one();
+        reclaimer_.join();
+    }
+    release_pending_now();
+    for (auto& [dev, a] : allocators_) a->trim();
+    teardown_ms_ = ms_since(t0);
+}
+
+}  // namespace graphrun

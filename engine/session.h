@@ -1,0 +1,136 @@
+// A session: runs a compiled plan pass after pass on the devices' allocators,
+// releases unreferenced tensors by its cleanup strategy (SPEC section 4), and
+// tears everything down on close, after errors too.
+#pragma once
+#include <chrono>
+#include <condition_variable>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "engine/allocator.h"
+#include "engine/graph.h"
+#include "engine/kernels/cpu_kernel.h"
+#include "engine/plan.h"
+
+namespace graphrun {
+
+enum class CleanupStrategy { Background, Safepoint, Close };
+const char* cleanup_name(CleanupStrategy s);
+
+struct SessionOptions {
+    CleanupStrategy cleanup = CleanupStrategy::Background;
+    int threads = 1;
+    uint64_t cpu_memory_limit = 0;  // 0: default_cpu_memory_limit()
+    bool profile = false;           // time every node (--profile)
+};
+
+// Per-op totals of a profiled run.
+struct OpProfile {
+    std::string op;
+    uint64_t count = 0;
+    double ms = 0;
+    uint64_t bytes = 0;  // allocated for outputs
+};
+
+// An output copied to the host for the report; belongs to no allocator.
+struct HostTensor {
+    std::string name;
+    DType dtype = DType::F32;
+    Shape shape;
+    std::string device;
+    std::vector<uint8_t> data;
+};
+
+struct RunError {
+    std::string message;
+    Loc loc;
+};
+
+class Session {
+public:
+    // Opens the session: allocators, kernels, and (background) the reclaimer thread.
+    Session(const Graph& g, const Plan& plan, SessionOptions opts);
+    ~Session();  // closes if close() was not called
+    Session(const Session&) = delete;
+    Session& operator=(const Session&) = delete;
+
+    // Runs `iterations` passes, then copies `outputs` to the host. Stops at the
+    // first error; the session stays open so that statistics can be taken.
+    std::optional<RunError> run(int64_t iterations, const std::vector<Output>& outputs,
+                                std::vector<HostTensor>& fetched);
+    // Statistics per device the session used.
+    std::map<std::string, MemoryStats> stats() const;
+    // Teardown: releases every remaining tensor, joins the reclaimer, gives
+    // every allocator cache back to the system. Idempotent.
+    void close();
+
+    // Per-op totals, slowest first (empty unless SessionOptions::profile).
+    std::vector<OpProfile> profile() const;
+    double run_ms() const { return run_ms_; }
+    double teardown_ms() const { return teardown_ms_; }
+    bool reclaimer_running() const { return reclaimer_.joinable(); }
+
+private:
+    struct Buffer {
+        void* data = nullptr;
+        uint64_t bytes = 0;
+        int32_t refs = 0;
+        Allocator* alloc = nullptr;
+    };
+    struct Freed {
+        void* data;
+        uint64_t bytes;
+        Allocator* alloc;
+    };
+
+    std::optional<RunError> run_pass();
+    std::optional<RunError> run_node(NodeId id);
+    void drop(NodeId v);
+    void share(NodeId to, NodeId from);
+    void unreferenced(int32_t b);
+    void safe_point();
+    void release_pending_now();
+    void flush_to_reclaimer(bool wait_until_drained);
+    void reclaimer_loop();
+    Allocator& allocator_for(const std::string& device);
+    std::string oom_message(const Node& n, uint64_t bytes, const Allocator& a) const;
+
+    const Graph& g_;
+    const Plan& plan_;
+    SessionOptions opts_;
+    std::map<std::string, std::unique_ptr<Allocator>> allocators_;
+    std::vector<Allocator*> node_alloc_;  // per node
+    std::vector<std::unique_ptr<CpuKernel>> kernels_;
+    std::vector<TensorRef> scratch_inputs_;
+    std::vector<Buffer> bufs_;
+    std::vector<int32_t> free_bufs_;
+    std::vector<int32_t> value_buf_;  // per node: index into bufs_, -1 when it holds none
+    std::vector<int64_t> passes_left_;
+    KernelContext ctx_;
+    uint64_t backlog_limit_ = 0;  // background: hand-over waits when pending exceeds it
+
+    // safepoint and close: the pending list; background: the batch to hand over.
+    std::vector<Freed> pending_;
+    uint64_t batch_bytes_ = 0;  // bytes in pending_
+
+    // The reclaimer thread (background only).
+    std::thread reclaimer_;
+    std::mutex mu_;
+    std::condition_variable cv_work_, cv_drained_;
+    std::vector<Freed> queue_;
+    uint64_t queued_bytes_ = 0;  // handed over, not yet released
+    bool stop_ = false;
+    bool busy_ = false;
+
+    std::vector<OpProfile> op_profile_;  // by OpKind
+
+    bool closed_ = false;
+    double run_ms_ = 0, teardown_ms_ = 0;
+};
+
+}  // namespace graphrun

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Installs the Debian packages graphrun builds with, when they are missing.
+set -euo pipefail
+
+need=()
+have_file() { [ -e "$1" ]; }
+have_file /usr/include/CLI/CLI.hpp            || need+=(libcli11-dev)
+have_file /usr/include/nlohmann/json.hpp      || need+=(nlohmann-json3-dev)
+have_file /usr/include/doctest/doctest.h      || need+=(doctest-dev)
+ls /usr/include/*/openblas-pthread/cblas.h >/dev/null 2>&1 || need+=(libopenblas-dev)
+command -v cmake   >/dev/null 2>&1            || need+=(cmake)
+command -v g++     >/dev/null 2>&1            || need+=(g++)
+command -v python3 >/dev/null 2>&1            || need+=(python3)
+
+if [ ${#need[@]} -eq 0 ]; then
+    exit 0
+fi
+echo "deps: installing ${need[*]}" >&2
+sudo=""
+if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq
+$sudo apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null

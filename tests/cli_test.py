@@ -1,0 +1,233 @@
+#!/usr/bin/env python3
+"""CLI tests: run the real graphrun binary and check exit codes, messages and
+output formats. Usage: cli_test.py GRAPHRUN_BINARY SOURCE_DIR"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+BIN = sys.argv[1]
+SRC = sys.argv[2]
+EXAMPLES = os.path.join(SRC, "scripts", "examples")
+results = {"passed": 0, "failed": 0}
+
+
+def run(*args, stdin=None):
+    p = subprocess.run([BIN, *args], input=stdin, capture_output=True, timeout=60)
+    return p.returncode, p.stdout.decode("utf-8", "replace"), p.stderr.decode("utf-8", "replace")
+
+
+def test(fn):
+    try:
+        fn()
+    except AssertionError as e:
+        results["failed"] += 1
+        print(f"FAIL {fn.__name__}: {e}")
+        return fn
+    except Exception as e:  # a crash in the harness is a failure too
+        results["failed"] += 1
+        print(f"FAIL {fn.__name__}: {type(e).__name__}: {e}")
+        return fn
+    results["passed"] += 1
+    print(f"ok   {fn.__name__}")
+    return fn
+
+
+def expect(cond, msg):
+    if not cond:
+        raise AssertionError(msg)
+
+
+def examples(ext):
+    return sorted(os.path.join(EXAMPLES, f) for f in os.listdir(EXAMPLES) if f.endswith(ext))
+
+
+@test
+def help_lists_commands():
+    code, out, _ = run("--help")
+    expect(code == 0, f"exit {code}")
+    for word in ("check", "convert", "devices", "Exit codes"):
+        expect(word in out, f"--help lacks {word}")
+
+
+@test
+def check_help_lists_options():
+    code, out, _ = run("check", "--help")
+    expect(code == 0, f"exit {code}")
+    for word in ("--format", "--device", "--no-soft-placement", "--log-placement", "--fetch"):
+        expect(word in out, f"check --help lacks {word}")
+
+
+@test
+def version_says_cuda():
+    code, out, _ = run("--version")
+    expect(code == 0 and "graphrun" in out and "CUDA support" in out, out)
+
+
+@test
+def usage_errors_exit_2():
+    for args in ([], ["frobnicate"], ["check"], ["check", "x.graph", "--bogus"],
+                 ["check", "x.graph", "--format=xml"], ["check", "x.graph", "--device=tpu"],
+                 ["convert", "x.graph"], ["convert", "x.graph", "--to=yaml"]):
+        code, _, err = run(*args)
+        expect(code == 2, f"{args}: exit {code}, expected 2 ({err.strip()})")
+
+
+@test
+def unreadable_file_exits_1():
+    code, _, err = run("check", "/nonexistent/dir/x.graph")
+    expect(code == 1, f"exit {code}")
+    expect("/nonexistent/dir/x.graph" in err and "No such file" in err, err)
+    code, _, err = run("check", SRC)  # a directory
+    expect(code == 1, f"directory: exit {code}: {err}")
+
+
+@test
+def every_example_checks():
+    for path in examples(".graph") + examples(".json"):
+        code, out, err = run("check", path)
+        expect(code == 0, f"{path}: exit {code}: {err}")
+        expect("outputs:" in out and "static peak" in out, f"{path}: {out}")
+
+
+@test
+def json_examples_are_conversions_of_text_examples():
+    for path in examples(".graph"):
+        jpath = path[:-len(".graph")] + ".json"
+        expect(os.path.exists(jpath), f"missing {jpath}")
+        code, out, err = run("convert", path, "--to=json")
+        expect(code == 0, err)
+        with open(jpath) as f:
+            expect(f.read() == out, f"{jpath} differs from `graphrun convert {path} --to=json`")
+
+
+def check_json(path, *extra, stdin=None):
+    code, out, err = run("check", path, "--format=json", *extra, stdin=stdin)
+    expect(code == 0, f"{path}: exit {code}: {err}")
+    lines = out.strip().splitlines()
+    expect(len(lines) == 1, "check --format=json must print one line")
+    return json.loads(lines[0])
+
+
+@test
+def check_json_fields():
+    doc = check_json(os.path.join(EXAMPLES, "mlp.graph"))
+    for key in ("file", "nodes", "outputs", "static_peak"):
+        expect(key in doc, f"missing {key}")
+    for node in doc["nodes"]:
+        for key in ("name", "op", "inputs", "dtype", "shape", "device", "line"):
+            expect(key in node, f"node lacks {key}: {node}")
+    names = [o["name"] for o in doc["outputs"]]
+    expect(names == ["probs", "confidence"], names)
+    expect(doc["outputs"][0]["shape"] == [32, 10] and doc["outputs"][0]["dtype"] == "f32", doc["outputs"][0])
+    expect(doc["outputs"][1]["shape"] == [32], doc["outputs"][1])
+    expect(isinstance(doc["static_peak"]["cpu"], int) and doc["static_peak"]["cpu"] > 0, doc["static_peak"])
+
+
+@test
+def convert_round_trips_through_the_binary():
+    with tempfile.TemporaryDirectory() as tmp:
+        for path in examples(".graph"):
+            base = os.path.basename(path)[:-6]
+            code, js, err = run("convert", path, "--to=json")
+            expect(code == 0, err)
+            jpath = os.path.join(tmp, base + ".json")
+            with open(jpath, "w") as f:
+                f.write(js)
+            code, txt, err = run("convert", jpath, "--to=text")
+            expect(code == 0, err)
+            tpath = os.path.join(tmp, base + ".graph")
+            with open(tpath, "w") as f:
+                f.write(txt)
+            a = check_json(path)
+            for other in (jpath, tpath):
+                b = check_json(other)
+                strip = lambda d: [(n["name"], n["op"], n["inputs"], n["dtype"], n["shape"], n["device"])
+                                   for n in d["nodes"]]
+                expect(strip(a) == strip(b), f"{other}: nodes differ from {path}")
+                expect(a["outputs"] == b["outputs"] and a["static_peak"] == b["static_peak"], other)
+
+
+@test
+def standard_input():
+    code, out, err = run("check", "-", stdin=b"a = [1, 2]\nb = a * 2\n")
+    expect(code == 0, err)
+    expect("b: f32[2] (cpu)" in out, out)
+    code, out, err = run("check", "-", stdin=b'{"graphrun": 1, "nodes": [{"name": "a", "op": "ones", "shape": [3]}]}')
+    expect(code == 0, err)
+    expect("a: f32[3] (cpu)" in out, out)
+    code, _, err = run("check", "-", stdin=b"a = [1, 2\n")
+    expect(code == 3 and "<stdin>:" in err, err)
+
+
+@test
+def fetch_overrides_outputs():
+    doc = check_json(os.path.join(EXAMPLES, "mlp.graph"), "--fetch=h1", "--fetch=logits")
+    expect([o["name"] for o in doc["outputs"]] == ["h1", "logits"], doc["outputs"])
+    code, _, err = run("check", os.path.join(EXAMPLES, "mlp.graph"), "--fetch=logit")
+    expect(code == 2, f"exit {code}")
+    expect("did you mean 'logits'" in err, err)
+
+
+@test
+def soft_placement_warns_once_per_cause():
+    code, out, err = run("check", os.path.join(EXAMPLES, "placement.graph"))
+    expect(code == 0, err)
+    warnings = [l for l in err.splitlines() if l.startswith("warning:")]
+    expect(len(warnings) == 1, f"expected one warning, got {warnings}")
+    expect("gpu:0 unavailable" in warnings[0] and "without CUDA support" in warnings[0], warnings[0])
+
+
+@test
+def no_soft_placement_is_an_error():
+    path = os.path.join(EXAMPLES, "placement.graph")
+    code, _, err = run("check", path, "--no-soft-placement")
+    expect(code == 1, f"exit {code}")
+    expect("error:" in err and "'w'" in err and "gpu:0" in err and "CUDA" in err, err)
+    code, _, err = run("check", os.path.join(EXAMPLES, "add.graph"), "--no-soft-placement")
+    expect(code == 0, "auto placement of a CPU-only graph must not fail: " + err)
+    code, _, err = run("check", os.path.join(EXAMPLES, "add.graph"), "--no-soft-placement", "--device=gpu")
+    expect(code == 1 and "gpu:0" in err, err)
+
+
+@test
+def log_placement_one_line_per_node():
+    path = os.path.join(EXAMPLES, "placement.graph")
+    doc = check_json(path)
+    code, _, err = run("check", path, "--log-placement")
+    expect(code == 0, err)
+    lines = [l for l in err.splitlines() if l.startswith("placement: ")]
+    expect(len(lines) == len(doc["nodes"]), f"{len(lines)} lines for {len(doc['nodes'])} nodes")
+    expect("placement: wv (matmul) -> cpu (gpu:0 unavailable: graphrun was built without CUDA support)" in lines, lines)
+    expect(any(l.startswith("placement: norm (sqrt) -> cpu") for l in lines), lines)
+
+
+@test
+def devices_says_why_no_gpu():
+    code, out, _ = run("devices")
+    expect(code == 0, f"exit {code}")
+    expect("cpu:" in out and "without CUDA support" in out, out)
+
+
+@test
+def malformed_inputs_never_crash():
+    cases = [b"", b"   \n# only a comment\n", bytes(range(256)) * 4, b"\xff\xfe\x00garbage",
+             b"x = " + b"(" * 100000, b"x = " + b"[" * 100000, b"{" * 100000, b'{"graphrun": 1, "nodes": ' + b"[" * 100000,
+             b"x = zeros([99999999999, 99999999999, 99999999999])", b'a = "unterminated\n', b"repeat 3 {\n x = 1\n",
+             b"x = [[1, 2], [3]]", b"with = 3", b"\xc3\x28 = 1"]
+    for data in cases:
+        code, _, err = run("check", "-", stdin=data)
+        expect(code == 3, f"{data[:40]!r}: exit {code}: {err[:300]}")
+        expect("error:" in err, f"{data[:40]!r}: no error message")
+
+
+@test
+def convert_rejects_invalid_graph():
+    code, out, err = run("convert", "-", "--to=json", stdin=b"a = [1, 2]\nb = a + c\n")
+    expect(code == 3 and out == "", f"exit {code}, stdout {out!r}")
+    expect("<stdin>:2:9: error: unknown name 'c'" in err, err)
+
+
+print(f"cli: {results['passed']} passed, {results['failed']} failed")
+sys.exit(1 if results["failed"] else 0)

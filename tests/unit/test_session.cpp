@@ -1,0 +1,182 @@
+// Sessions and cleanup strategies against SPEC section 4: peaks per strategy,
+// identical results, teardown to zero, OOM and injected allocation failures.
+#include <doctest/doctest.h>
+
+#include <cstring>
+#include <string>
+
+#include "engine/load.h"
+#include "engine/placement.h"
+#include "engine/plan.h"
+#include "engine/session.h"
+
+using namespace graphrun;
+
+namespace {
+
+struct Ran {
+    std::vector<HostTensor> outputs;
+    MemoryStats before, after;
+    uint64_t static_peak = 0;
+    uint64_t pass_bytes = 0;  // bytes every Run step of one pass allocates
+    bool error = false;
+    std::string message;
+};
+
+Ran run_script(const std::string& src, CleanupStrategy cleanup, int64_t iterations, uint64_t limit = 0) {
+    auto lg = load_graph_source("test.graph", src, false);
+    REQUIRE_MESSAGE(lg->ok(), lg->diag.all().empty() ? "" : lg->diag.format(lg->diag.all()[0]));
+    std::ostringstream log;
+    PlacementOptions po;
+    po.device = "cpu";
+    REQUIRE_FALSE(place(lg->graph, po, DeviceAvailability{}, log));
+    std::vector<NodeId> outs;
+    for (const Output& o : lg->graph.outputs) outs.push_back(o.id);
+    auto plan = compile_plan(lg->graph, outs, nullptr);
+    REQUIRE(plan);
+    Ran r;
+    r.static_peak = plan->static_peak["cpu"];
+    SessionOptions so;
+    so.cleanup = cleanup;
+    so.threads = 1;
+    so.cpu_memory_limit = limit ? limit : uint64_t{1} << 32;
+    {
+        Session s(lg->graph, *plan, so);
+        if (cleanup == CleanupStrategy::Background) CHECK(s.reclaimer_running());
+        auto err = s.run(iterations, lg->graph.outputs, r.outputs);
+        if (err) {
+            r.error = true;
+            r.message = err->message;
+        }
+        r.before = s.stats()["cpu"];
+        s.close();
+        CHECK_FALSE(s.reclaimer_running());
+        r.after = s.stats()["cpu"];
+    }
+    return r;
+}
+
+void check_torn_down(const MemoryStats& s) {
+    CHECK(s.in_use == 0);
+    CHECK(s.pending == 0);
+    CHECK(s.reserved == 0);
+    CHECK(s.live == 0);
+    CHECK(s.allocs == s.frees);
+}
+
+// A chain of n adds on tensors of 1024 f32 (4096 bytes each, plus 64 for each literal).
+std::string chain(int n) {
+    std::string s = "x = zeros([1024])\n";
+    for (int i = 0; i < n; ++i) s += "x = x + 1\n";
+    return s + "output x\n";
+}
+
+float first_f32(const HostTensor& t) {
+    float f;
+    std::memcpy(&f, t.data.data(), 4);
+    return f;
+}
+
+}  // namespace
+
+TEST_CASE("session: close peaks at n*m*s, safepoint at the static plan, background stays bounded") {
+    const int n = 10;
+    const uint64_t pass_bytes = 4096 + n * (64 + 4096);
+    for (int64_t m : {1, 3, 8}) {
+        CAPTURE(m);
+        Ran c = run_script(chain(n), CleanupStrategy::Close, m);
+        REQUIRE_FALSE(c.error);
+        CHECK(c.before.peak == pass_bytes * static_cast<uint64_t>(m));
+        CHECK(c.before.allocs == static_cast<uint64_t>(m) * (1 + 2 * n));
+        check_torn_down(c.after);
+
+        Ran sp = run_script(chain(n), CleanupStrategy::Safepoint, m);
+        REQUIRE_FALSE(sp.error);
+        CHECK(sp.before.peak == sp.static_peak);
+        CHECK(sp.static_peak == 4096 * 2 + 64);
+        check_torn_down(sp.after);
+
+        Ran bg = run_script(chain(n), CleanupStrategy::Background, m);
+        REQUIRE_FALSE(bg.error);
+        // The backlog may reach one static peak plus one hand-over batch before the executor waits.
+        CHECK(bg.before.peak <= bg.static_peak * 2 + (uint64_t{1} << 20) + 32 * 4096);
+        check_torn_down(bg.after);
+
+        for (const Ran* r : {&c, &sp, &bg}) {
+            REQUIRE(r->outputs.size() == 1);
+            CHECK(r->outputs[0].data == c.outputs[0].data);
+            CHECK(first_f32(r->outputs[0]) == doctest::Approx(n));
+        }
+    }
+}
+
+TEST_CASE("session: close grows with the repeat count, safepoint does not") {
+    auto script = [](int count) {
+        return "w = ones([256])\nx = zeros([256])\nrepeat " + std::to_string(count) +
+               " { y = x * w\n x = y + 1 }\noutput x\n";
+    };
+    Ran c2 = run_script(script(2), CleanupStrategy::Close, 1);
+    Ran c20 = run_script(script(20), CleanupStrategy::Close, 1);
+    CHECK(c20.before.peak > c2.before.peak * 5);
+    Ran s2 = run_script(script(2), CleanupStrategy::Safepoint, 1);
+    Ran s20 = run_script(script(20), CleanupStrategy::Safepoint, 1);
+    CHECK(s2.before.peak == s2.static_peak);
+    CHECK(s20.before.peak == s20.static_peak);
+    CHECK(s2.before.peak == s20.before.peak);
+    CHECK(first_f32(s20.outputs[0]) == doctest::Approx(20));
+    CHECK(c20.outputs[0].data == s20.outputs[0].data);
+    for (const Ran* r : {&c2, &c20, &s2, &s20}) check_torn_down(r->after);
+}
+
+TEST_CASE("session: statistics before teardown show the outputs still held") {
+    Ran r = run_script("a = ones([16])\nb = a * 2\noutput b\n", CleanupStrategy::Safepoint, 1);
+    REQUIRE_FALSE(r.error);
+    CHECK(r.before.in_use == 64);  // b only
+    CHECK(r.before.live == 1);
+    CHECK(r.before.reserved >= r.before.in_use);
+    check_torn_down(r.after);
+}
+
+TEST_CASE("session: out of memory is an error naming the node, and teardown still gives everything back") {
+    for (CleanupStrategy st : {CleanupStrategy::Close, CleanupStrategy::Safepoint, CleanupStrategy::Background}) {
+        CAPTURE(cleanup_name(st));
+        // Each pass allocates 4096 + 10 * 4160 bytes; a limit of 16 KiB fits safepoint's peak but not close's.
+        Ran r = run_script(chain(10), st, 3, 16384);
+        if (st == CleanupStrategy::Close) {
+            CHECK(r.error);
+            CHECK(r.message.find("out of memory on cpu at node") != std::string::npos);
+            CHECK(r.message.find("limit 16384 bytes") != std::string::npos);
+            CHECK(r.message.find("--cleanup=safepoint") != std::string::npos);
+        } else {
+            CHECK_FALSE(r.error);
+        }
+        check_torn_down(r.after);
+    }
+}
+
+TEST_CASE("session: every injected allocation failure tears down cleanly") {
+    const std::string src = "a = random_uniform([8, 8], seed=3)\nb = a @ a\nrepeat 3 { b = softmax(b) + a }\n"
+                            "c = reduce_sum(b, axes=[0])\noutput b, c\n";
+    Ran ok = run_script(src, CleanupStrategy::Close, 2);
+    REQUIRE_FALSE(ok.error);
+    uint64_t allocs = ok.before.allocs;
+    REQUIRE(allocs > 0);
+    for (CleanupStrategy st : {CleanupStrategy::Close, CleanupStrategy::Safepoint, CleanupStrategy::Background}) {
+        for (uint64_t k = 1; k <= allocs; ++k) {
+            CAPTURE(k);
+            g_fail_allocation_countdown = static_cast<int64_t>(k);
+            Ran r = run_script(src, st, 2);
+            g_fail_allocation_countdown = 0;
+            CHECK(r.error);
+            check_torn_down(r.after);
+        }
+    }
+}
+
+TEST_CASE("session: integer division by zero is a runtime error, not a crash") {
+    Ran r = run_script("a = const([1, 2], dtype=i32)\nb = const([1, 0], dtype=i32)\nc = a / b\n",
+                       CleanupStrategy::Background, 1);
+    CHECK(r.error);
+    CHECK(r.message.find("node 'c' (div)") != std::string::npos);
+    check_torn_down(r.after);
+}
