@@ -124,7 +124,10 @@ private:
         if (sci_) {
             int n = std::snprintf(buf, sizeof buf, "%.*e", static_cast<int>(frac_), v);
             std::string s(buf, static_cast<size_t>(n));
-            if (frac_ == 0) s.insert(s.find('e'), ".");
+            if (frac_ == 0) {
+                size_t e = s.find('e');
+                return s.substr(0, e) + "." + s.substr(e);
+            }
             return s;
         }
         int n = std::snprintf(buf, sizeof buf, "%.*f", static_cast<int>(frac_), v);

@@ -1,6 +1,7 @@
 // The graph IR and the builder that owns SPEC section 1's rules of names and scopes.
 #include "engine/graph.h"
 
+#include <algorithm>
 #include <cmath>
 #include <unordered_set>
 
@@ -129,7 +130,14 @@ NodeId GraphBuilder::add_scalar_literal(Attr value, Loc loc, bool weak) {
     Loc vloc = value.loc;
     attrs.push_back(NamedAttr{"value", std::move(value), std::move(vloc)});
     NodeId id = add_node(OpKind::Const, {}, std::move(attrs), std::move(loc));
-    g_.node(id).weak = weak;
+    Node& n = g_.node(id);
+    n.weak = weak;
+    if (weak) {
+        // A weak literal goes wherever its one consumer runs (see placement).
+        n.device.clear();
+        n.device_loc = {};
+        n.device_from_block = false;
+    }
     return id;
 }
 
@@ -176,8 +184,9 @@ std::optional<NodeId> GraphBuilder::lookup(const std::string& name, const Loc& l
     if (id != kNoNode) return id;
     auto local = local_names_.find(name);
     if (local != local_names_.end()) {
-        diag_.error(loc, "'" + name + "' is local to the repeat body where it is bound (line " +
-                             std::to_string(local->second.line) +
+        const Loc& at = local->second;
+        std::string where = at.line ? "line " + std::to_string(at.line) : at.pointer;
+        diag_.error(loc, "'" + name + "' is local to the repeat body where it is bound (" + where +
                              "); bind it before the loop to carry its value out of the body");
         return std::nullopt;
     }
@@ -244,8 +253,10 @@ void GraphBuilder::begin_repeat(int64_t count, Loc loc) {
     r.loc = loc;
     r.parent = scopes_.back().repeat;
     auto index = static_cast<int32_t>(g_.repeats.size());
-    g_.repeats.push_back(std::move(r));
+    // Before g_.repeats grows: the enclosing scope's list may be a body in it.
     scopes_.back().stmts->push_back(Stmt{Stmt::Kind::Repeat, index});
+    g_.repeats.push_back(std::move(r));
+    repeat_start_.push_back(static_cast<NodeId>(g_.nodes.size()));
     Scope s;
     s.repeat = index;
     s.stmts = &g_.repeats.back().body;
@@ -268,7 +279,7 @@ void GraphBuilder::end_repeat() {
     for (const Carry& c : r.carries) {
         if (c.update == kNoNode) {
             replace[c.param] = c.init;
-            dropped_.push_back(c.param);  // removed by finish()
+            // Not carried: finish() drops the parameter node.
         } else {
             kept.push_back(c);
         }
@@ -287,6 +298,7 @@ void GraphBuilder::end_repeat() {
                 if (it != replace.end()) c.update = it->second;
             }
     }
+    std::sort(kept.begin(), kept.end(), [](const Carry& a, const Carry& b) { return a.name < b.name; });
     r.carries = std::move(kept);
     for (const auto& [name, id] : s.names) {
         if (s.carry_index.count(name)) continue;
@@ -335,8 +347,6 @@ void GraphBuilder::finish(const Loc& eof) {
     }
 
     // Generated names, chosen after parsing so that they never collide with a user's.
-    std::vector<bool> drop(g_.nodes.size(), false);
-    for (NodeId id : dropped_) drop[static_cast<size_t>(id)] = true;
     std::unordered_set<std::string> taken;
     for (const Node& n : g_.nodes)
         if (!n.name.empty()) taken.insert(n.name);
@@ -356,41 +366,48 @@ void GraphBuilder::finish(const Loc& eof) {
         n.generated = true;
     }
 
-    // Drop the tentative loop parameters that turned out not to be carried.
+    // Drop the tentative loop parameters that were not carried, and put each
+    // loop's parameters (in name order) just before its body: the order a
+    // program's text and its JSON form agree on, whatever order the names
+    // were first read in.
+    std::vector<std::vector<int32_t>> starts_at(g_.nodes.size() + 1);
+    for (size_t r = 0; r < g_.repeats.size(); ++r)
+        starts_at[static_cast<size_t>(repeat_start_[r])].push_back(static_cast<int32_t>(r));
+    std::vector<NodeId> order;
+    order.reserve(g_.nodes.size());
+    for (size_t i = 0; i <= g_.nodes.size(); ++i) {
+        for (int32_t r : starts_at[i])
+            for (const Carry& c : g_.repeats[static_cast<size_t>(r)].carries) order.push_back(c.param);
+        if (i < g_.nodes.size() && g_.nodes[i].op != OpKind::LoopParam) order.push_back(static_cast<NodeId>(i));
+    }
     std::vector<NodeId> remap(g_.nodes.size(), kNoNode);
     std::vector<Node> kept;
-    kept.reserve(g_.nodes.size());
-    for (size_t i = 0; i < g_.nodes.size(); ++i) {
-        Node& n = g_.nodes[i];
-        if (drop[i]) continue;
-        remap[i] = static_cast<NodeId>(kept.size());
-        kept.push_back(std::move(n));
+    kept.reserve(order.size());
+    for (NodeId old : order) {
+        remap[static_cast<size_t>(old)] = static_cast<NodeId>(kept.size());
+        kept.push_back(std::move(g_.nodes[static_cast<size_t>(old)]));
     }
-    if (kept.size() != g_.nodes.size()) {
-        g_.nodes = std::move(kept);
-        auto fix = [&](NodeId& id) {
-            if (id >= 0) id = remap[static_cast<size_t>(id)];
-        };
-        for (Node& n : g_.nodes)
-            for (Input& in : n.inputs) fix(in.id);
-        auto fix_stmts = [&](std::vector<Stmt>& stmts) {
-            for (Stmt& s : stmts)
-                if (s.kind == Stmt::Kind::Node) fix(s.index);
-        };
-        fix_stmts(g_.top);
-        for (Repeat& r : g_.repeats) {
-            fix_stmts(r.body);
-            for (Carry& c : r.carries) {
-                fix(c.param);
-                fix(c.init);
-                fix(c.update);
-            }
+    g_.nodes = std::move(kept);
+    auto fix = [&](NodeId& id) {
+        if (id >= 0) id = remap[static_cast<size_t>(id)];
+    };
+    for (Node& n : g_.nodes)
+        for (Input& in : n.inputs) fix(in.id);
+    auto fix_stmts = [&](std::vector<Stmt>& stmts) {
+        for (Stmt& st : stmts)
+            if (st.kind == Stmt::Kind::Node) fix(st.index);
+    };
+    fix_stmts(g_.top);
+    for (Repeat& r : g_.repeats) {
+        fix_stmts(r.body);
+        for (Carry& c : r.carries) {
+            fix(c.param);
+            fix(c.init);
+            fix(c.update);
         }
-        for (auto& [name, id] : g_.bindings) fix(id);
-        for (Output& o : g_.outputs) fix(o.id);
-    } else {
-        g_.nodes = std::move(kept);
     }
+    for (auto& [name, id] : g_.bindings) fix(id);
+    for (Output& o : g_.outputs) fix(o.id);
 }
 
 }  // namespace graphrun

@@ -186,7 +186,7 @@ private:
     std::vector<std::pair<std::string, Loc>> device_stack_;
     std::unordered_map<std::string, int32_t> binding_count_;
     std::unordered_map<std::string, Loc> local_names_;  // names local to a finished repeat body
-    std::vector<NodeId> dropped_;  // tentative loop parameters that were not carried
+    std::vector<NodeId> repeat_start_;  // per repeat: the first node id made inside its body
     std::vector<std::pair<std::string, Loc>> output_names_;
     Loc output_loc_;
     std::string last_assigned_;

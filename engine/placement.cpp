@@ -30,21 +30,20 @@ std::optional<PlacementError> place(Graph& g, const PlacementOptions& opts,
     if (!fallback_default) fallback_default = avail.gpu_count > 0 ? DeviceName{DeviceName::Kind::Gpu, 0}
                                                                   : DeviceName{DeviceName::Kind::Cpu, 0};
     std::set<std::string> warned;
+    std::vector<std::string> fallback_cause(g.nodes.size());
     for (size_t i = 0; i < g.nodes.size(); ++i) {
         Node& n = g.nodes[i];
-        if (n.op == OpKind::Invalid) continue;
-        if (n.op == OpKind::LoopParam) continue;  // takes its init's device below
+        if (n.op == OpKind::Invalid || n.op == OpKind::LoopParam || n.weak) continue;
         std::optional<DeviceName> want = n.device.empty() ? fallback_default : parse_device_name(n.device);
         if (!want) want = DeviceName{};  // validation has already rejected it
         std::string cause = unusable_cause(*want, n, avail);
+        if (cause.empty()) {
+            n.placed = want->str();
+            continue;
+        }
         // `auto` asks for a GPU only where one is usable: a node without a GPU
         // kernel quietly runs on the CPU, as TensorFlow's default placement does.
         bool quiet = is_auto && n.device.empty();
-        if (cause.empty()) {
-            n.placed = want->str();
-            if (opts.log) log << "placement: " << n.display << " (" << op_name(n.op) << ") -> " << n.placed << "\n";
-            continue;
-        }
         if (!opts.soft && !quiet) {
             return PlacementError{"node '" + n.display + "' (" + op_name(n.op) + ") cannot run on " +
                                       want->str() + ": " + cause +
@@ -52,13 +51,22 @@ std::optional<PlacementError> place(Graph& g, const PlacementOptions& opts,
                                   n.loc};
         }
         n.placed = "cpu";
-        if (!quiet && warned.insert(want->str() + ": " + cause).second) {
-            log << "warning: " << want->str() << " unavailable: " << cause
-                << "; running on cpu instead (soft placement)\n";
+        if (!quiet) fallback_cause[i] = want->str() + " unavailable: " + cause;
+        if (!quiet && warned.insert(fallback_cause[i]).second)
+            log << "warning: " << fallback_cause[i] << "; running on cpu instead (soft placement)\n";
+    }
+    // A weak scalar literal is made where its one consumer runs.
+    for (Node& n : g.nodes)
+        for (const Input& in : n.inputs)
+            if (g.node(in.id).weak) g.node(in.id).placed = n.placed;
+    if (opts.log) {
+        for (size_t i = 0; i < g.nodes.size(); ++i) {
+            const Node& n = g.nodes[i];
+            if (n.op == OpKind::Invalid || n.op == OpKind::LoopParam) continue;
+            log << "placement: " << n.display << " (" << op_name(n.op) << ") -> " << n.placed;
+            if (!fallback_cause[i].empty()) log << " (" << fallback_cause[i] << ")";
+            log << "\n";
         }
-        if (opts.log)
-            log << "placement: " << n.display << " (" << op_name(n.op) << ") -> cpu (" << want->str()
-                << " unavailable: " << cause << ")\n";
     }
     // A loop-carried value lives where its values are made.
     for (const Repeat& r : g.repeats)

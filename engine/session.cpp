@@ -192,8 +192,8 @@ std::optional<RunError> Session::run_node(NodeId id) {
     Allocator& a = *node_alloc_[static_cast<size_t>(id)];
     uint64_t bytes = plan_.node_bytes[static_cast<size_t>(id)];
     void* data = a.allocate(bytes);
-    if (!data && opts_.cleanup == CleanupStrategy::Background) {
-        flush_to_reclaimer(true);  // the backlog goes first
+    if (!data && opts_.cleanup == CleanupStrategy::Background && a.stats().in_use + bytes > a.limit()) {
+        flush_to_reclaimer(true);  // over the limit: the backlog goes first
         data = a.allocate(bytes);
     }
     if (!data) return RunError{oom_message(n, bytes, a), n.loc};

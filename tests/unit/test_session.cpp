@@ -25,11 +25,13 @@ struct Ran {
 
 Ran run_script(const std::string& src, CleanupStrategy cleanup, int64_t iterations, uint64_t limit = 0) {
     auto lg = load_graph_source("test.graph", src, false);
-    REQUIRE_MESSAGE(lg->ok(), lg->diag.all().empty() ? "" : lg->diag.format(lg->diag.all()[0]));
+    std::string first = lg->diag.all().empty() ? "" : lg->diag.format(lg->diag.all()[0]);
+    INFO(first);
+    REQUIRE(lg->ok());
     std::ostringstream log;
     PlacementOptions po;
     po.device = "cpu";
-    REQUIRE_FALSE(place(lg->graph, po, DeviceAvailability{}, log));
+    REQUIRE_FALSE(place(lg->graph, po, DeviceAvailability{}, log).has_value());
     std::vector<NodeId> outs;
     for (const Output& o : lg->graph.outputs) outs.push_back(o.id);
     auto plan = compile_plan(lg->graph, outs, nullptr);

@@ -1,0 +1,131 @@
+// Attribute reading and buffer checks shared by the CPU kernel families.
+#include "engine/kernels/kernel_common.h"
+
+#include <limits>
+
+namespace graphrun::kernels {
+
+std::optional<ScalarAttr> scalar_attr(const Node& n, std::string_view name) {
+    const NamedAttr* a = n.find_attr(name);
+    if (!a) return std::nullopt;
+    const Attr& v = a->value;
+    ScalarAttr s;
+    switch (v.kind) {
+        case Attr::Kind::Bool:
+            s.is_bool = true;
+            s.b = v.b;
+            s.f = v.b ? 1 : 0;
+            return s;
+        case Attr::Kind::Number:
+            s.is_int = v.is_int;
+            s.i = v.i;
+            s.f = v.is_int ? static_cast<double>(v.i) : v.f;
+            return s;
+        case Attr::Kind::String:
+        case Attr::Kind::Ident:
+            // JSON spells the non-finite numbers as strings.
+            if (v.s == "nan") s.f = std::numeric_limits<double>::quiet_NaN();
+            else if (v.s == "inf") s.f = std::numeric_limits<double>::infinity();
+            else if (v.s == "-inf") s.f = -std::numeric_limits<double>::infinity();
+            else return std::nullopt;
+            return s;
+        case Attr::Kind::List:
+            // A one-element list is not a scalar; validation refuses it.
+            break;
+    }
+    return std::nullopt;
+}
+
+int64_t int_attr(const Node& n, std::string_view name, int64_t def) {
+    const NamedAttr* a = n.find_attr(name);
+    if (!a || a->value.kind != Attr::Kind::Number) return def;
+    return a->value.is_int ? a->value.i : static_cast<int64_t>(a->value.f);
+}
+
+bool bool_attr(const Node& n, std::string_view name, bool def) {
+    const NamedAttr* a = n.find_attr(name);
+    if (!a || a->value.kind != Attr::Kind::Bool) return def;
+    return a->value.b;
+}
+
+std::optional<std::vector<int64_t>> ints_attr(const Node& n, std::string_view name) {
+    const NamedAttr* a = n.find_attr(name);
+    if (!a) return std::nullopt;
+    auto as_int = [](const Attr& e) { return e.is_int ? e.i : static_cast<int64_t>(e.f); };
+    if (a->value.kind == Attr::Kind::Number) return std::vector<int64_t>{as_int(a->value)};
+    std::vector<int64_t> v;
+    v.reserve(a->value.list.size());
+    for (const Attr& e : a->value.list) v.push_back(as_int(e));
+    return v;
+}
+
+std::optional<DType> dtype_attr(const Node& n, std::string_view name) {
+    const NamedAttr* a = n.find_attr(name);
+    if (!a || !a->value.is_word()) return std::nullopt;
+    return parse_dtype(a->value.s);
+}
+
+int64_t normalize_axis(int64_t axis, size_t rank) {
+    const auto r = static_cast<int64_t>(rank);
+    if (axis < -r || axis >= r) return -1;
+    return axis < 0 ? axis + r : axis;
+}
+
+int64_t numel_of(const Shape& s) { return checked_numel(s).value_or(0); }
+
+KernelBase::KernelBase(const Graph& g, const Node& n)
+    : op_(n.op), out_dtype_(n.dtype), out_shape_(n.shape), out_numel_(numel_of(n.shape)) {
+    for (const Input& in : n.inputs) {
+        const Node& x = g.node(in.id);
+        in_dtypes_.push_back(x.dtype);
+        in_shapes_.push_back(x.shape);
+        in_numel_.push_back(numel_of(x.shape));
+    }
+}
+
+std::string KernelBase::check(const TensorRef* inputs, size_t n_inputs, const TensorRef& out) const {
+    auto where = [&] { return std::string("internal error: ") + op_name(op_) + " kernel: "; };
+    if (n_inputs != in_dtypes_.size())
+        return where() + "expected " + std::to_string(in_dtypes_.size()) + " inputs, got " +
+               std::to_string(n_inputs);
+    for (size_t k = 0; k < n_inputs; ++k) {
+        const TensorRef& t = inputs[k];
+        if (t.dtype != in_dtypes_[k] || t.numel != in_numel_[k] || (t.numel > 0 && !t.data))
+            return where() + "input " + std::to_string(k) + " is " + dtype_name(t.dtype) + " with " +
+                   std::to_string(t.numel) + " elements, expected " + dtype_name(in_dtypes_[k]) + " with " +
+                   std::to_string(in_numel_[k]);
+    }
+    if (out.dtype != out_dtype_ || out.numel != out_numel_ || (out.numel > 0 && !out.data))
+        return where() + "output is " + dtype_name(out.dtype) + " with " + std::to_string(out.numel) +
+               " elements, expected " + dtype_name(out_dtype_) + " with " + std::to_string(out_numel_);
+    return "";
+}
+
+std::string KernelBase::run(const TensorRef* inputs, size_t n_inputs, TensorRef& out, const KernelContext& ctx) {
+    try {
+        std::string problem = check(inputs, n_inputs, out);
+        if (!problem.empty()) return problem;
+        return compute(inputs, out, ctx);
+    } catch (...) {
+        return "out of memory";  // fits the small-string buffer: returning it cannot throw
+    }
+}
+
+namespace {
+
+class ErrorKernel final : public CpuKernel {
+public:
+    explicit ErrorKernel(std::string message) : message_(std::move(message)) {}
+    std::string run(const TensorRef*, size_t, TensorRef&, const KernelContext&) override { return message_; }
+
+private:
+    std::string message_;
+};
+
+}  // namespace
+
+std::unique_ptr<CpuKernel> make_error_kernel(std::string message) {
+    return std::make_unique<ErrorKernel>(std::move(message));
+}
+
+}  // namespace graphrun::kernels

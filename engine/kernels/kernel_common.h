@@ -1,0 +1,99 @@
+// What every CPU kernel family shares: reading a validated node's attributes,
+// dtype dispatch, the run-time checks of a kernel's buffers, and the blocked
+// loop that lets the compiler vectorize at -O2 on the x86-64 baseline.
+#pragma once
+#include <cstdint>
+#include <cstring>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "engine/dtype.h"
+#include "engine/graph.h"
+#include "engine/kernels/cpu_kernel.h"
+#include "engine/ops.h"
+
+namespace graphrun::kernels {
+
+// Odometers live on the stack; validation caps ranks at 32 (kMaxRank).
+constexpr int kMaxDims = 64;
+
+// A scalar attribute as written: a number, a bool, or (JSON) "nan"/"inf"/"-inf".
+struct ScalarAttr {
+    bool is_bool = false;
+    bool b = false;
+    bool is_int = false;
+    int64_t i = 0;
+    double f = 0;  // always set
+
+    double as_double() const { return is_bool ? (b ? 1.0 : 0.0) : f; }
+    int64_t as_int() const { return is_bool ? (b ? 1 : 0) : is_int ? i : static_cast<int64_t>(f); }
+};
+
+std::optional<ScalarAttr> scalar_attr(const Node& n, std::string_view name);
+int64_t int_attr(const Node& n, std::string_view name, int64_t def);
+bool bool_attr(const Node& n, std::string_view name, bool def);
+// An IntList attribute (a single integer counts as a one-entry list); nullopt when absent.
+std::optional<std::vector<int64_t>> ints_attr(const Node& n, std::string_view name);
+std::optional<DType> dtype_attr(const Node& n, std::string_view name);
+
+// `axis` in [-rank, rank) made non-negative, or -1 when out of range.
+int64_t normalize_axis(int64_t axis, size_t rank);
+int64_t numel_of(const Shape& s);  // 0 for an overflowing shape (validation refuses those)
+
+// The base of every CPU kernel: records the dtypes and sizes of the node's
+// inputs and output, and checks the executor's buffers against them before
+// compute() touches memory. run() never throws: an escaping exception (only
+// std::bad_alloc could) becomes an error message.
+class KernelBase : public CpuKernel {
+public:
+    KernelBase(const Graph& g, const Node& n);
+    std::string run(const TensorRef* inputs, size_t n_inputs, TensorRef& out, const KernelContext& ctx) final;
+
+protected:
+    // Inputs and output are checked: as many inputs as the node has, each of
+    // its validated dtype and element count, data non-null when numel > 0.
+    virtual std::string compute(const TensorRef* inputs, TensorRef& out, const KernelContext& ctx) = 0;
+
+    OpKind op_;
+    std::vector<DType> in_dtypes_;
+    std::vector<Shape> in_shapes_;
+    std::vector<int64_t> in_numel_;
+    DType out_dtype_;
+    Shape out_shape_;
+    int64_t out_numel_;
+
+private:
+    std::string check(const TensorRef* inputs, size_t n_inputs, const TensorRef& out) const;
+};
+
+// A kernel that only reports an error when run (unsupported op or dtype).
+std::unique_ptr<CpuKernel> make_error_kernel(std::string message);
+
+// Calls f(tag) with tag a value of the C++ type for t (bool as uint8_t).
+template <class F>
+decltype(auto) dispatch_dtype(DType t, F&& f) {
+    switch (t) {
+        case DType::F32: return f(float{});
+        case DType::F64: return f(double{});
+        case DType::I32: return f(int32_t{});
+        case DType::I64: return f(int64_t{});
+        case DType::Bool: break;
+    }
+    return f(uint8_t{});
+}
+
+// for (i = 0; i < n; ++i) f(i), written as fixed-size blocks: GCC's -O2 cost
+// model ("very cheap") vectorizes only loops whose trip count is a known
+// multiple of the vector length, so the block is what gets vectorized.
+constexpr int kVectorBlock = 16;
+template <class F>
+inline void blocked_loop(int64_t n, F f) {
+    int64_t i = 0;
+    for (; i + kVectorBlock <= n; i += kVectorBlock)
+        for (int j = 0; j < kVectorBlock; ++j) f(i + j);
+    for (; i < n; ++i) f(i);
+}
+
+}  // namespace graphrun::kernels
