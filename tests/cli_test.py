@@ -229,5 +229,123 @@ def convert_rejects_invalid_graph():
     expect("<stdin>:2:9: error: unknown name 'c'" in err, err)
 
 
+
+def run_json(*args, stdin=None, want=0):
+    code, out, err = run("run", *args, "--format=json", stdin=stdin)
+    expect(code == want, f"run {args}: exit {code}, expected {want}: {err[-500:]}")
+    return [json.loads(l) for l in out.strip().splitlines()], err
+
+
+@test
+def safepoint_peak_equals_static_plan_for_every_example():
+    for path in examples(".graph") + examples(".json"):
+        plan = check_json(path)["static_peak"]["cpu"]
+        docs, _ = run_json(path, "--cleanup=safepoint")
+        peak = docs[0]["memory"]["before_teardown"]["cpu"]["peak"]
+        expect(peak == plan, f"{path}: safepoint peak {peak} != static peak {plan}")
+        docs, _ = run_json(path, "--cleanup=safepoint", "--iterations=4")
+        expect(docs[0]["memory"]["before_teardown"]["cpu"]["peak"] == plan, f"{path}: grows with iterations")
+
+
+@test
+def run_json_document_fields():
+    docs, _ = run_json(os.path.join(EXAMPLES, "add.graph"))
+    doc = docs[0]
+    expect(list(doc.keys())[:5] == ["file", "outputs", "memory", "system", "session"], list(doc.keys()))
+    expect(doc["outputs"] == [{"name": "c", "dtype": "f32", "shape": [3], "device": "cpu", "data": [11.0, 22.0, 33.0]}],
+           doc["outputs"])
+    for when in ("before_teardown", "after_teardown"):
+        fields = doc["memory"][when]["cpu"]
+        for key in ("in_use", "peak", "pending", "pending_peak", "reserved", "allocs", "frees", "live", "copied_in"):
+            expect(isinstance(fields[key], int), f"{when}.{key}")
+    bt = doc["memory"]["before_teardown"]["cpu"]
+    expect(bt["in_use"] - bt["pending"] == 64 and bt["live"] >= 1, doc["memory"])  # c held; the rest may be backlog
+    docs, _ = run_json(os.path.join(EXAMPLES, "add.graph"), "--cleanup=safepoint")
+    bt = docs[0]["memory"]["before_teardown"]["cpu"]
+    expect(bt["in_use"] == 64 and bt["pending"] == 0 and bt["live"] == 1, bt)
+    sysd = doc["system"]["cpu"]
+    expect(sysd["kind"] == "rss" and all(sysd[k] > 0 for k in ("before_session", "before_teardown", "after_teardown")),
+           sysd)
+    sess = doc["session"]
+    expect(sess["cleanup"] == "background" and sess["iterations"] == 1 and sess["run_ms"] >= 0, sess)
+
+
+@test
+def run_values_nan_inf_and_exact_floats():
+    docs, _ = run_json("-", stdin=b"a = const([0.1, nan, -inf, inf], dtype=f32)\nb = a * 1\n")
+    expect(docs[0]["outputs"][0]["data"] == [0.1, "nan", "-inf", "inf"], docs[0]["outputs"][0]["data"])
+    docs, _ = run_json("-", stdin=b"a = const([0.1, 1e-300], dtype=f64)\nb = a * 1\n")
+    expect(docs[0]["outputs"][0]["data"] == [0.1, 1e-300], docs[0]["outputs"][0]["data"])
+
+
+@test
+def close_grows_with_iterations_safepoint_and_background_do_not():
+    src = b"x = zeros([1024])\nrepeat 20 { x = x + 1 }\n"
+    peaks = {}
+    for cleanup in ("close", "safepoint", "background"):
+        for m in (1, 5):
+            docs, _ = run_json("-", f"--cleanup={cleanup}", f"--iterations={m}", "--check-leaks", stdin=src)
+            peaks[(cleanup, m)] = docs[0]["memory"]["before_teardown"]["cpu"]["peak"]
+            expect(docs[0]["outputs"][0]["data"][0] == 20.0, docs[0]["outputs"][0]["data"][:3])
+    expect(peaks[("close", 5)] >= 4 * peaks[("close", 1)], peaks)
+    expect(peaks[("safepoint", 5)] == peaks[("safepoint", 1)], peaks)
+    expect(peaks[("background", 5)] < peaks[("close", 5)] / 2, peaks)
+
+
+@test
+def several_files_continue_after_a_failure():
+    with tempfile.TemporaryDirectory() as tmp:
+        bad = os.path.join(tmp, "bad.graph")
+        with open(bad, "w") as f:
+            f.write("a = [1, 2]\nb = a + zz\n")
+        code, out, err = run("run", bad, os.path.join(EXAMPLES, "add.graph"), "/nonexistent.graph", "--format=json")
+        expect(code == 3, f"exit {code}: the first failing file's code")
+        docs = [json.loads(l) for l in out.strip().splitlines()]
+        expect(len(docs) == 3, out)
+        expect(docs[0]["error"]["code"] == 3 and "zz" in docs[0]["error"]["message"], docs[0])
+        expect("error" not in docs[1] and docs[1]["outputs"][0]["data"] == [11.0, 22.0, 33.0], docs[1])
+        expect(docs[2]["error"]["code"] == 1, docs[2])
+        for d in docs:
+            expect("memory" in d and "after_teardown" in d["memory"], d)
+
+
+@test
+def memory_limit_refuses_plan_and_reports_close_oom():
+    src = b"x = zeros([1024])\nrepeat 20 { x = x + 1 }\n"
+    code, out, err = run("run", "-", "--memory-limit=4KiB", stdin=src)
+    expect(code == 1 and "static plan needs" in err and "refused before running" in err, err)
+    docs, err = run_json("-", "--memory-limit=64KiB", "--cleanup=close", stdin=src, want=1)
+    expect("out of memory on cpu at node" in err and "--cleanup=safepoint" in err, err)
+    after = docs[0]["memory"]["after_teardown"]["cpu"]
+    expect(after["in_use"] == 0 and after["live"] == 0 and after["allocs"] == after["frees"], after)
+    docs, err = run_json("-", "--memory-limit=64KiB", "--cleanup=safepoint", "--check-leaks", stdin=src)
+    code, _, err = run("run", "-", "--memory-limit=lots", stdin=src)
+    expect(code == 2, f"bad --memory-limit: exit {code}")
+
+
+@test
+def runtime_errors_exit_1_with_place():
+    code, out, err = run("run", "-", stdin=b"a = const([1, 2], dtype=i32)\nb = a / const([1, 0], dtype=i32)\n")
+    expect(code == 1, f"exit {code}")
+    expect("<stdin>:2:7: error: node 'b' (div) on cpu: integer division by zero" in err, err)
+    expect("memory after teardown" in out, "statistics are still printed")
+
+
+@test
+def text_output_and_profile():
+    code, out, err = run("run", os.path.join(EXAMPLES, "mlp.graph"), "--profile", "--cleanup=safepoint")
+    expect(code == 0, err)
+    for text in ("probs: f32[32,10] (cpu)", "memory before teardown:", "memory after teardown:",
+                 "session: cleanup=safepoint iterations=1", "profile (per op, slowest first):", "matmul"):
+        expect(text in out, f"missing {text!r}")
+    code, out, _ = run("run", "-", stdin=b"a = range(2000)\n")
+    expect("..." in out and "[   0.    1.    2. ... 1997. 1998. 1999.]" in out, out[:300])
+
+
+@test
+def run_fetch_and_check_leaks():
+    docs, _ = run_json(os.path.join(EXAMPLES, "power_iteration.graph"), "--fetch=eigenvalue", "--check-leaks")
+    val = docs[0]["outputs"][0]["data"]
+    expect(abs(val - (3 + 3 ** 0.5)) < 1e-5, val)
 print(f"cli: {results['passed']} passed, {results['failed']} failed")
 sys.exit(1 if results["failed"] else 0)

@@ -29,7 +29,7 @@ def expectations(path):
     spec = {"args": [], "cmd": "check", "expect": [], "peak": [], "error": [],
             "warning": [], "exit": None, "errors_only": False}
     for line in lines:
-        m = re.search(r"#\s*(args|cmd|expect|expect-peak|error|warning|exit|errors-only):?\s?(.*)$", line)
+        m = re.search(r"#\s*(args|cmd|expect-peak|expect|errors-only|error|warning|exit):?\s?(.*)$", line)
         if not m:
             continue
         key, val = m.group(1), m.group(2).strip()

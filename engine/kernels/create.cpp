@@ -31,25 +31,25 @@ T convert_scalar(const ScalarAttr& s) {
 }
 
 class ConstKernel final : public KernelBase {
-public:
+  public:
     ConstKernel(const Graph& g, const Node& n) : KernelBase(g, n), literal_(n.literal) {}
 
     std::string compute(const TensorRef*, TensorRef& out, const KernelContext&) override {
         const size_t bytes = static_cast<size_t>(out.numel) * dtype_size(out.dtype);
         if (literal_.size() != bytes)
-            return "internal error: const literal has " + std::to_string(literal_.size()) + " bytes, expected " +
-                   std::to_string(bytes);
+            return "internal error: const literal has " + std::to_string(literal_.size()) +
+                   " bytes, expected " + std::to_string(bytes);
         if (bytes) std::memcpy(out.data, literal_.data(), bytes);
         return "";
     }
 
-private:
+  private:
     std::vector<uint8_t> literal_;
 };
 
 // zeros, ones, fill: one value repeated.
 class FillKernel final : public KernelBase {
-public:
+  public:
     FillKernel(const Graph& g, const Node& n, const ScalarAttr& value) : KernelBase(g, n) {
         dispatch_dtype(n.dtype, [&](auto tag) {
             using T = decltype(tag);
@@ -72,12 +72,12 @@ public:
         return "";
     }
 
-private:
+  private:
     alignas(8) unsigned char value_[8] = {};
 };
 
 class RangeKernel final : public KernelBase {
-public:
+  public:
     RangeKernel(const Graph& g, const Node& n) : KernelBase(g, n) {
         ScalarAttr zero, one;
         zero.is_int = one.is_int = true;
@@ -109,15 +109,16 @@ public:
         return "";
     }
 
-private:
+  private:
     double start_f_ = 0, delta_f_ = 1;
     int64_t start_i_ = 0, delta_i_ = 1;
 };
 
 // random_uniform and random_normal; the stream is defined in philox.h.
 class RandomKernel final : public KernelBase {
-public:
-    RandomKernel(const Graph& g, const Node& n) : KernelBase(g, n), normal_(n.op == OpKind::RandomNormal) {
+  public:
+    RandomKernel(const Graph& g, const Node& n)
+        : KernelBase(g, n), normal_(n.op == OpKind::RandomNormal) {
         key_ = philox::seed_key(static_cast<uint64_t>(int_attr(n, "seed", 0)));
         a_ = scalar_attr(n, normal_ ? "mean" : "low").value_or(ScalarAttr{}).as_double();
         ScalarAttr one;
@@ -126,13 +127,16 @@ public:
     }
 
     std::string compute(const TensorRef*, TensorRef& out, const KernelContext& ctx) override {
-        if (out.dtype == DType::F32) fill(static_cast<float*>(out.data), out.numel, ctx);
-        else if (out.dtype == DType::F64) fill(static_cast<double*>(out.data), out.numel, ctx);
-        else return std::string("internal error: ") + op_name(op_) + " on " + dtype_name(out.dtype);
+        if (out.dtype == DType::F32)
+            fill(static_cast<float*>(out.data), out.numel, ctx);
+        else if (out.dtype == DType::F64)
+            fill(static_cast<double*>(out.data), out.numel, ctx);
+        else
+            return std::string("internal error: ") + op_name(op_) + " on " + dtype_name(out.dtype);
         return "";
     }
 
-private:
+  private:
     template <class T>
     void fill(T* o, int64_t n, const KernelContext& ctx) const {
         const philox::Key key = key_;
@@ -162,7 +166,9 @@ private:
                     if constexpr (std::is_same_v<T, float>) {
                         o[i] = philox::add_rn(lo_v, philox::mul_rn(d, philox::unit_f32(x.v[lane])));
                     } else {
-                        o[i] = philox::add_rn(lo_v, philox::mul_rn(d, philox::unit_f64(x.v[2 * lane], x.v[2 * lane + 1])));
+                        o[i] = philox::add_rn(
+                            lo_v,
+                            philox::mul_rn(d, philox::unit_f64(x.v[2 * lane], x.v[2 * lane + 1])));
                     }
                 }
             }
@@ -178,7 +184,8 @@ private:
 
 std::unique_ptr<CpuKernel> make_creation_kernel(const Graph& g, const Node& n) {
     switch (n.op) {
-        case OpKind::Const: return std::make_unique<ConstKernel>(g, n);
+        case OpKind::Const:
+            return std::make_unique<ConstKernel>(g, n);
         case OpKind::Zeros:
         case OpKind::Ones: {
             ScalarAttr v;
@@ -197,10 +204,11 @@ std::unique_ptr<CpuKernel> make_creation_kernel(const Graph& g, const Node& n) {
         case OpKind::RandomNormal:
             if (!is_float(n.dtype)) break;
             return std::make_unique<RandomKernel>(g, n);
-        default: break;
+        default:
+            break;
     }
-    return make_error_kernel(std::string("internal error: no CPU kernel for ") + op_name(n.op) + " on " +
-                             dtype_name(n.dtype));
+    return make_error_kernel(std::string("internal error: no CPU kernel for ") + op_name(n.op) +
+                             " on " + dtype_name(n.dtype));
 }
 
 }  // namespace graphrun::kernels

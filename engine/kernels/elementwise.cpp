@@ -28,22 +28,28 @@ constexpr bool kIsInt = std::is_integral_v<T>;
 struct AddOp {
     template <class T>
     static T apply(T a, T b) {
-        if constexpr (kIsInt<T>) return static_cast<T>(static_cast<Unsigned<T>>(a) + static_cast<Unsigned<T>>(b));
-        else return a + b;
+        if constexpr (kIsInt<T>)
+            return static_cast<T>(static_cast<Unsigned<T>>(a) + static_cast<Unsigned<T>>(b));
+        else
+            return a + b;
     }
 };
 struct SubOp {
     template <class T>
     static T apply(T a, T b) {
-        if constexpr (kIsInt<T>) return static_cast<T>(static_cast<Unsigned<T>>(a) - static_cast<Unsigned<T>>(b));
-        else return a - b;
+        if constexpr (kIsInt<T>)
+            return static_cast<T>(static_cast<Unsigned<T>>(a) - static_cast<Unsigned<T>>(b));
+        else
+            return a - b;
     }
 };
 struct MulOp {
     template <class T>
     static T apply(T a, T b) {
-        if constexpr (kIsInt<T>) return static_cast<T>(static_cast<Unsigned<T>>(a) * static_cast<Unsigned<T>>(b));
-        else return a * b;
+        if constexpr (kIsInt<T>)
+            return static_cast<T>(static_cast<Unsigned<T>>(a) * static_cast<Unsigned<T>>(b));
+        else
+            return a * b;
     }
 };
 struct DivOp {
@@ -63,15 +69,19 @@ struct DivOp {
 struct MaxOp {
     template <class T>
     static T apply(T a, T b) {
-        if constexpr (kIsInt<T>) return a > b ? a : b;
-        else return (a > b || a != a) ? a : b;
+        if constexpr (kIsInt<T>)
+            return a > b ? a : b;
+        else
+            return (a > b || a != a) ? a : b;
     }
 };
 struct MinOp {
     template <class T>
     static T apply(T a, T b) {
-        if constexpr (kIsInt<T>) return a < b ? a : b;
-        else return (a < b || a != a) ? a : b;
+        if constexpr (kIsInt<T>)
+            return a < b ? a : b;
+        else
+            return (a < b || a != a) ? a : b;
     }
 };
 
@@ -96,8 +106,10 @@ T int_pow(T base, T exp) {
 struct PowOp {
     template <class T>
     static T apply(T a, T b) {
-        if constexpr (kIsInt<T>) return int_pow(a, b);
-        else return std::pow(a, b);
+        if constexpr (kIsInt<T>)
+            return int_pow(a, b);
+        else
+            return std::pow(a, b);
     }
 };
 
@@ -105,9 +117,9 @@ struct PowOp {
 // dropped and neighbours that stay contiguous in all three merged: equal
 // shapes become one contiguous run, a scalar operand a run with stride 0.
 struct BroadcastPlan {
-    int64_t inner = 1;                // length of the innermost merged dimension
+    int64_t inner = 1;                   // length of the innermost merged dimension
     int64_t inner_sa = 0, inner_sb = 0;  // its strides in a and b: 0 or 1
-    int outer_rank = 0;               // the other merged dimensions, innermost first
+    int outer_rank = 0;                  // the other merged dimensions, innermost first
     std::array<int64_t, kMaxDims> outer_size{}, outer_sa{}, outer_sb{};
     bool ok = true;
 };
@@ -191,7 +203,8 @@ void for_each_run(const BroadcastPlan& p, int64_t begin, int64_t end, F f) {
 
 // One run: both operands contiguous, or one of them (or both) a repeated element.
 template <class Op, class T>
-void binary_run(T* __restrict o, const T* __restrict a, const T* __restrict b, int64_t n, bool va, bool vb) {
+void binary_run(T* __restrict o, const T* __restrict a, const T* __restrict b, int64_t n, bool va,
+                bool vb) {
     if (va && vb) {
         blocked_loop(n, [=](int64_t i) { o[i] = Op::apply(a[i], b[i]); });
     } else if (vb) {
@@ -208,7 +221,7 @@ void binary_run(T* __restrict o, const T* __restrict a, const T* __restrict b, i
 
 template <class T, class Op>
 class BinaryKernel final : public KernelBase {
-public:
+  public:
     BinaryKernel(const Graph& g, const Node& n) : KernelBase(g, n) {
         plan_ = make_plan(in_shapes_[0], in_shapes_[1], out_shape_);
     }
@@ -240,7 +253,7 @@ public:
         return "";
     }
 
-private:
+  private:
     // Whether every pair with a negative exponent has base 1 or -1.
     bool negative_powers_ok(const T* a, const T* b, int64_t numel) const {
         bool ok = true;
@@ -262,15 +275,19 @@ private:
 struct NegOp {
     template <class T>
     static T apply(T x) {
-        if constexpr (kIsInt<T>) return static_cast<T>(Unsigned<T>{0} - static_cast<Unsigned<T>>(x));
-        else return -x;
+        if constexpr (kIsInt<T>)
+            return static_cast<T>(Unsigned<T>{0} - static_cast<Unsigned<T>>(x));
+        else
+            return -x;
     }
 };
 struct AbsOp {
     template <class T>
     static T apply(T x) {
-        if constexpr (kIsInt<T>) return x < 0 ? NegOp::apply(x) : x;  // abs(INT_MIN) wraps to INT_MIN
-        else return std::fabs(x);
+        if constexpr (kIsInt<T>)
+            return x < 0 ? NegOp::apply(x) : x;  // abs(INT_MIN) wraps to INT_MIN
+        else
+            return std::fabs(x);
     }
 };
 struct SquareOp {
@@ -339,7 +356,7 @@ struct CosOp {
 
 template <class T, class Op>
 class UnaryKernel final : public KernelBase {
-public:
+  public:
     UnaryKernel(const Graph& g, const Node& n) : KernelBase(g, n) {}
 
     std::string compute(const TensorRef* in, TensorRef& out, const KernelContext& ctx) override {
@@ -355,23 +372,26 @@ public:
 };
 
 std::unique_ptr<CpuKernel> no_kernel(const Node& n) {
-    return make_error_kernel(std::string("internal error: no CPU kernel for ") + op_name(n.op) + " on " +
-                             dtype_name(n.dtype));
+    return make_error_kernel(std::string("internal error: no CPU kernel for ") + op_name(n.op) +
+                             " on " + dtype_name(n.dtype));
 }
 
 // Float-only ops are not instantiated for the integer types.
 template <template <class, class> class Kernel, class Op, bool FloatOnly = false>
 std::unique_ptr<CpuKernel> make_typed(const Graph& g, const Node& n) {
     switch (n.dtype) {
-        case DType::F32: return std::make_unique<Kernel<float, Op>>(g, n);
-        case DType::F64: return std::make_unique<Kernel<double, Op>>(g, n);
+        case DType::F32:
+            return std::make_unique<Kernel<float, Op>>(g, n);
+        case DType::F64:
+            return std::make_unique<Kernel<double, Op>>(g, n);
         case DType::I32:
             if constexpr (!FloatOnly) return std::make_unique<Kernel<int32_t, Op>>(g, n);
             break;
         case DType::I64:
             if constexpr (!FloatOnly) return std::make_unique<Kernel<int64_t, Op>>(g, n);
             break;
-        case DType::Bool: break;
+        case DType::Bool:
+            break;
     }
     return no_kernel(n);
 }
@@ -381,33 +401,54 @@ std::unique_ptr<CpuKernel> make_typed(const Graph& g, const Node& n) {
 std::unique_ptr<CpuKernel> make_binary_kernel(const Graph& g, const Node& n) {
     if (n.inputs.size() != 2) return no_kernel(n);
     switch (n.op) {
-        case OpKind::Add: return make_typed<BinaryKernel, AddOp>(g, n);
-        case OpKind::Sub: return make_typed<BinaryKernel, SubOp>(g, n);
-        case OpKind::Mul: return make_typed<BinaryKernel, MulOp>(g, n);
-        case OpKind::Div: return make_typed<BinaryKernel, DivOp>(g, n);
-        case OpKind::Maximum: return make_typed<BinaryKernel, MaxOp>(g, n);
-        case OpKind::Minimum: return make_typed<BinaryKernel, MinOp>(g, n);
-        case OpKind::Pow: return make_typed<BinaryKernel, PowOp>(g, n);
-        default: return no_kernel(n);
+        case OpKind::Add:
+            return make_typed<BinaryKernel, AddOp>(g, n);
+        case OpKind::Sub:
+            return make_typed<BinaryKernel, SubOp>(g, n);
+        case OpKind::Mul:
+            return make_typed<BinaryKernel, MulOp>(g, n);
+        case OpKind::Div:
+            return make_typed<BinaryKernel, DivOp>(g, n);
+        case OpKind::Maximum:
+            return make_typed<BinaryKernel, MaxOp>(g, n);
+        case OpKind::Minimum:
+            return make_typed<BinaryKernel, MinOp>(g, n);
+        case OpKind::Pow:
+            return make_typed<BinaryKernel, PowOp>(g, n);
+        default:
+            return no_kernel(n);
     }
 }
 
 std::unique_ptr<CpuKernel> make_unary_kernel(const Graph& g, const Node& n) {
     if (n.inputs.size() != 1) return no_kernel(n);
     switch (n.op) {
-        case OpKind::Neg: return make_typed<UnaryKernel, NegOp>(g, n);
-        case OpKind::Abs: return make_typed<UnaryKernel, AbsOp>(g, n);
-        case OpKind::Square: return make_typed<UnaryKernel, SquareOp>(g, n);
-        case OpKind::Relu: return make_typed<UnaryKernel, ReluOp>(g, n);
-        case OpKind::Exp: return make_typed<UnaryKernel, ExpOp, true>(g, n);
-        case OpKind::Log: return make_typed<UnaryKernel, LogOp, true>(g, n);
-        case OpKind::Sqrt: return make_typed<UnaryKernel, SqrtOp, true>(g, n);
-        case OpKind::Rsqrt: return make_typed<UnaryKernel, RsqrtOp, true>(g, n);
-        case OpKind::Tanh: return make_typed<UnaryKernel, TanhOp, true>(g, n);
-        case OpKind::Sigmoid: return make_typed<UnaryKernel, SigmoidOp, true>(g, n);
-        case OpKind::Sin: return make_typed<UnaryKernel, SinOp, true>(g, n);
-        case OpKind::Cos: return make_typed<UnaryKernel, CosOp, true>(g, n);
-        default: return no_kernel(n);
+        case OpKind::Neg:
+            return make_typed<UnaryKernel, NegOp>(g, n);
+        case OpKind::Abs:
+            return make_typed<UnaryKernel, AbsOp>(g, n);
+        case OpKind::Square:
+            return make_typed<UnaryKernel, SquareOp>(g, n);
+        case OpKind::Relu:
+            return make_typed<UnaryKernel, ReluOp>(g, n);
+        case OpKind::Exp:
+            return make_typed<UnaryKernel, ExpOp, true>(g, n);
+        case OpKind::Log:
+            return make_typed<UnaryKernel, LogOp, true>(g, n);
+        case OpKind::Sqrt:
+            return make_typed<UnaryKernel, SqrtOp, true>(g, n);
+        case OpKind::Rsqrt:
+            return make_typed<UnaryKernel, RsqrtOp, true>(g, n);
+        case OpKind::Tanh:
+            return make_typed<UnaryKernel, TanhOp, true>(g, n);
+        case OpKind::Sigmoid:
+            return make_typed<UnaryKernel, SigmoidOp, true>(g, n);
+        case OpKind::Sin:
+            return make_typed<UnaryKernel, SinOp, true>(g, n);
+        case OpKind::Cos:
+            return make_typed<UnaryKernel, CosOp, true>(g, n);
+        default:
+            return no_kernel(n);
     }
 }
 

@@ -24,10 +24,14 @@ std::optional<ScalarAttr> scalar_attr(const Node& n, std::string_view name) {
         case Attr::Kind::String:
         case Attr::Kind::Ident:
             // JSON spells the non-finite numbers as strings.
-            if (v.s == "nan") s.f = std::numeric_limits<double>::quiet_NaN();
-            else if (v.s == "inf") s.f = std::numeric_limits<double>::infinity();
-            else if (v.s == "-inf") s.f = -std::numeric_limits<double>::infinity();
-            else return std::nullopt;
+            if (v.s == "nan")
+                s.f = std::numeric_limits<double>::quiet_NaN();
+            else if (v.s == "inf")
+                s.f = std::numeric_limits<double>::infinity();
+            else if (v.s == "-inf")
+                s.f = -std::numeric_limits<double>::infinity();
+            else
+                return std::nullopt;
             return s;
         case Attr::Kind::List:
             // A one-element list is not a scalar; validation refuses it.
@@ -71,7 +75,9 @@ int64_t normalize_axis(int64_t axis, size_t rank) {
     return axis < 0 ? axis + r : axis;
 }
 
-int64_t numel_of(const Shape& s) { return checked_numel(s).value_or(0); }
+int64_t numel_of(const Shape& s) {
+    return checked_numel(s).value_or(0);
+}
 
 KernelBase::KernelBase(const Graph& g, const Node& n)
     : op_(n.op), out_dtype_(n.dtype), out_shape_(n.shape), out_numel_(numel_of(n.shape)) {
@@ -83,7 +89,8 @@ KernelBase::KernelBase(const Graph& g, const Node& n)
     }
 }
 
-std::string KernelBase::check(const TensorRef* inputs, size_t n_inputs, const TensorRef& out) const {
+std::string KernelBase::check(const TensorRef* inputs, size_t n_inputs,
+                              const TensorRef& out) const {
     auto where = [&] { return std::string("internal error: ") + op_name(op_) + " kernel: "; };
     if (n_inputs != in_dtypes_.size())
         return where() + "expected " + std::to_string(in_dtypes_.size()) + " inputs, got " +
@@ -91,17 +98,19 @@ std::string KernelBase::check(const TensorRef* inputs, size_t n_inputs, const Te
     for (size_t k = 0; k < n_inputs; ++k) {
         const TensorRef& t = inputs[k];
         if (t.dtype != in_dtypes_[k] || t.numel != in_numel_[k] || (t.numel > 0 && !t.data))
-            return where() + "input " + std::to_string(k) + " is " + dtype_name(t.dtype) + " with " +
-                   std::to_string(t.numel) + " elements, expected " + dtype_name(in_dtypes_[k]) + " with " +
-                   std::to_string(in_numel_[k]);
+            return where() + "input " + std::to_string(k) + " is " + dtype_name(t.dtype) +
+                   " with " + std::to_string(t.numel) + " elements, expected " +
+                   dtype_name(in_dtypes_[k]) + " with " + std::to_string(in_numel_[k]);
     }
     if (out.dtype != out_dtype_ || out.numel != out_numel_ || (out.numel > 0 && !out.data))
-        return where() + "output is " + dtype_name(out.dtype) + " with " + std::to_string(out.numel) +
-               " elements, expected " + dtype_name(out_dtype_) + " with " + std::to_string(out_numel_);
+        return where() + "output is " + dtype_name(out.dtype) + " with " +
+               std::to_string(out.numel) + " elements, expected " + dtype_name(out_dtype_) +
+               " with " + std::to_string(out_numel_);
     return "";
 }
 
-std::string KernelBase::run(const TensorRef* inputs, size_t n_inputs, TensorRef& out, const KernelContext& ctx) {
+std::string KernelBase::run(const TensorRef* inputs, size_t n_inputs, TensorRef& out,
+                            const KernelContext& ctx) {
     try {
         std::string problem = check(inputs, n_inputs, out);
         if (!problem.empty()) return problem;
@@ -114,11 +123,13 @@ std::string KernelBase::run(const TensorRef* inputs, size_t n_inputs, TensorRef&
 namespace {
 
 class ErrorKernel final : public CpuKernel {
-public:
+  public:
     explicit ErrorKernel(std::string message) : message_(std::move(message)) {}
-    std::string run(const TensorRef*, size_t, TensorRef&, const KernelContext&) override { return message_; }
+    std::string run(const TensorRef*, size_t, TensorRef&, const KernelContext&) override {
+        return message_;
+    }
 
-private:
+  private:
     std::string message_;
 };
 

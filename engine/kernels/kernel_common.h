@@ -47,14 +47,16 @@ int64_t numel_of(const Shape& s);  // 0 for an overflowing shape (validation ref
 // compute() touches memory. run() never throws: an escaping exception (only
 // std::bad_alloc could) becomes an error message.
 class KernelBase : public CpuKernel {
-public:
+  public:
     KernelBase(const Graph& g, const Node& n);
-    std::string run(const TensorRef* inputs, size_t n_inputs, TensorRef& out, const KernelContext& ctx) final;
+    std::string run(const TensorRef* inputs, size_t n_inputs, TensorRef& out,
+                    const KernelContext& ctx) final;
 
-protected:
+  protected:
     // Inputs and output are checked: as many inputs as the node has, each of
     // its validated dtype and element count, data non-null when numel > 0.
-    virtual std::string compute(const TensorRef* inputs, TensorRef& out, const KernelContext& ctx) = 0;
+    virtual std::string compute(const TensorRef* inputs, TensorRef& out,
+                                const KernelContext& ctx) = 0;
 
     OpKind op_;
     std::vector<DType> in_dtypes_;
@@ -64,7 +66,7 @@ protected:
     Shape out_shape_;
     int64_t out_numel_;
 
-private:
+  private:
     std::string check(const TensorRef* inputs, size_t n_inputs, const TensorRef& out) const;
 };
 
@@ -75,11 +77,16 @@ std::unique_ptr<CpuKernel> make_error_kernel(std::string message);
 template <class F>
 decltype(auto) dispatch_dtype(DType t, F&& f) {
     switch (t) {
-        case DType::F32: return f(float{});
-        case DType::F64: return f(double{});
-        case DType::I32: return f(int32_t{});
-        case DType::I64: return f(int64_t{});
-        case DType::Bool: break;
+        case DType::F32:
+            return f(float{});
+        case DType::F64:
+            return f(double{});
+        case DType::I32:
+            return f(int32_t{});
+        case DType::I64:
+            return f(int64_t{});
+        case DType::Bool:
+            break;
     }
     return f(uint8_t{});
 }

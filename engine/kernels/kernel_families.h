@@ -10,7 +10,8 @@ namespace graphrun::kernels {
 
 // create.cpp: const zeros ones fill range random_uniform random_normal
 std::unique_ptr<CpuKernel> make_creation_kernel(const Graph& g, const Node& n);
-// elementwise.cpp: add sub mul div maximum minimum pow, neg abs square relu exp log sqrt rsqrt tanh sigmoid sin cos
+// elementwise.cpp: add sub mul div maximum minimum pow, neg abs square relu exp log sqrt rsqrt tanh
+// sigmoid sin cos
 std::unique_ptr<CpuKernel> make_binary_kernel(const Graph& g, const Node& n);
 std::unique_ptr<CpuKernel> make_unary_kernel(const Graph& g, const Node& n);
 // matmul.cpp

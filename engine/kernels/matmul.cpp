@@ -17,23 +17,25 @@ namespace graphrun::kernels {
 
 namespace {
 
-void gemm(bool ta, bool tb, int m, int n, int k, const float* a, int lda, const float* b, int ldb, float* c,
-          int ldc) {
-    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m, n, k, 1.0f, a,
-                lda, b, ldb, 0.0f, c, ldc);
+void gemm(bool ta, bool tb, int m, int n, int k, const float* a, int lda, const float* b, int ldb,
+          float* c, int ldc) {
+    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m, n,
+                k, 1.0f, a, lda, b, ldb, 0.0f, c, ldc);
 }
 
-void gemm(bool ta, bool tb, int m, int n, int k, const double* a, int lda, const double* b, int ldb, double* c,
-          int ldc) {
-    cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m, n, k, 1.0, a,
-                lda, b, ldb, 0.0, c, ldc);
+void gemm(bool ta, bool tb, int m, int n, int k, const double* a, int lda, const double* b, int ldb,
+          double* c, int ldc) {
+    cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m, n,
+                k, 1.0, a, lda, b, ldb, 0.0, c, ldc);
 }
 
-bool fits_int(int64_t v) { return v >= 0 && v <= INT_MAX; }
+bool fits_int(int64_t v) {
+    return v >= 0 && v <= INT_MAX;
+}
 
 template <class T>
 class MatmulKernel final : public KernelBase {
-public:
+  public:
     MatmulKernel(const Graph& g, const Node& n) : KernelBase(g, n) {
         ta_ = bool_attr(n, "transpose_a", false);
         tb_ = bool_attr(n, "transpose_b", false);
@@ -80,7 +82,8 @@ public:
         // One matrix b against every matrix of a: the batch of a is contiguous
         // rows of one tall matrix (only without transpose_a).
         blas_ok_ = fits_int(m_) && fits_int(n_) && fits_int(k_) && fits_int(lda_) && fits_int(ldb_);
-        fold_ = b_batch == 1 && !ta_ && batch_ > 1 && blas_ok_ && batch_ <= INT_MAX / std::max<int64_t>(m_, 1);
+        fold_ = b_batch == 1 && !ta_ && batch_ > 1 && blas_ok_ &&
+                batch_ <= INT_MAX / std::max<int64_t>(m_, 1);
         if (batch_ * m_ * n_ != out_numel_) ok_ = false;
     }
 
@@ -89,16 +92,19 @@ public:
         if (out.numel == 0) return "";
         T* c = static_cast<T*>(out.data);
         if (k_ == 0) {
-            std::memset(c, 0, static_cast<size_t>(out.numel) * sizeof(T));  // all-zero bytes are 0.0
+            std::memset(c, 0,
+                        static_cast<size_t>(out.numel) * sizeof(T));  // all-zero bytes are 0.0
             return "";
         }
         const T* a = static_cast<const T*>(in[0].data);
         const T* b = static_cast<const T*>(in[1].data);
         // --threads also bounds OpenBLAS's own pool (process-wide, nodes never run concurrently).
-        if (ctx.threads >= 1 && openblas_get_num_threads() != ctx.threads) openblas_set_num_threads(ctx.threads);
+        if (ctx.threads >= 1 && openblas_get_num_threads() != ctx.threads)
+            openblas_set_num_threads(ctx.threads);
         if (fold_) {
-            gemm(false, tb_, static_cast<int>(batch_ * m_), static_cast<int>(n_), static_cast<int>(k_), a,
-                 static_cast<int>(lda_), b, static_cast<int>(ldb_), c, static_cast<int>(n_));
+            gemm(false, tb_, static_cast<int>(batch_ * m_), static_cast<int>(n_),
+                 static_cast<int>(k_), a, static_cast<int>(lda_), b, static_cast<int>(ldb_), c,
+                 static_cast<int>(n_));
             return "";
         }
         std::array<int64_t, kMaxDims> idx{};
@@ -117,7 +123,7 @@ public:
         return "";
     }
 
-private:
+  private:
     // One m x k by k x n product.
     void multiply(const T* a, const T* b, T* c) const {
         if (blas_ok_) {
@@ -151,7 +157,8 @@ std::unique_ptr<CpuKernel> make_matmul_kernel(const Graph& g, const Node& n) {
         if (n.dtype == DType::F32) return std::make_unique<MatmulKernel<float>>(g, n);
         if (n.dtype == DType::F64) return std::make_unique<MatmulKernel<double>>(g, n);
     }
-    return make_error_kernel(std::string("internal error: no CPU kernel for matmul on ") + dtype_name(n.dtype));
+    return make_error_kernel(std::string("internal error: no CPU kernel for matmul on ") +
+                             dtype_name(n.dtype));
 }
 
 }  // namespace graphrun::kernels

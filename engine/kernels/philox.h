@@ -31,10 +31,12 @@
 #pragma once
 #include <cstdint>
 
+#ifndef GRAPHRUN_HD
 #if defined(__CUDACC__)
 #define GRAPHRUN_HD __host__ __device__
 #else
 #define GRAPHRUN_HD
+#endif
 #endif
 
 namespace graphrun::philox {
@@ -131,7 +133,9 @@ GRAPHRUN_HD inline double add_rn(double a, double b) {
 }
 
 // u in [0, 1) from the top 24 bits of a lane.
-GRAPHRUN_HD inline float unit_f32(uint32_t x) { return static_cast<float>(x >> 8) * 5.9604644775390625e-8f; }
+GRAPHRUN_HD inline float unit_f32(uint32_t x) {
+    return static_cast<float>(x >> 8) * 5.9604644775390625e-8f;
+}
 
 // u in [0, 1) from 53 bits of two lanes.
 GRAPHRUN_HD inline double unit_f64(uint32_t a, uint32_t b) {

@@ -18,7 +18,7 @@ namespace graphrun::kernels {
 namespace {
 
 constexpr int64_t kReduceGrain = int64_t{1} << 15;  // input elements per thread, at least
-constexpr int64_t kTileWidth = 64;                   // output lanes accumulated together
+constexpr int64_t kTileWidth = 64;                  // output lanes accumulated together
 
 enum class ReduceKind { Sum, Max, Mean };
 
@@ -79,8 +79,10 @@ double pairwise_sum(const T* x, int64_t n) {
 
 template <class T>
 T nan_max(T m, T x) {
-    if constexpr (kIsInt<T>) return x > m ? x : m;
-    else return (x > m || x != x) ? x : m;  // once m is NaN it stays NaN
+    if constexpr (kIsInt<T>)
+        return x > m ? x : m;
+    else
+        return (x > m || x != x) ? x : m;  // once m is NaN it stays NaN
 }
 
 // The max of m and x[0, n), in independent lanes so that it vectorizes.
@@ -126,7 +128,7 @@ struct Compensated {
 
 template <class T, ReduceKind K>
 class ReduceKernel final : public KernelBase {
-public:
+  public:
     ReduceKernel(const Graph& g, const Node& n) : KernelBase(g, n) {
         const Shape& s = in_shapes_[0];
         const size_t r = s.size();
@@ -169,8 +171,10 @@ public:
         // run_. Innermost axis kept: each output row accumulates lanes side by side.
         inner_reduced_ = !dims.empty() && dims.back().reduced;
         const size_t last = dims.empty() ? 0 : dims.size() - 1;
-        if (inner_reduced_) run_ = dims.back().size;
-        else lanes_ = dims.empty() ? 1 : dims.back().size;
+        if (inner_reduced_)
+            run_ = dims.back().size;
+        else
+            lanes_ = dims.empty() ? 1 : dims.back().size;
         for (size_t k = 0; k < dims.size(); ++k) {
             if (k == last) continue;
             Axes& a = dims[k].reduced ? reduced_axes_ : kept_axes_;
@@ -192,17 +196,19 @@ public:
         }
         if (inner_reduced_) {
             const int64_t grain = std::max<int64_t>(1, kReduceGrain / count_);
-            parallel_for(out.numel, ctx.threads, grain, [&](int64_t lo, int64_t hi) { reduce_runs(x, o, lo, hi); });
+            parallel_for(out.numel, ctx.threads, grain,
+                         [&](int64_t lo, int64_t hi) { reduce_runs(x, o, lo, hi); });
         } else {
             const int64_t tiles = (lanes_ + kTileWidth - 1) / kTileWidth;
-            const int64_t grain = std::max<int64_t>(1, kReduceGrain / (count_ * std::min(lanes_, kTileWidth)));
+            const int64_t grain =
+                std::max<int64_t>(1, kReduceGrain / (count_ * std::min(lanes_, kTileWidth)));
             parallel_for(kept_axes_.count * tiles, ctx.threads, grain,
                          [&](int64_t lo, int64_t hi) { reduce_lanes(x, o, tiles, lo, hi); });
         }
         return "";
     }
 
-private:
+  private:
     // An empty reduction: the sum's identity, the mean's 0/0, and for max
     // (refused by validation) the lowest value.
     void fill_empty(T* o, int64_t n) const {
@@ -215,8 +221,10 @@ private:
     }
 
     T finish(double sum) const {
-        if constexpr (K == ReduceKind::Mean) return static_cast<T>(sum / static_cast<double>(count_));
-        else return static_cast<T>(sum);
+        if constexpr (K == ReduceKind::Mean)
+            return static_cast<T>(sum / static_cast<double>(count_));
+        else
+            return static_cast<T>(sum);
     }
 
     // Outputs [lo, hi) when the innermost input axis is reduced.
@@ -242,7 +250,8 @@ private:
                 o[i] = static_cast<T>(total);
             } else {
                 Compensated total;
-                for (int64_t q = 0; q < runs; ++q, r.next()) total.add(pairwise_sum(base + r.offset, run));
+                for (int64_t q = 0; q < runs; ++q, r.next())
+                    total.add(pairwise_sum(base + r.offset, run));
                 o[i] = finish(total.value());
             }
         }
@@ -272,7 +281,8 @@ private:
                 } else if constexpr (compensate) {
                     for (int64_t j = 0; j < w; ++j) {
                         const double v = p[j], t = acc[j] + v;
-                        comp[j] += std::fabs(acc[j]) >= std::fabs(v) ? (acc[j] - t) + v : (v - t) + acc[j];
+                        comp[j] +=
+                            std::fabs(acc[j]) >= std::fabs(v) ? (acc[j] - t) + v : (v - t) + acc[j];
                         acc[j] = t;
                     }
                 } else {
@@ -281,10 +291,14 @@ private:
             }
             T* dst = o + row * lanes_ + j0;
             for (int64_t j = 0; j < w; ++j) {
-                if constexpr (K == ReduceKind::Max) dst[j] = acc[j];
-                else if constexpr (kIsInt<T>) dst[j] = static_cast<T>(acc[j]);
-                else if constexpr (compensate) dst[j] = finish(acc[j] + comp[j]);
-                else dst[j] = finish(acc[j]);
+                if constexpr (K == ReduceKind::Max)
+                    dst[j] = acc[j];
+                else if constexpr (kIsInt<T>)
+                    dst[j] = static_cast<T>(acc[j]);
+                else if constexpr (compensate)
+                    dst[j] = finish(acc[j] + comp[j]);
+                else
+                    dst[j] = finish(acc[j]);
             }
         }
     }
@@ -305,7 +319,7 @@ private:
 // or an infinite maximum, makes its whole slice NaN, like the NumPy formula.
 template <class T>
 class SoftmaxKernel final : public KernelBase {
-public:
+  public:
     SoftmaxKernel(const Graph& g, const Node& n) : KernelBase(g, n) {
         const Shape& s = in_shapes_[0];
         const int64_t axis = normalize_axis(int_attr(n, "axis", -1), s.size());
@@ -315,9 +329,12 @@ public:
         }
         for (size_t d = 0; d < s.size(); ++d) {
             const auto k = static_cast<int64_t>(d);
-            if (k < axis) outer_ *= s[d];
-            else if (k == axis) len_ = s[d];
-            else inner_ *= s[d];
+            if (k < axis)
+                outer_ *= s[d];
+            else if (k == axis)
+                len_ = s[d];
+            else
+                inner_ *= s[d];
         }
     }
 
@@ -327,7 +344,8 @@ public:
         const T* x = static_cast<const T*>(in[0].data);
         T* o = static_cast<T*>(out.data);
         const int64_t tiles = (inner_ + kTileWidth - 1) / kTileWidth;
-        const int64_t grain = std::max<int64_t>(1, kReduceGrain / (len_ * std::min(inner_, kTileWidth)));
+        const int64_t grain =
+            std::max<int64_t>(1, kReduceGrain / (len_ * std::min(inner_, kTileWidth)));
         parallel_for(outer_ * tiles, ctx.threads, grain, [&](int64_t lo, int64_t hi) {
             for (int64_t item = lo; item < hi; ++item) {
                 const int64_t row = item / tiles, j0 = item % tiles * kTileWidth;
@@ -338,13 +356,14 @@ public:
         return "";
     }
 
-private:
+  private:
     // `w` neighbouring slices of length len_, element k of slice j at k * inner_ + j.
     void slice(const T* x, T* o, int64_t w) const {
         double m[kTileWidth], sum[kTileWidth];
         for (int64_t j = 0; j < w; ++j) m[j] = x[j], sum[j] = 0;
         for (int64_t k = 1; k < len_; ++k)
-            for (int64_t j = 0; j < w; ++j) m[j] = nan_max(m[j], static_cast<double>(x[k * inner_ + j]));
+            for (int64_t j = 0; j < w; ++j)
+                m[j] = nan_max(m[j], static_cast<double>(x[k * inner_ + j]));
         for (int64_t k = 0; k < len_; ++k)
             for (int64_t j = 0; j < w; ++j) {
                 const double e = std::exp(static_cast<double>(x[k * inner_ + j]) - m[j]);
@@ -352,7 +371,8 @@ private:
                 sum[j] += e;
             }
         for (int64_t k = 0; k < len_; ++k)
-            for (int64_t j = 0; j < w; ++j) o[k * inner_ + j] = static_cast<T>(o[k * inner_ + j] / sum[j]);
+            for (int64_t j = 0; j < w; ++j)
+                o[k * inner_ + j] = static_cast<T>(o[k * inner_ + j] / sum[j]);
     }
 
     bool ok_ = true;
@@ -362,18 +382,23 @@ private:
 template <ReduceKind K>
 std::unique_ptr<CpuKernel> make_reduce_typed(const Graph& g, const Node& n) {
     switch (n.dtype) {
-        case DType::F32: return std::make_unique<ReduceKernel<float, K>>(g, n);
-        case DType::F64: return std::make_unique<ReduceKernel<double, K>>(g, n);
+        case DType::F32:
+            return std::make_unique<ReduceKernel<float, K>>(g, n);
+        case DType::F64:
+            return std::make_unique<ReduceKernel<double, K>>(g, n);
         case DType::I32:
-            if constexpr (K != ReduceKind::Mean) return std::make_unique<ReduceKernel<int32_t, K>>(g, n);
+            if constexpr (K != ReduceKind::Mean)
+                return std::make_unique<ReduceKernel<int32_t, K>>(g, n);
             break;
         case DType::I64:
-            if constexpr (K != ReduceKind::Mean) return std::make_unique<ReduceKernel<int64_t, K>>(g, n);
+            if constexpr (K != ReduceKind::Mean)
+                return std::make_unique<ReduceKernel<int64_t, K>>(g, n);
             break;
-        case DType::Bool: break;
+        case DType::Bool:
+            break;
     }
-    return make_error_kernel(std::string("internal error: no CPU kernel for ") + op_name(n.op) + " on " +
-                             dtype_name(n.dtype));
+    return make_error_kernel(std::string("internal error: no CPU kernel for ") + op_name(n.op) +
+                             " on " + dtype_name(n.dtype));
 }
 
 }  // namespace
@@ -392,7 +417,8 @@ std::unique_ptr<CpuKernel> make_softmax_kernel(const Graph& g, const Node& n) {
         if (n.dtype == DType::F32) return std::make_unique<SoftmaxKernel<float>>(g, n);
         if (n.dtype == DType::F64) return std::make_unique<SoftmaxKernel<double>>(g, n);
     }
-    return make_error_kernel(std::string("internal error: no CPU kernel for softmax on ") + dtype_name(n.dtype));
+    return make_error_kernel(std::string("internal error: no CPU kernel for softmax on ") +
+                             dtype_name(n.dtype));
 }
 
 }  // namespace graphrun::kernels

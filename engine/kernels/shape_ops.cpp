@@ -21,7 +21,7 @@ namespace {
 constexpr int64_t kTile = 32;
 
 class TransposeKernel final : public KernelBase {
-public:
+  public:
     TransposeKernel(const Graph& g, const Node& n) : KernelBase(g, n) {
         const Shape& s = in_shapes_[0];
         const size_t r = s.size();
@@ -48,7 +48,8 @@ public:
                 return;
             }
             used[static_cast<size_t>(axis)] = true;
-            const int64_t d = s[static_cast<size_t>(axis)], st = in_stride[static_cast<size_t>(axis)];
+            const int64_t d = s[static_cast<size_t>(axis)],
+                          st = in_stride[static_cast<size_t>(axis)];
             if (d == 1) continue;
             if (!size.empty() && stride.back() == st * d) {
                 size.back() *= d;
@@ -73,15 +74,22 @@ public:
         if (!ok_) return "internal error: transpose perm does not match the input";
         if (out.numel == 0) return "";
         switch (dtype_size(out.dtype)) {
-            case 1: run<uint8_t>(in[0].data, out.data); break;
-            case 4: run<uint32_t>(in[0].data, out.data); break;
-            case 8: run<uint64_t>(in[0].data, out.data); break;
-            default: return "internal error: transpose of an unknown element size";
+            case 1:
+                run<uint8_t>(in[0].data, out.data);
+                break;
+            case 4:
+                run<uint32_t>(in[0].data, out.data);
+                break;
+            case 8:
+                run<uint64_t>(in[0].data, out.data);
+                break;
+            default:
+                return "internal error: transpose of an unknown element size";
         }
         return "";
     }
 
-private:
+  private:
     template <class E>
     void run(const void* src_v, void* dst_v) const {
         const E* src = static_cast<const E*>(src_v);
@@ -102,15 +110,18 @@ private:
                 // The innermost two output axes are swapped in the input: tiles.
                 for (int64_t i0 = 0; i0 < rows; i0 += kTile)
                     for (int64_t j0 = 0; j0 < cols; j0 += kTile) {
-                        const int64_t i1 = std::min(i0 + kTile, rows), j1 = std::min(j0 + kTile, cols);
+                        const int64_t i1 = std::min(i0 + kTile, rows),
+                                      j1 = std::min(j0 + kTile, cols);
                         for (int64_t i = i0; i < i1; ++i)
-                            for (int64_t j = j0; j < j1; ++j) o[i * cols + j] = base[i + j * col_stride];
+                            for (int64_t j = j0; j < j1; ++j)
+                                o[i * cols + j] = base[i + j * col_stride];
                     }
             } else {
                 for (int64_t i = 0; i < rows; ++i) {
                     const E* row = base + i * row_stride;
                     E* out_row = o + i * cols;
-                    if (col_stride == 1) std::memcpy(out_row, row, static_cast<size_t>(cols) * sizeof(E));
+                    if (col_stride == 1)
+                        std::memcpy(out_row, row, static_cast<size_t>(cols) * sizeof(E));
                     else
                         for (int64_t j = 0; j < cols; ++j) out_row[j] = row[j * col_stride];
                 }
@@ -132,13 +143,15 @@ private:
 // --- reshape, identity -----------------------------------------------------------
 
 class CopyKernel final : public KernelBase {
-public:
+  public:
     CopyKernel(const Graph& g, const Node& n) : KernelBase(g, n) {}
 
     std::string compute(const TensorRef* in, TensorRef& out, const KernelContext&) override {
-        if (in[0].dtype != out.dtype || in[0].numel != out.numel) return "internal error: copy between different tensors";
+        if (in[0].dtype != out.dtype || in[0].numel != out.numel)
+            return "internal error: copy between different tensors";
         if (out.numel > 0 && in[0].data != out.data)
-            std::memcpy(out.data, in[0].data, static_cast<size_t>(out.numel) * dtype_size(out.dtype));
+            std::memcpy(out.data, in[0].data,
+                        static_cast<size_t>(out.numel) * dtype_size(out.dtype));
         return "";
     }
 };
@@ -157,7 +170,8 @@ To convert(From x) {
         return static_cast<To>(x);
     } else if constexpr (std::is_floating_point_v<From>) {
         // Truncate toward zero, saturate to the integer range, NaN -> 0.
-        constexpr double lo = static_cast<double>(std::numeric_limits<To>::min());  // -2^31 or -2^63, exact
+        constexpr double lo =
+            static_cast<double>(std::numeric_limits<To>::min());  // -2^31 or -2^63, exact
         const double t = std::trunc(static_cast<double>(x));
         if (t != t) return 0;
         if (t < lo) return std::numeric_limits<To>::min();
@@ -170,7 +184,7 @@ To convert(From x) {
 
 template <class To, class From>
 class CastKernel final : public KernelBase {
-public:
+  public:
     CastKernel(const Graph& g, const Node& n) : KernelBase(g, n) {}
 
     std::string compute(const TensorRef* in, TensorRef& out, const KernelContext&) override {
@@ -197,7 +211,7 @@ std::unique_ptr<CpuKernel> make_cast_from(const Graph& g, const Node& n) {
 // --- concat ----------------------------------------------------------------------
 
 class ConcatKernel final : public KernelBase {
-public:
+  public:
     ConcatKernel(const Graph& g, const Node& n) : KernelBase(g, n) {
         const size_t r = out_shape_.size();
         const int64_t axis = normalize_axis(int_attr(n, "axis", 0), r);
@@ -231,13 +245,16 @@ public:
             for (size_t i = 0; i < chunk_bytes_.size(); ++i) {
                 const size_t bytes = chunk_bytes_[i];
                 if (bytes == 0) continue;
-                std::memcpy(dst, static_cast<const unsigned char*>(in[i].data) + static_cast<size_t>(o) * bytes, bytes);
+                std::memcpy(
+                    dst,
+                    static_cast<const unsigned char*>(in[i].data) + static_cast<size_t>(o) * bytes,
+                    bytes);
                 dst += bytes;
             }
         return "";
     }
 
-private:
+  private:
     bool ok_ = true;
     int64_t outer_ = 1;
     std::vector<size_t> chunk_bytes_;
@@ -255,9 +272,10 @@ std::unique_ptr<CpuKernel> make_copy_kernel(const Graph& g, const Node& n) {
 
 std::unique_ptr<CpuKernel> make_cast_kernel(const Graph& g, const Node& n) {
     if (n.inputs.size() != 1) return make_error_kernel("internal error: cast needs one input");
-    return dispatch_dtype(g.node(n.inputs[0].id).dtype, [&](auto tag) -> std::unique_ptr<CpuKernel> {
-        return make_cast_from<decltype(tag)>(g, n);
-    });
+    return dispatch_dtype(g.node(n.inputs[0].id).dtype,
+                          [&](auto tag) -> std::unique_ptr<CpuKernel> {
+                              return make_cast_from<decltype(tag)>(g, n);
+                          });
 }
 
 std::unique_ptr<CpuKernel> make_concat_kernel(const Graph& g, const Node& n) {

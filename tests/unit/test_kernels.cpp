@@ -25,10 +25,18 @@ namespace {
 const double kNaN = std::numeric_limits<double>::quiet_NaN();
 const double kInf = std::numeric_limits<double>::infinity();
 
-Attr I(int64_t v) { return Attr::integer(v); }
-Attr F(double v) { return Attr::number(v); }
-Attr B(bool v) { return Attr::boolean(v); }
-Attr W(const std::string& s) { return Attr::ident(s); }
+Attr I(int64_t v) {
+    return Attr::integer(v);
+}
+Attr F(double v) {
+    return Attr::number(v);
+}
+Attr B(bool v) {
+    return Attr::boolean(v);
+}
+Attr W(const std::string& s) {
+    return Attr::ident(s);
+}
 Attr Ints(const std::vector<int64_t>& v) {
     std::vector<Attr> items;
     for (int64_t x : v) items.push_back(I(x));
@@ -72,42 +80,65 @@ struct Tensor {
     // Element i as a double (bool 0/1).
     double get(int64_t i) const {
         switch (dtype) {
-            case DType::F32: return as<float>()[i];
-            case DType::F64: return as<double>()[i];
-            case DType::I32: return as<int32_t>()[i];
-            case DType::I64: return static_cast<double>(as<int64_t>()[i]);
-            case DType::Bool: return as<uint8_t>()[i] ? 1 : 0;
+            case DType::F32:
+                return as<float>()[i];
+            case DType::F64:
+                return as<double>()[i];
+            case DType::I32:
+                return as<int32_t>()[i];
+            case DType::I64:
+                return static_cast<double>(as<int64_t>()[i]);
+            case DType::Bool:
+                return as<uint8_t>()[i] ? 1 : 0;
         }
         return 0;
     }
     int64_t get_int(int64_t i) const {
         switch (dtype) {
-            case DType::I32: return as<int32_t>()[i];
-            case DType::I64: return as<int64_t>()[i];
-            case DType::Bool: return as<uint8_t>()[i];
-            default: return static_cast<int64_t>(get(i));
+            case DType::I32:
+                return as<int32_t>()[i];
+            case DType::I64:
+                return as<int64_t>()[i];
+            case DType::Bool:
+                return as<uint8_t>()[i];
+            default:
+                return static_cast<int64_t>(get(i));
         }
     }
     // Stores v converted to the dtype (the caller keeps v representable).
     void set(int64_t i, double v) {
         switch (dtype) {
-            case DType::F32: as<float>()[i] = static_cast<float>(v); break;
-            case DType::F64: as<double>()[i] = v; break;
-            case DType::I32: as<int32_t>()[i] = static_cast<int32_t>(v); break;
-            case DType::I64: as<int64_t>()[i] = static_cast<int64_t>(v); break;
-            case DType::Bool: as<uint8_t>()[i] = v != 0; break;
+            case DType::F32:
+                as<float>()[i] = static_cast<float>(v);
+                break;
+            case DType::F64:
+                as<double>()[i] = v;
+                break;
+            case DType::I32:
+                as<int32_t>()[i] = static_cast<int32_t>(v);
+                break;
+            case DType::I64:
+                as<int64_t>()[i] = static_cast<int64_t>(v);
+                break;
+            case DType::Bool:
+                as<uint8_t>()[i] = v != 0;
+                break;
         }
     }
     void set_int(int64_t i, int64_t v) {
-        if (dtype == DType::I32) as<int32_t>()[i] = static_cast<int32_t>(v);
-        else if (dtype == DType::I64) as<int64_t>()[i] = v;
-        else set(i, static_cast<double>(v));
+        if (dtype == DType::I32)
+            as<int32_t>()[i] = static_cast<int32_t>(v);
+        else if (dtype == DType::I64)
+            as<int64_t>()[i] = v;
+        else
+            set(i, static_cast<double>(v));
     }
 };
 
 bool same_bytes(const Tensor& a, const Tensor& b) {
     return a.dtype == b.dtype && a.n() == b.n() &&
-           std::memcmp(a.words.data(), b.words.data(), static_cast<size_t>(a.n()) * dtype_size(a.dtype)) == 0;
+           std::memcmp(a.words.data(), b.words.data(),
+                       static_cast<size_t>(a.n()) * dtype_size(a.dtype)) == 0;
 }
 
 // A graph of input nodes (LoopParam: values given at run time) and op nodes.
@@ -122,7 +153,8 @@ struct TestGraph {
         g.nodes.push_back(std::move(n));
         return static_cast<NodeId>(g.nodes.size() - 1);
     }
-    NodeId op(OpKind k, std::vector<NodeId> inputs, std::vector<NamedAttr> attrs, DType t, Shape s) {
+    NodeId op(OpKind k, std::vector<NodeId> inputs, std::vector<NamedAttr> attrs, DType t,
+              Shape s) {
         Node n;
         n.op = k;
         for (NodeId id : inputs) n.inputs.push_back(Input{id, {}});
@@ -171,8 +203,12 @@ bool close(double got, double ref, double rel, double abs_tol = 0) {
 }
 
 // Smallest normal of the dtype: below it relative error bounds do not hold.
-double tiny(DType t) { return t == DType::F32 ? 1.2e-38 : 2.3e-308; }
-double elementwise_rel(DType t) { return t == DType::F32 ? 1e-6 : 1e-13; }
+double tiny(DType t) {
+    return t == DType::F32 ? 1.2e-38 : 2.3e-308;
+}
+double elementwise_rel(DType t) {
+    return t == DType::F32 ? 1e-6 : 1e-13;
+}
 
 std::mt19937_64& rng() {
     static std::mt19937_64 r(12345);
@@ -188,7 +224,8 @@ Tensor random_tensor(DType t, Shape s, double lo = -10, double hi = 10) {
         } else if (is_float(t)) {
             x.set(i, std::uniform_real_distribution<double>(lo, hi)(rng()));
         } else {
-            x.set_int(i, std::uniform_int_distribution<int64_t>(static_cast<int64_t>(lo), static_cast<int64_t>(hi))(rng()));
+            x.set_int(i, std::uniform_int_distribution<int64_t>(static_cast<int64_t>(lo),
+                                                                static_cast<int64_t>(hi))(rng()));
         }
     }
     return x;
@@ -197,7 +234,8 @@ Tensor random_tensor(DType t, Shape s, double lo = -10, double hi = 10) {
 // Integers anywhere in the dtype's range (for wrap-around).
 Tensor random_full_range(DType t, Shape s) {
     Tensor x(t, std::move(s));
-    for (int64_t i = 0; i < x.n(); ++i) x.set_int(i, static_cast<int64_t>(rng()()));  // set_int truncates for i32
+    for (int64_t i = 0; i < x.n(); ++i)
+        x.set_int(i, static_cast<int64_t>(rng()()));  // set_int truncates for i32
     return x;
 }
 
@@ -214,7 +252,8 @@ std::vector<int64_t> unravel(int64_t flat, const Shape& s) {
 int64_t broadcast_flat(const std::vector<int64_t>& out_idx, const Shape& in) {
     int64_t flat = 0;
     const size_t off = out_idx.size() - in.size();
-    for (size_t k = 0; k < in.size(); ++k) flat = flat * in[k] + (in[k] == 1 ? 0 : out_idx[off + k]);
+    for (size_t k = 0; k < in.size(); ++k)
+        flat = flat * in[k] + (in[k] == 1 ? 0 : out_idx[off + k]);
     return flat;
 }
 
@@ -222,7 +261,8 @@ Shape broadcast_shape(const Shape& a, const Shape& b) {
     const size_t r = std::max(a.size(), b.size());
     Shape out(r);
     for (size_t k = 0; k < r; ++k) {
-        int64_t x = k < a.size() ? a[a.size() - 1 - k] : 1, y = k < b.size() ? b[b.size() - 1 - k] : 1;
+        int64_t x = k < a.size() ? a[a.size() - 1 - k] : 1,
+                y = k < b.size() ? b[b.size() - 1 - k] : 1;
         out[r - 1 - k] = x == 1 ? y : x;
     }
     return out;
@@ -242,69 +282,104 @@ const DType kAll[] = {DType::F32, DType::F64, DType::I32, DType::I64, DType::Boo
 int64_t int_binary_ref(OpKind op, int64_t a, int64_t b, DType t) {
     const auto ua = static_cast<uint64_t>(a), ub = static_cast<uint64_t>(b);
     switch (op) {
-        case OpKind::Add: return wrap(ua + ub, t);
-        case OpKind::Sub: return wrap(ua - ub, t);
-        case OpKind::Mul: return wrap(ua * ub, t);
-        case OpKind::Div: return b == -1 ? wrap(0 - ua, t) : a / b;
-        case OpKind::Maximum: return std::max(a, b);
-        case OpKind::Minimum: return std::min(a, b);
+        case OpKind::Add:
+            return wrap(ua + ub, t);
+        case OpKind::Sub:
+            return wrap(ua - ub, t);
+        case OpKind::Mul:
+            return wrap(ua * ub, t);
+        case OpKind::Div:
+            return b == -1 ? wrap(0 - ua, t) : a / b;
+        case OpKind::Maximum:
+            return std::max(a, b);
+        case OpKind::Minimum:
+            return std::min(a, b);
         case OpKind::Pow: {
             if (b < 0) return a == 1 ? 1 : (b % 2 ? -1 : 1);  // only bases 1 and -1 reach here
             uint64_t r = 1;
             for (int64_t k = 0; k < b; ++k) r *= ua;
             return wrap(r, t);
         }
-        default: return 0;
+        default:
+            return 0;
     }
 }
 
 double float_binary_ref(OpKind op, double a, double b) {
     switch (op) {
-        case OpKind::Add: return a + b;
-        case OpKind::Sub: return a - b;
-        case OpKind::Mul: return a * b;
-        case OpKind::Div: return a / b;
-        case OpKind::Maximum: return std::isnan(a) || std::isnan(b) ? kNaN : std::max(a, b);
-        case OpKind::Minimum: return std::isnan(a) || std::isnan(b) ? kNaN : std::min(a, b);
-        case OpKind::Pow: return std::pow(a, b);
-        default: return 0;
+        case OpKind::Add:
+            return a + b;
+        case OpKind::Sub:
+            return a - b;
+        case OpKind::Mul:
+            return a * b;
+        case OpKind::Div:
+            return a / b;
+        case OpKind::Maximum:
+            return std::isnan(a) || std::isnan(b) ? kNaN : std::max(a, b);
+        case OpKind::Minimum:
+            return std::isnan(a) || std::isnan(b) ? kNaN : std::min(a, b);
+        case OpKind::Pow:
+            return std::pow(a, b);
+        default:
+            return 0;
     }
 }
 
 double float_unary_ref(OpKind op, double x) {
     switch (op) {
-        case OpKind::Neg: return -x;
-        case OpKind::Abs: return std::fabs(x);
-        case OpKind::Square: return x * x;
-        case OpKind::Relu: return std::isnan(x) ? x : std::max(x, 0.0);
-        case OpKind::Exp: return std::exp(x);
-        case OpKind::Log: return std::log(x);
-        case OpKind::Sqrt: return std::sqrt(x);
-        case OpKind::Rsqrt: return 1 / std::sqrt(x);
-        case OpKind::Tanh: return std::tanh(x);
-        case OpKind::Sigmoid: return static_cast<double>(1 / (1 + std::exp(-static_cast<long double>(x))));
-        case OpKind::Sin: return std::sin(x);
-        case OpKind::Cos: return std::cos(x);
-        default: return 0;
+        case OpKind::Neg:
+            return -x;
+        case OpKind::Abs:
+            return std::fabs(x);
+        case OpKind::Square:
+            return x * x;
+        case OpKind::Relu:
+            return std::isnan(x) ? x : std::max(x, 0.0);
+        case OpKind::Exp:
+            return std::exp(x);
+        case OpKind::Log:
+            return std::log(x);
+        case OpKind::Sqrt:
+            return std::sqrt(x);
+        case OpKind::Rsqrt:
+            return 1 / std::sqrt(x);
+        case OpKind::Tanh:
+            return std::tanh(x);
+        case OpKind::Sigmoid:
+            return static_cast<double>(1 / (1 + std::exp(-static_cast<long double>(x))));
+        case OpKind::Sin:
+            return std::sin(x);
+        case OpKind::Cos:
+            return std::cos(x);
+        default:
+            return 0;
     }
 }
 
 int64_t int_unary_ref(OpKind op, int64_t x, DType t) {
     const auto u = static_cast<uint64_t>(x);
     switch (op) {
-        case OpKind::Neg: return wrap(0 - u, t);
-        case OpKind::Abs: return x < 0 ? wrap(0 - u, t) : x;
-        case OpKind::Square: return wrap(u * u, t);
-        case OpKind::Relu: return x > 0 ? x : 0;
-        default: return 0;
+        case OpKind::Neg:
+            return wrap(0 - u, t);
+        case OpKind::Abs:
+            return x < 0 ? wrap(0 - u, t) : x;
+        case OpKind::Square:
+            return wrap(u * u, t);
+        case OpKind::Relu:
+            return x > 0 ? x : 0;
+        default:
+            return 0;
     }
 }
 
 // Checks a binary op on operands of the given shapes against the reference.
-void check_binary(OpKind op, DType t, const Shape& sa, const Shape& sb, Tensor a, Tensor b, int threads = 1) {
+void check_binary(OpKind op, DType t, const Shape& sa, const Shape& sb, Tensor a, Tensor b,
+                  int threads = 1) {
     const Shape so = broadcast_shape(sa, sb);
     Result r = run_op(op, {&a, &b}, {}, t, so, threads);
-    INFO(std::string(op_name(op)), " ", std::string(dtype_name(t)), " ", shape_string(sa), " ", shape_string(sb));
+    INFO(std::string(op_name(op)), " ", std::string(dtype_name(t)), " ", shape_string(sa), " ",
+         shape_string(sb));
     REQUIRE(r.error == "");
     for (int64_t i = 0; i < r.out.n(); ++i) {
         const auto idx = unravel(i, so);
@@ -319,7 +394,8 @@ void check_binary(OpKind op, DType t, const Shape& sa, const Shape& sb, Tensor a
         } else {
             const double want = float_binary_ref(op, a.get(ia), b.get(ib));
             if (!close(r.out.get(i), want, elementwise_rel(t), tiny(t))) {
-                INFO("element ", i, ": ", a.get(ia), " ", b.get(ib), " got ", r.out.get(i), " want ", want);
+                INFO("element ", i, ": ", a.get(ia), " ", b.get(ib), " got ", r.out.get(i),
+                     " want ", want);
                 CHECK(false);
                 return;
             }
@@ -364,8 +440,11 @@ TEST_CASE("kernel random_uniform follows the documented stream, bit for bit") {
     const int64_t n = 1003;
     const uint64_t seed = (uint64_t{3} << 32) | 99;
     {
-        Result r = run_op(OpKind::RandomUniform, {}, {{"shape", Ints({n}), {}}, {"low", F(-2), {}}, {"high", F(3), {}},
-                                                     {"seed", I(static_cast<int64_t>(seed)), {}}},
+        Result r = run_op(OpKind::RandomUniform, {},
+                          {{"shape", Ints({n}), {}},
+                           {"low", F(-2), {}},
+                           {"high", F(3), {}},
+                           {"seed", I(static_cast<int64_t>(seed)), {}}},
                           DType::F32, {n});
         REQUIRE(r.error == "");
         const philox::Key key = philox::seed_key(seed);
@@ -379,8 +458,11 @@ TEST_CASE("kernel random_uniform follows the documented stream, bit for bit") {
         }
     }
     {
-        Result r = run_op(OpKind::RandomUniform, {}, {{"shape", Ints({n}), {}}, {"low", F(1), {}}, {"high", F(2), {}},
-                                                     {"seed", I(static_cast<int64_t>(seed)), {}}},
+        Result r = run_op(OpKind::RandomUniform, {},
+                          {{"shape", Ints({n}), {}},
+                           {"low", F(1), {}},
+                           {"high", F(2), {}},
+                           {"seed", I(static_cast<int64_t>(seed)), {}}},
                           DType::F64, {n});
         REQUIRE(r.error == "");
         const philox::Key key = philox::seed_key(seed);
@@ -398,8 +480,11 @@ TEST_CASE("kernel random_uniform statistics, range, determinism and threads") {
     const int64_t n = 100003;  // thread chunks that split counter blocks
     for (DType t : kFloat) {
         auto make = [&](int64_t seed, int threads) {
-            return run_op(OpKind::RandomUniform, {}, {{"shape", Ints({n}), {}}, {"low", F(2), {}}, {"high", F(5), {}},
-                                                     {"seed", I(seed), {}}},
+            return run_op(OpKind::RandomUniform, {},
+                          {{"shape", Ints({n}), {}},
+                           {"low", F(2), {}},
+                           {"high", F(5), {}},
+                           {"seed", I(seed), {}}},
                           t, {n}, threads);
         };
         Result r = make(42, 1);
@@ -413,16 +498,19 @@ TEST_CASE("kernel random_uniform statistics, range, determinism and threads") {
             sq += v * v;
         }
         const double mean = sum / n, var = sq / n - mean * mean;
-        CHECK(std::fabs(mean - 3.5) < 0.02);       // sd of the mean: 0.0027
-        CHECK(std::fabs(var - 0.75) < 0.02);       // 9/12
+        CHECK(std::fabs(mean - 3.5) < 0.02);        // sd of the mean: 0.0027
+        CHECK(std::fabs(var - 0.75) < 0.02);        // 9/12
         CHECK(same_bytes(r.out, make(42, 1).out));  // same seed, same values
         CHECK(same_bytes(r.out, make(42, 4).out));  // threads change nothing
         CHECK(!same_bytes(r.out, make(43, 1).out));
         // Defaults: low 0, high 1, seed 0.
         Result d = run_op(OpKind::RandomUniform, {}, {{"shape", Ints({2, 3}), {}}}, t, {2, 3});
         REQUIRE(d.error == "");
-        Result d0 = run_op(OpKind::RandomUniform, {}, {{"shape", Ints({2, 3}), {}}, {"low", I(0), {}},
-                                                      {"high", I(1), {}}, {"seed", I(0), {}}},
+        Result d0 = run_op(OpKind::RandomUniform, {},
+                           {{"shape", Ints({2, 3}), {}},
+                            {"low", I(0), {}},
+                            {"high", I(1), {}},
+                            {"seed", I(0), {}}},
                            t, {2, 3});
         CHECK(same_bytes(d.out, d0.out));
     }
@@ -431,8 +519,11 @@ TEST_CASE("kernel random_uniform statistics, range, determinism and threads") {
 TEST_CASE("kernel random_normal statistics, determinism, f32 is f64 rounded") {
     const int64_t n = 100000;
     auto make = [&](DType t, int64_t seed, int threads) {
-        return run_op(OpKind::RandomNormal, {}, {{"shape", Ints({n}), {}}, {"mean", F(1), {}}, {"stddev", F(2), {}},
-                                                {"seed", I(seed), {}}},
+        return run_op(OpKind::RandomNormal, {},
+                      {{"shape", Ints({n}), {}},
+                       {"mean", F(1), {}},
+                       {"stddev", F(2), {}},
+                       {"seed", I(seed), {}}},
                       t, {n}, threads);
     };
     Result r64 = make(DType::F64, 7, 1);
@@ -483,7 +574,9 @@ TEST_CASE("kernel const copies the literal; zeros, ones, fill for every dtype") 
         tg.g.node(c).literal.resize(3);
         CHECK(run_node(tg, c, {}).error.find("internal error") == 0);
 
-        Result z = run_op(OpKind::Zeros, {}, {{"shape", Ints({3, 5}), {}}, {"dtype", W(dtype_name(t)), {}}}, t, {3, 5});
+        Result z =
+            run_op(OpKind::Zeros, {},
+                   {{"shape", Ints({3, 5}), {}}, {"dtype", W(dtype_name(t)), {}}}, t, {3, 5});
         Result o = run_op(OpKind::Ones, {}, {{"shape", Ints({37}), {}}}, t, {37});
         REQUIRE(z.error == "");
         REQUIRE(o.error == "");
@@ -493,38 +586,50 @@ TEST_CASE("kernel const copies the literal; zeros, ones, fill for every dtype") 
         CHECK(run_op(OpKind::Zeros, {}, {{"shape", Ints({0, 4}), {}}}, t, {0, 4}).error == "");
 
         const Attr value = t == DType::Bool ? B(true) : is_int(t) ? I(-7) : F(2.5);
-        Result f = run_op(OpKind::Fill, {}, {{"shape", Ints({4, 9}), {}}, {"value", value, {}}}, t, {4, 9}, 4);
+        Result f = run_op(OpKind::Fill, {}, {{"shape", Ints({4, 9}), {}}, {"value", value, {}}}, t,
+                          {4, 9}, 4);
         REQUIRE(f.error == "");
         const double want = t == DType::Bool ? 1 : is_int(t) ? -7 : 2.5;
         for (int64_t i = 0; i < f.out.n(); ++i) CHECK(f.out.get(i) == want);
     }
     // Exact conversions of the value: big int64, float from integer, nan, inf.
-    Result big = run_op(OpKind::Fill, {}, {{"shape", Ints({2}), {}}, {"value", I(9007199254740993), {}}}, DType::I64, {2});
+    Result big =
+        run_op(OpKind::Fill, {}, {{"shape", Ints({2}), {}}, {"value", I(9007199254740993), {}}},
+               DType::I64, {2});
     CHECK(big.out.get_int(1) == 9007199254740993);
-    Result fi = run_op(OpKind::Fill, {}, {{"shape", Ints({1}), {}}, {"value", I(16777217), {}}}, DType::F32, {1});
+    Result fi = run_op(OpKind::Fill, {}, {{"shape", Ints({1}), {}}, {"value", I(16777217), {}}},
+                       DType::F32, {1});
     CHECK(fi.out.as<float>()[0] == 16777216.0f);
     // int64 -> f32 directly (as validation encodes literals), not through double.
     const int64_t odd = (int64_t{1} << 60) + (int64_t{1} << 36) + 1;
-    Result fo = run_op(OpKind::Fill, {}, {{"shape", Ints({1}), {}}, {"value", I(odd), {}}}, DType::F32, {1});
+    Result fo = run_op(OpKind::Fill, {}, {{"shape", Ints({1}), {}}, {"value", I(odd), {}}},
+                       DType::F32, {1});
     CHECK(fo.out.as<float>()[0] == static_cast<float>(odd));
     CHECK(static_cast<float>(odd) != static_cast<float>(static_cast<double>(odd)));
-    Result fn = run_op(OpKind::Fill, {}, {{"shape", Ints({1}), {}}, {"value", W("nan"), {}}}, DType::F64, {1});
+    Result fn = run_op(OpKind::Fill, {}, {{"shape", Ints({1}), {}}, {"value", W("nan"), {}}},
+                       DType::F64, {1});
     CHECK(std::isnan(fn.out.get(0)));
-    Result ff = run_op(OpKind::Fill, {}, {{"shape", Ints({1}), {}}, {"value", W("-inf"), {}}}, DType::F32, {1});
+    Result ff = run_op(OpKind::Fill, {}, {{"shape", Ints({1}), {}}, {"value", W("-inf"), {}}},
+                       DType::F32, {1});
     CHECK(ff.out.get(0) == -kInf);
-    Result fb = run_op(OpKind::Fill, {}, {{"shape", Ints({1}), {}}, {"value", B(true), {}}}, DType::F32, {1});
+    Result fb = run_op(OpKind::Fill, {}, {{"shape", Ints({1}), {}}, {"value", B(true), {}}},
+                       DType::F32, {1});
     CHECK(fb.out.get(0) == 1);
-    Result fh = run_op(OpKind::Fill, {}, {{"shape", Ints({}), {}}, {"value", F(0.1), {}}}, DType::F32, {});
+    Result fh =
+        run_op(OpKind::Fill, {}, {{"shape", Ints({}), {}}, {"value", F(0.1), {}}}, DType::F32, {});
     CHECK(fh.out.as<float>()[0] == 0.1f);
 }
 
 TEST_CASE("kernel range is numpy.arange") {
     // Floats: start + i * delta in double, then rounded.
-    Result r = run_op(OpKind::Range, {}, {{"start", F(0.5), {}}, {"limit", F(3), {}}, {"delta", F(0.1), {}}},
+    Result r = run_op(OpKind::Range, {},
+                      {{"start", F(0.5), {}}, {"limit", F(3), {}}, {"delta", F(0.1), {}}},
                       DType::F32, {25});
     REQUIRE(r.error == "");
-    for (int64_t i = 0; i < 25; ++i) CHECK(r.out.as<float>()[i] == static_cast<float>(0.5 + i * 0.1));
-    Result d = run_op(OpKind::Range, {}, {{"start", I(10), {}}, {"limit", I(0), {}}, {"delta", F(-2.5), {}}},
+    for (int64_t i = 0; i < 25; ++i)
+        CHECK(r.out.as<float>()[i] == static_cast<float>(0.5 + i * 0.1));
+    Result d = run_op(OpKind::Range, {},
+                      {{"start", I(10), {}}, {"limit", I(0), {}}, {"delta", F(-2.5), {}}},
                       DType::F64, {4});
     REQUIRE(d.error == "");
     CHECK(d.out.get(0) == 10);
@@ -533,16 +638,20 @@ TEST_CASE("kernel range is numpy.arange") {
     for (int64_t i = 0; i < 5; ++i) CHECK(lim.out.get(i) == static_cast<double>(i));
     // Integers: exact, even where double would round.
     const int64_t start = (int64_t{1} << 60) + 1;
-    Result i64 = run_op(OpKind::Range, {}, {{"start", I(start), {}}, {"limit", I(start + 30), {}}, {"delta", I(7), {}}},
-                        DType::I64, {5});
+    Result i64 =
+        run_op(OpKind::Range, {},
+               {{"start", I(start), {}}, {"limit", I(start + 30), {}}, {"delta", I(7), {}}},
+               DType::I64, {5});
     REQUIRE(i64.error == "");
     for (int64_t i = 0; i < 5; ++i) CHECK(i64.out.get_int(i) == start + 7 * i);
-    Result i32 = run_op(OpKind::Range, {}, {{"start", I(5), {}}, {"limit", I(-6), {}}, {"delta", I(-3), {}}},
-                        DType::I32, {4});
+    Result i32 =
+        run_op(OpKind::Range, {}, {{"start", I(5), {}}, {"limit", I(-6), {}}, {"delta", I(-3), {}}},
+               DType::I32, {4});
     CHECK(i32.out.get_int(0) == 5);
     CHECK(i32.out.get_int(3) == -4);
-    Result near_max = run_op(OpKind::Range, {}, {{"start", I(2147483645), {}}, {"limit", I(2147483647), {}}},
-                             DType::I32, {2});
+    Result near_max =
+        run_op(OpKind::Range, {}, {{"start", I(2147483645), {}}, {"limit", I(2147483647), {}}},
+               DType::I32, {2});
     CHECK(near_max.out.get_int(1) == 2147483646);
     CHECK(run_op(OpKind::Range, {}, {{"limit", I(0), {}}}, DType::I64, {0}).error == "");
 }
@@ -551,13 +660,27 @@ TEST_CASE("kernel range is numpy.arange") {
 
 TEST_CASE("kernel binary ops broadcast like NumPy on every dtype") {
     const std::vector<std::pair<Shape, Shape>> shapes = {
-        {{2, 3}, {2, 3}},       {{2, 3}, {3}},         {{3}, {2, 3}},          {{2, 1, 4}, {3, 1}},
-        {{}, {2, 3}},           {{2, 3}, {}},          {{}, {}},               {{0, 3}, {3}},
-        {{2, 0}, {1}},          {{1}, {5}},            {{4, 1, 3, 1}, {1, 5, 1, 2}}, {{3, 1}, {1, 3}},
-        {{1037}, {1037}},       {{33}, {1}},           {{2, 17}, {2, 1}},      {{5, 1, 1}, {1, 1, 7}},
-        {{1, 1}, {1}},          {{3, 4, 5}, {3, 1, 5}}, {{2, 3, 0}, {1, 3, 1}},
+        {{2, 3}, {2, 3}},
+        {{2, 3}, {3}},
+        {{3}, {2, 3}},
+        {{2, 1, 4}, {3, 1}},
+        {{}, {2, 3}},
+        {{2, 3}, {}},
+        {{}, {}},
+        {{0, 3}, {3}},
+        {{2, 0}, {1}},
+        {{1}, {5}},
+        {{4, 1, 3, 1}, {1, 5, 1, 2}},
+        {{3, 1}, {1, 3}},
+        {{1037}, {1037}},
+        {{33}, {1}},
+        {{2, 17}, {2, 1}},
+        {{5, 1, 1}, {1, 1, 7}},
+        {{1, 1}, {1}},
+        {{3, 4, 5}, {3, 1, 5}},
+        {{2, 3, 0}, {1, 3, 1}},
     };
-    const OpKind ops[] = {OpKind::Add, OpKind::Sub, OpKind::Mul, OpKind::Div,
+    const OpKind ops[] = {OpKind::Add,     OpKind::Sub,     OpKind::Mul, OpKind::Div,
                           OpKind::Maximum, OpKind::Minimum, OpKind::Pow};
     for (OpKind op : ops)
         for (DType t : kNum)
@@ -606,8 +729,10 @@ TEST_CASE("kernel integer division: truncation, INT_MIN / -1, division by zero")
         const int64_t mn = t == DType::I32 ? INT32_MIN : INT64_MIN;
         const int64_t mx = t == DType::I32 ? INT32_MAX : INT64_MAX;
         const std::vector<std::pair<int64_t, int64_t>> cases = {
-            {7, 2}, {-7, 2}, {7, -2}, {-7, -2}, {mn, -1}, {mn, 1}, {mx, -1}, {mn, 2}, {mn, mn}, {0, -5}, {1, mx}};
-        Tensor a(t, {static_cast<int64_t>(cases.size())}), b(t, {static_cast<int64_t>(cases.size())});
+            {7, 2},   {-7, 2}, {7, -2},  {-7, -2}, {mn, -1}, {mn, 1},
+            {mx, -1}, {mn, 2}, {mn, mn}, {0, -5},  {1, mx}};
+        Tensor a(t, {static_cast<int64_t>(cases.size())}),
+            b(t, {static_cast<int64_t>(cases.size())});
         for (size_t i = 0; i < cases.size(); ++i) {
             a.set_int(static_cast<int64_t>(i), cases[i].first);
             b.set_int(static_cast<int64_t>(i), cases[i].second);
@@ -629,7 +754,8 @@ TEST_CASE("kernel integer division: truncation, INT_MIN / -1, division by zero")
         Tensor zero(t, {}), one(t, {}), empty(t, {0});
         one.set_int(0, 1);
         CHECK(run_op(OpKind::Div, {&one, &zero}, {}, t, {}).error == "integer division by zero");
-        CHECK(run_op(OpKind::Div, {&a, &zero}, {}, t, a.shape, 4).error == "integer division by zero");
+        CHECK(run_op(OpKind::Div, {&a, &zero}, {}, t, a.shape, 4).error ==
+              "integer division by zero");
         // An empty result divides nothing: no error (as NumPy).
         CHECK(run_op(OpKind::Div, {&empty, &zero}, {}, t, {0}).error == "");
         // Wrap-around of + - *.
@@ -704,7 +830,8 @@ TEST_CASE("kernel integer pow: squaring with wrap, negative exponents") {
         CHECK(u.out.get_int(3) == 1);
         Tensor zero(t, {}), m1(t, {});
         m1.set_int(0, -1);
-        CHECK(run_op(OpKind::Pow, {&zero, &m1}, {}, t, {}).error == "integers to negative integer powers are not allowed");
+        CHECK(run_op(OpKind::Pow, {&zero, &m1}, {}, t, {}).error ==
+              "integers to negative integer powers are not allowed");
         // Through broadcasting: base 2 against an exponent column with a -1.
         Tensor base(t, {1, 3}), ex(t, {2, 1});
         base.set_int(0, 1), base.set_int(1, 2), base.set_int(2, -1);
@@ -733,20 +860,25 @@ TEST_CASE("kernel unary ops on every dtype they take") {
     for (DType t : kNum)
         for (OpKind op : num_ops) {
             INFO(std::string(op_name(op)), " ", std::string(dtype_name(t)));
-            Tensor x = is_int(t) ? random_full_range(t, {1001}) : random_tensor(t, {1001}, -1e3, 1e3);
+            Tensor x =
+                is_int(t) ? random_full_range(t, {1001}) : random_tensor(t, {1001}, -1e3, 1e3);
             const int64_t mn = t == DType::I32 ? INT32_MIN : INT64_MIN;
-            if (is_int(t)) x.set_int(0, mn), x.set_int(1, 0), x.set_int(2, -1);
-            else x.set(0, kNaN), x.set(1, -0.0), x.set(2, -kInf);
+            if (is_int(t))
+                x.set_int(0, mn), x.set_int(1, 0), x.set_int(2, -1);
+            else
+                x.set(0, kNaN), x.set(1, -0.0), x.set(2, -kInf);
             Result r = run_op(op, {&x}, {}, t, x.shape, 2);
             REQUIRE(r.error == "");
             for (int64_t i = 0; i < x.n(); ++i) {
                 if (is_int(t)) {
                     REQUIRE(r.out.get_int(i) == int_unary_ref(op, x.get_int(i), t));
                 } else {
-                    REQUIRE(close(r.out.get(i), float_unary_ref(op, x.get(i)), elementwise_rel(t), tiny(t)));
+                    REQUIRE(close(r.out.get(i), float_unary_ref(op, x.get(i)), elementwise_rel(t),
+                                  tiny(t)));
                 }
             }
-            if (is_int(t) && op != OpKind::Relu && op != OpKind::Square) CHECK(r.out.get_int(0) == mn);  // wraps
+            if (is_int(t) && op != OpKind::Relu && op != OpKind::Square)
+                CHECK(r.out.get_int(0) == mn);  // wraps
         }
     for (DType t : kFloat)
         for (OpKind op : float_ops) {
@@ -755,14 +887,16 @@ TEST_CASE("kernel unary ops on every dtype they take") {
             const double lo = positive ? 1e-3 : op == OpKind::Exp ? -80 : -30;
             const double hi = positive ? 1e4 : op == OpKind::Exp ? 80 : 30;
             Tensor x = random_tensor(t, {517}, lo, hi);
-            const double special[] = {0.0, -0.0, kInf, -kInf, kNaN, -1.0, 1e-30, 100.0, -100.0, 1e3, -1e3};
+            const double special[] = {0.0,   -0.0,  kInf,   -kInf, kNaN, -1.0,
+                                      1e-30, 100.0, -100.0, 1e3,   -1e3};
             for (int i = 0; i < 11; ++i) x.set(i, special[i]);
             Result r = run_op(op, {&x}, {}, t, x.shape);
             REQUIRE(r.error == "");
             for (int64_t i = 0; i < x.n(); ++i) {
                 const double want = float_unary_ref(op, x.get(i));
                 // Outside the dtype's range the reference overflows or underflows with it.
-                const double rounded = t == DType::F32 ? static_cast<double>(static_cast<float>(want)) : want;
+                const double rounded =
+                    t == DType::F32 ? static_cast<double>(static_cast<float>(want)) : want;
                 INFO("x = ", x.get(i), " got ", r.out.get(i), " want ", rounded);
                 REQUIRE(close(r.out.get(i), rounded, elementwise_rel(t), tiny(t)));
             }
@@ -803,7 +937,8 @@ void matmul_ref(const Tensor& a, const Tensor& b, bool ta, bool tb, std::vector<
     bound.assign(out.size(), 0);
     for (int64_t t = 0; t < numel(batch); ++t) {
         const auto idx = unravel(t, batch);
-        const int64_t oa = broadcast_flat(idx, ba) * ra * ca, ob = broadcast_flat(idx, bb) * rb * cb;
+        const int64_t oa = broadcast_flat(idx, ba) * ra * ca,
+                      ob = broadcast_flat(idx, bb) * rb * cb;
         for (int64_t i = 0; i < m; ++i)
             for (int64_t j = 0; j < n; ++j) {
                 long double s = 0, s_abs = 0;
@@ -824,8 +959,10 @@ void check_matmul(DType t, const Shape& sa, const Shape& sb, bool ta, bool tb) {
     std::vector<long double> want, bound;
     Shape so;
     matmul_ref(a, b, ta, tb, want, bound, so);
-    Result r = run_op(OpKind::Matmul, {&a, &b}, {{"transpose_a", B(ta), {}}, {"transpose_b", B(tb), {}}}, t, so);
-    INFO(std::string(dtype_name(t)), " ", shape_string(sa), " @ ", shape_string(sb), " ta=", ta, " tb=", tb);
+    Result r = run_op(OpKind::Matmul, {&a, &b},
+                      {{"transpose_a", B(ta), {}}, {"transpose_b", B(tb), {}}}, t, so);
+    INFO(std::string(dtype_name(t)), " ", shape_string(sa), " @ ", shape_string(sb), " ta=", ta,
+         " tb=", tb);
     REQUIRE(r.error == "");
     REQUIRE(r.out.n() == static_cast<int64_t>(want.size()));
     const double rel = t == DType::F32 ? 1e-5 : 1e-12;
@@ -848,15 +985,28 @@ TEST_CASE("kernel matmul: numpy.matmul shapes, batch broadcasting, transposes") 
         bool ta, tb;
     };
     const std::vector<Case> cases = {
-        {{3, 4}, {4, 5}, false, false},    {{4, 3}, {4, 5}, true, false},     {{3, 4}, {5, 4}, false, true},
-        {{4, 3}, {5, 4}, true, true},      {{4}, {4, 5}, false, false},       {{3, 4}, {4}, false, false},
-        {{4}, {4}, false, false},          {{4}, {5, 4}, false, true},        {{4, 3}, {4}, true, false},
-        {{2, 3, 4}, {4, 5}, false, false}, {{2, 3, 4}, {5, 4}, false, true},  {{2, 4, 3}, {4, 5}, true, false},
-        {{3, 4}, {2, 4, 5}, false, false}, {{2, 1, 3, 4}, {1, 5, 4, 2}, false, false},
+        {{3, 4}, {4, 5}, false, false},
+        {{4, 3}, {4, 5}, true, false},
+        {{3, 4}, {5, 4}, false, true},
+        {{4, 3}, {5, 4}, true, true},
+        {{4}, {4, 5}, false, false},
+        {{3, 4}, {4}, false, false},
+        {{4}, {4}, false, false},
+        {{4}, {5, 4}, false, true},
+        {{4, 3}, {4}, true, false},
+        {{2, 3, 4}, {4, 5}, false, false},
+        {{2, 3, 4}, {5, 4}, false, true},
+        {{2, 4, 3}, {4, 5}, true, false},
+        {{3, 4}, {2, 4, 5}, false, false},
+        {{2, 1, 3, 4}, {1, 5, 4, 2}, false, false},
         {{2, 1, 4, 3}, {1, 5, 2, 4}, true, true},
-        {{6, 7}, {3, 1, 7, 2}, false, false}, {{1, 3, 4}, {2, 4, 5}, false, false},
-        {{2, 3, 4}, {4}, false, false},    {{4}, {2, 4, 5}, false, false},    {{1, 1, 3, 4}, {4, 2}, false, false},
-        {{65, 130}, {130, 67}, false, false}, {{130, 65}, {67, 130}, true, true},
+        {{6, 7}, {3, 1, 7, 2}, false, false},
+        {{1, 3, 4}, {2, 4, 5}, false, false},
+        {{2, 3, 4}, {4}, false, false},
+        {{4}, {2, 4, 5}, false, false},
+        {{1, 1, 3, 4}, {4, 2}, false, false},
+        {{65, 130}, {130, 67}, false, false},
+        {{130, 65}, {67, 130}, true, true},
         {{3, 4}, {1, 4, 5}, false, false},
     };
     for (DType t : kFloat)
@@ -871,7 +1021,8 @@ TEST_CASE("kernel matmul with empty dimensions") {
         REQUIRE(r.error == "");
         for (int64_t i = 0; i < 12; ++i) CHECK(r.out.get(i) == 0);
         Tensor a1(t, {2, 0, 3}), b1(t, {2, 0, 4});
-        Result rt = run_op(OpKind::Matmul, {&a1, &b1}, {{"transpose_a", B(true), {}}}, t, {2, 3, 4});
+        Result rt =
+            run_op(OpKind::Matmul, {&a1, &b1}, {{"transpose_a", B(true), {}}}, t, {2, 3, 4});
         REQUIRE(rt.error == "");
         for (int64_t i = 0; i < rt.out.n(); ++i) CHECK(rt.out.get(i) == 0);
         // M = 0, N = 0, empty batch.
@@ -898,11 +1049,23 @@ TEST_CASE("kernel transpose: any rank, negative and absent perm, every dtype") {
         bool absent;
     };
     const std::vector<Case> cases = {
-        {{}, {}, false},           {{}, {}, true},             {{5}, {0}, false},          {{5}, {}, true},
-        {{3, 4}, {1, 0}, false},   {{3, 4}, {}, true},         {{67, 45}, {-1, -2}, false}, {{2, 3, 4}, {}, true},
-        {{2, 3, 4}, {0, 2, 1}, false}, {{2, 3, 4}, {1, 0, 2}, false}, {{2, 3, 4}, {2, 0, -2}, false},
-        {{3, 1, 4, 1}, {3, 2, 1, 0}, false}, {{2, 3, 4, 5}, {1, 3, 0, 2}, false}, {{1, 1}, {1, 0}, false},
-        {{0, 3}, {1, 0}, false},   {{2, 0, 3}, {2, 1, 0}, false}, {{4, 33, 40}, {0, 2, 1}, false},
+        {{}, {}, false},
+        {{}, {}, true},
+        {{5}, {0}, false},
+        {{5}, {}, true},
+        {{3, 4}, {1, 0}, false},
+        {{3, 4}, {}, true},
+        {{67, 45}, {-1, -2}, false},
+        {{2, 3, 4}, {}, true},
+        {{2, 3, 4}, {0, 2, 1}, false},
+        {{2, 3, 4}, {1, 0, 2}, false},
+        {{2, 3, 4}, {2, 0, -2}, false},
+        {{3, 1, 4, 1}, {3, 2, 1, 0}, false},
+        {{2, 3, 4, 5}, {1, 3, 0, 2}, false},
+        {{1, 1}, {1, 0}, false},
+        {{0, 3}, {1, 0}, false},
+        {{2, 0, 3}, {2, 1, 0}, false},
+        {{4, 33, 40}, {0, 2, 1}, false},
         {{2, 3, 4, 5, 6}, {4, 0, 3, 1, 2}, false},
     };
     for (DType t : kAll)
@@ -955,15 +1118,20 @@ TEST_CASE("kernel concat along any axis, any number of inputs") {
         bool absent;
     };
     const std::vector<Case> cases = {
-        {{{2, 3}, {4, 3}}, 0, true},          {{{2, 3}, {2, 5}, {2, 1}}, 1, false},
-        {{{2, 3}, {2, 5}}, -1, false},        {{{3}, {0}, {4}}, 0, false},
-        {{{2, 0, 3}, {2, 2, 3}}, 1, false},   {{{1, 2, 3, 4}, {1, 2, 5, 4}, {1, 2, 1, 4}}, -2, false},
-        {{{7}}, 0, false},                    {{{0, 3}, {0, 3}}, 1, false},
+        {{{2, 3}, {4, 3}}, 0, true},
+        {{{2, 3}, {2, 5}, {2, 1}}, 1, false},
+        {{{2, 3}, {2, 5}}, -1, false},
+        {{{3}, {0}, {4}}, 0, false},
+        {{{2, 0, 3}, {2, 2, 3}}, 1, false},
+        {{{1, 2, 3, 4}, {1, 2, 5, 4}, {1, 2, 1, 4}}, -2, false},
+        {{{7}}, 0, false},
+        {{{0, 3}, {0, 3}}, 1, false},
     };
     for (DType t : kAll)
         for (const Case& c : cases) {
             const size_t r = c.in[0].size();
-            const auto ax = static_cast<size_t>(c.axis < 0 ? c.axis + static_cast<int64_t>(r) : c.axis);
+            const auto ax =
+                static_cast<size_t>(c.axis < 0 ? c.axis + static_cast<int64_t>(r) : c.axis);
             std::vector<Tensor> xs;
             std::vector<Tensor*> ptrs;
             Shape so = c.in[0];
@@ -991,13 +1159,36 @@ TEST_CASE("kernel concat along any axis, any number of inputs") {
 // --- cast --------------------------------------------------------------------------
 
 TEST_CASE("kernel cast between every pair of dtypes") {
-    const double specials[] = {0.0,         -0.0,         1.5,          -1.5,        2.9,           -2.9,
-                               1e10,        -1e10,        2147483647.0, 2147483648.0, -2147483648.0, -2147483649.0,
-                               -2147483648.9, 2147483647.9, 9.3e18,     -9.3e18,     9223372036854775807.0,
-                               -9223372036854775808.0, kNaN, kInf, -kInf, 0.25, 16777217.0, 1e-40};
+    const double specials[] = {0.0,
+                               -0.0,
+                               1.5,
+                               -1.5,
+                               2.9,
+                               -2.9,
+                               1e10,
+                               -1e10,
+                               2147483647.0,
+                               2147483648.0,
+                               -2147483648.0,
+                               -2147483649.0,
+                               -2147483648.9,
+                               2147483647.9,
+                               9.3e18,
+                               -9.3e18,
+                               9223372036854775807.0,
+                               -9223372036854775808.0,
+                               kNaN,
+                               kInf,
+                               -kInf,
+                               0.25,
+                               16777217.0,
+                               1e-40};
     const int64_t n_spec = sizeof(specials) / sizeof(specials[0]);
-    const int64_t int_specials[] = {0, 1, -1, INT32_MAX, INT32_MIN, int64_t{INT32_MAX} + 1, INT64_MAX, INT64_MIN,
-                                    (int64_t{1} << 53) + 1, 16777217, -300, 255, 256};
+    const int64_t int_specials[] = {0,         1,         -1,
+                                    INT32_MAX, INT32_MIN, int64_t{INT32_MAX} + 1,
+                                    INT64_MAX, INT64_MIN, (int64_t{1} << 53) + 1,
+                                    16777217,  -300,      255,
+                                    256};
     for (DType from : kAll)
         for (DType to : kAll) {
             INFO(std::string(dtype_name(from)), " -> ", std::string(dtype_name(to)));
@@ -1021,13 +1212,19 @@ TEST_CASE("kernel cast between every pair of dtypes") {
                 } else if (from == DType::Bool) {
                     CHECK(r.out.get(i) == (v != 0 ? 1 : 0));
                 } else if (to == DType::F32) {
-                    if (std::isnan(v)) CHECK(std::isnan(r.out.get(i)));
-                    else CHECK(r.out.as<float>()[i] == (is_int(from) ? static_cast<float>(vi) : static_cast<float>(v)));
+                    if (std::isnan(v))
+                        CHECK(std::isnan(r.out.get(i)));
+                    else
+                        CHECK(r.out.as<float>()[i] ==
+                              (is_int(from) ? static_cast<float>(vi) : static_cast<float>(v)));
                 } else if (to == DType::F64) {
-                    if (std::isnan(v)) CHECK(std::isnan(r.out.get(i)));
-                    else CHECK(r.out.get(i) == (is_int(from) ? static_cast<double>(vi) : v));
+                    if (std::isnan(v))
+                        CHECK(std::isnan(r.out.get(i)));
+                    else
+                        CHECK(r.out.get(i) == (is_int(from) ? static_cast<double>(vi) : v));
                 } else if (is_int(from)) {
-                    CHECK(r.out.get_int(i) == wrap(static_cast<uint64_t>(vi), to));  // narrowing wraps
+                    CHECK(r.out.get_int(i) ==
+                          wrap(static_cast<uint64_t>(vi), to));  // narrowing wraps
                 } else {
                     const long double lo = to == DType::I32 ? INT32_MIN : INT64_MIN;
                     const long double hi = to == DType::I32 ? INT32_MAX : INT64_MAX;
@@ -1061,7 +1258,8 @@ struct ReduceCase {
 void check_reduce(OpKind op, DType t, const ReduceCase& c, bool keepdims, int threads = 1) {
     const size_t r = c.s.size();
     std::vector<bool> red(r, c.absent);
-    for (int64_t a : c.axes) red[static_cast<size_t>(a < 0 ? a + static_cast<int64_t>(r) : a)] = true;
+    for (int64_t a : c.axes)
+        red[static_cast<size_t>(a < 0 ? a + static_cast<int64_t>(r) : a)] = true;
     Shape so, so_keep;
     for (size_t k = 0; k < r; ++k) {
         if (!red[k]) so.push_back(c.s[k]);
@@ -1072,7 +1270,8 @@ void check_reduce(OpKind op, DType t, const ReduceCase& c, bool keepdims, int th
     if (!c.absent) attrs.push_back({"axes", c.scalar ? I(c.axes[0]) : Ints(c.axes), {}});
     if (keepdims) attrs.push_back({"keepdims", B(true), {}});
     Result res = run_op(op, {&x}, attrs, t, keepdims ? so_keep : so, threads);
-    INFO(std::string(op_name(op)), " ", std::string(dtype_name(t)), " ", shape_string(c.s), " keepdims=", keepdims);
+    INFO(std::string(op_name(op)), " ", std::string(dtype_name(t)), " ", shape_string(c.s),
+         " keepdims=", keepdims);
     REQUIRE(res.error == "");
     const int64_t n_out = numel(so);
     std::vector<long double> sum(static_cast<size_t>(n_out), 0), abs_sum(sum.size(), 0);
@@ -1096,9 +1295,12 @@ void check_reduce(OpKind op, DType t, const ReduceCase& c, bool keepdims, int th
     for (int64_t i = 0; i < n_out; ++i) {
         const auto ii = static_cast<size_t>(i);
         if (op == OpKind::ReduceMax) {
-            if (is_int(t)) REQUIRE(res.out.get_int(i) == imx[ii]);
-            else if (std::isnan(mx[ii])) REQUIRE(std::isnan(res.out.get(i)));
-            else REQUIRE(res.out.get(i) == mx[ii]);  // a max is one of the values: exact
+            if (is_int(t))
+                REQUIRE(res.out.get_int(i) == imx[ii]);
+            else if (std::isnan(mx[ii]))
+                REQUIRE(std::isnan(res.out.get(i)));
+            else
+                REQUIRE(res.out.get(i) == mx[ii]);  // a max is one of the values: exact
         } else if (is_int(t)) {
             REQUIRE(res.out.get_int(i) == wrap(isum[ii], t));
         } else {
@@ -1110,7 +1312,8 @@ void check_reduce(OpKind op, DType t, const ReduceCase& c, bool keepdims, int th
                 continue;
             }
             INFO("output ", i, " got ", res.out.get(i), " want ", want);
-            REQUIRE(std::fabs(res.out.get(i) - want) <= 1e-6 * std::fabs(want) + 1e-12 * bound + 1e-300);
+            REQUIRE(std::fabs(res.out.get(i) - want) <=
+                    1e-6 * std::fabs(want) + 1e-12 * bound + 1e-300);
         }
     }
 }
@@ -1119,13 +1322,26 @@ void check_reduce(OpKind op, DType t, const ReduceCase& c, bool keepdims, int th
 
 TEST_CASE("kernel reduce_sum, reduce_max, reduce_mean over any axes") {
     const std::vector<ReduceCase> cases = {
-        {{2, 3, 4}, {}, true, false},      {{2, 3, 4}, {}, false, false},      {{2, 3, 4}, {1}, false, true},
-        {{2, 3, 4}, {-1}, false, false},   {{2, 3, 4}, {0}, false, false},     {{2, 3, 4}, {0, 2}, false, false},
-        {{2, 3, 4}, {-3, 1}, false, false}, {{5, 1, 7}, {1}, false, false},    {{}, {}, true, false},
-        {{}, {}, false, false},            {{7}, {0}, false, true},            {{300, 129}, {0}, false, false},
-        {{129, 300}, {1}, false, false},   {{3, 4, 5, 6}, {1, 3}, false, false}, {{3, 4, 5, 6}, {0, 2}, false, false},
-        {{2, 1, 3}, {0, 1, 2}, false, false}, {{1, 1}, {0}, false, false},     {{4, 70, 3}, {1}, false, false},
-        {{0, 3}, {1}, false, false},       {{3, 0}, {0}, false, false},
+        {{2, 3, 4}, {}, true, false},
+        {{2, 3, 4}, {}, false, false},
+        {{2, 3, 4}, {1}, false, true},
+        {{2, 3, 4}, {-1}, false, false},
+        {{2, 3, 4}, {0}, false, false},
+        {{2, 3, 4}, {0, 2}, false, false},
+        {{2, 3, 4}, {-3, 1}, false, false},
+        {{5, 1, 7}, {1}, false, false},
+        {{}, {}, true, false},
+        {{}, {}, false, false},
+        {{7}, {0}, false, true},
+        {{300, 129}, {0}, false, false},
+        {{129, 300}, {1}, false, false},
+        {{3, 4, 5, 6}, {1, 3}, false, false},
+        {{3, 4, 5, 6}, {0, 2}, false, false},
+        {{2, 1, 3}, {0, 1, 2}, false, false},
+        {{1, 1}, {0}, false, false},
+        {{4, 70, 3}, {1}, false, false},
+        {{0, 3}, {1}, false, false},
+        {{3, 0}, {0}, false, false},
     };
     for (OpKind op : {OpKind::ReduceSum, OpKind::ReduceMax, OpKind::ReduceMean})
         for (DType t : kNum) {
@@ -1156,16 +1372,19 @@ TEST_CASE("kernel reductions of an empty axis: sum 0, mean NaN") {
 TEST_CASE("kernel reductions: accuracy of big float sums, NaN, threads") {
     // 10^6 float32 values: double accumulation keeps the sum within 1e-5 (here ~1e-7).
     for (DType t : kFloat) {
-        for (const ReduceCase& c : {ReduceCase{{1000000}, {}, true, false}, ReduceCase{{1000, 1000}, {0}, false, false},
-                                    ReduceCase{{1000, 1000}, {1}, false, false}}) {
+        for (const ReduceCase& c :
+             {ReduceCase{{1000000}, {}, true, false}, ReduceCase{{1000, 1000}, {0}, false, false},
+              ReduceCase{{1000, 1000}, {1}, false, false}}) {
             Tensor x = random_tensor(t, c.s, 0, 1);
             long double total = 0;
             for (int64_t i = 0; i < x.n(); ++i) total += x.get(i);
-            Result one = run_op(OpKind::ReduceSum, {&x}, c.absent ? std::vector<NamedAttr>{}
-                                                                  : std::vector<NamedAttr>{{"axes", Ints(c.axes), {}}},
+            Result one = run_op(OpKind::ReduceSum, {&x},
+                                c.absent ? std::vector<NamedAttr>{}
+                                         : std::vector<NamedAttr>{{"axes", Ints(c.axes), {}}},
                                 t, c.absent ? Shape{} : Shape{1000}, 1);
-            Result four = run_op(OpKind::ReduceSum, {&x}, c.absent ? std::vector<NamedAttr>{}
-                                                                   : std::vector<NamedAttr>{{"axes", Ints(c.axes), {}}},
+            Result four = run_op(OpKind::ReduceSum, {&x},
+                                 c.absent ? std::vector<NamedAttr>{}
+                                          : std::vector<NamedAttr>{{"axes", Ints(c.axes), {}}},
                                  t, c.absent ? Shape{} : Shape{1000}, 4);
             REQUIRE(one.error == "");
             CHECK(same_bytes(one.out, four.out));
@@ -1185,13 +1404,15 @@ TEST_CASE("kernel reductions: accuracy of big float sums, NaN, threads") {
         for (int64_t i = 0; i < kc.n(); ++i) kc.set(i, i < 3 ? 1.0 : 1e-17);
         Result kcs = run_op(OpKind::ReduceSum, {&kc}, {{"axes", I(0), {}}}, t, {3});
         if (t == DType::F64)
-            for (int j = 0; j < 3; ++j) CHECK(std::fabs(kcs.out.get(j) - (1 + 65535 * 1e-17)) < 1e-15);
+            for (int j = 0; j < 3; ++j)
+                CHECK(std::fabs(kcs.out.get(j) - (1 + 65535 * 1e-17)) < 1e-15);
         // And across the runs of a reduction split by a kept axis (compensated).
         Tensor kr(t, {1 << 16, 2, 2});
         for (int64_t i = 0; i < kr.n(); ++i) kr.set(i, i < 4 ? 1.0 : 1e-17);
         Result krs = run_op(OpKind::ReduceSum, {&kr}, {{"axes", Ints({0, 2}), {}}}, t, {2});
         if (t == DType::F64)
-            for (int j = 0; j < 2; ++j) CHECK(std::fabs(krs.out.get(j) - (2 + 131070 * 1e-17)) < 1e-15);
+            for (int j = 0; j < 2; ++j)
+                CHECK(std::fabs(krs.out.get(j) - (2 + 131070 * 1e-17)) < 1e-15);
         // NaN propagates through reduce_max wherever it sits.
         Tensor m = random_tensor(t, {4, 50});
         m.set(3 * 50 + 17, kNaN);
@@ -1208,14 +1429,16 @@ TEST_CASE("kernel reductions: accuracy of big float sums, NaN, threads") {
     // Integer sums wrap.
     Tensor w(DType::I32, {3});
     w.set_int(0, INT32_MAX), w.set_int(1, 1), w.set_int(2, 1);
-    CHECK(run_op(OpKind::ReduceSum, {&w}, {}, DType::I32, {}).out.get_int(0) == int64_t{INT32_MIN} + 1);
+    CHECK(run_op(OpKind::ReduceSum, {&w}, {}, DType::I32, {}).out.get_int(0) ==
+          int64_t{INT32_MIN} + 1);
 }
 
 namespace {
 
 void check_softmax(DType t, const Tensor& x, int64_t axis_attr, bool absent, int threads = 1) {
     const size_t r = x.shape.size();
-    const auto axis = static_cast<size_t>(axis_attr < 0 ? axis_attr + static_cast<int64_t>(r) : axis_attr);
+    const auto axis =
+        static_cast<size_t>(axis_attr < 0 ? axis_attr + static_cast<int64_t>(r) : axis_attr);
     Tensor in = x;
     std::vector<NamedAttr> attrs;
     if (!absent) attrs.push_back({"axis", I(axis_attr), {}});
@@ -1235,8 +1458,10 @@ void check_softmax(DType t, const Tensor& x, int64_t axis_attr, bool absent, int
             m = std::max<long double>(m, v);
         }
         long double s = 0;
-        for (int64_t q = 0; q < len; ++q) s += std::exp(static_cast<long double>(x.get(start + q * inner)) - m);
-        const double want = nan ? kNaN : static_cast<double>(std::exp(static_cast<long double>(x.get(i)) - m) / s);
+        for (int64_t q = 0; q < len; ++q)
+            s += std::exp(static_cast<long double>(x.get(start + q * inner)) - m);
+        const double want =
+            nan ? kNaN : static_cast<double>(std::exp(static_cast<long double>(x.get(i)) - m) / s);
         INFO("element ", i, " got ", res.out.get(i), " want ", want);
         REQUIRE(close(res.out.get(i), want, t == DType::F32 ? 1e-6 : 1e-13, tiny(t)));
     }

@@ -764,7 +764,9 @@ TEST_CASE("text bad bytes: invalid UTF-8, NUL, control bytes, garbage") {
                             "5:5: invalid control byte 0x00 (NUL) in the script",
                             "6:5: invalid control byte 0x07 in the script",
                         });
-    auto s = parse("x = \"a\x01" "b\ny = 1\n");
+    auto s = parse(
+        "x = \"a\x01"
+        "b\ny = 1\n");
     CHECK(errors(*s) == std::vector<std::string>{
                             "1:7: invalid control byte 0x01 in the script",
                             "1:5: unterminated string: a string must end with '\"' on the line "
