@@ -71,6 +71,10 @@ public:
         }
         for (int64_t i : shown) {
             std::string s = raw(i);
+            if (!std::isfinite(float_at(t, i))) {
+                width_ = std::max(width_, s.size());
+                continue;
+            }
             size_t dot = s.find_first_of(".e");
             size_t ip = dot == std::string::npos ? s.size() : dot;
             int_width_ = std::max(int_width_, ip);
@@ -141,6 +145,7 @@ private:
     }
 
     std::string pad(std::string s) const {
+        if (s == "nan" || s == "inf" || s == "-inf") return s;  // right-aligned by the caller
         size_t dot = s.find('.');
         size_t ip = dot == std::string::npos ? s.size() : dot;
         if (ip < int_width_) s.insert(0, int_width_ - ip, ' ');
