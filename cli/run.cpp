@@ -1,6 +1,10 @@
 // `graphrun run`: one fresh graph and session per file; results, then the
 // statistics before and after teardown.
+#include <signal.h>
 #include <unistd.h>
+
+#include <atomic>
+#include <cstring>
 
 #include <cstdio>
 #include <iomanip>
@@ -20,6 +24,27 @@ namespace graphrun::cli {
 namespace {
 
 using ojson = nlohmann::ordered_json;
+
+// SIGINT/SIGTERM: the first one stops the run at the next node boundary (the
+// session still tears down and the statistics are printed); a second SIGINT
+// exits at once.
+std::atomic<int> g_interrupt{0};
+
+extern "C" void on_signal(int sig) {
+    if (g_interrupt.load() != 0 && sig == SIGINT) _exit(130);
+    g_interrupt.store(sig);
+}
+
+void install_signal_handlers() {
+    struct sigaction sa;
+    std::memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, nullptr);
+    sigaction(SIGTERM, &sa, nullptr);
+}
+
+int signal_exit_code(int sig) { return 128 + sig; }
 
 uint64_t resident_bytes() {
     FILE* f = std::fopen("/proc/self/statm", "r");
@@ -181,6 +206,7 @@ FileReport run_file(const std::string& path, const RunOptions& opts, std::ostrea
     so.threads = opts.threads;
     so.cpu_memory_limit = limit;
     so.profile = opts.profile;
+    so.interrupt = &g_interrupt;
     r.rss_session = resident_bytes();
     r.ran = true;
     Session session(g, *plan, so);
@@ -195,6 +221,10 @@ FileReport run_file(const std::string& path, const RunOptions& opts, std::ostrea
     r.rss_after = resident_bytes();
     if (run_error) {
         Diagnostics d(lg->display, lg->source);
+        if (run_error->signal) {
+            err << lg->display << ": " << run_error->message << "; the session was torn down\n";
+            return fail(signal_exit_code(run_error->signal), run_error->message);
+        }
         d.error(run_error->loc, run_error->message);
         d.print(err);
         return fail(kExitRuntime, run_error->message);
@@ -235,7 +265,12 @@ bool apply_fetch(Graph& g, const std::vector<std::string>& fetch, std::string& e
 
 int run_command(const RunOptions& opts, std::ostream& out, std::ostream& err) {
     int exit_code = kExitOk;
+    install_signal_handlers();
     for (const std::string& file : opts.files) {
+        if (int sig = g_interrupt.load()) {  // interrupted between files: the rest do not run
+            err << "graphrun: interrupted by " << (sig == SIGINT ? "SIGINT" : "SIGTERM") << "; " << file << " and the files after it did not run\n";
+            return exit_code == kExitOk ? signal_exit_code(sig) : exit_code;
+        }
         FileReport r = run_file(file, opts, err);
         if (r.code == kExitOk && opts.check_leaks) {
             std::string leaks = leak_report(r);
@@ -249,6 +284,7 @@ int run_command(const RunOptions& opts, std::ostream& out, std::ostream& err) {
         else print_text(r, opts, opts.files.size() > 1, out);
         out.flush();
         if (exit_code == kExitOk && r.code != kExitOk) exit_code = r.code;
+        if (r.code == signal_exit_code(SIGINT) || r.code == signal_exit_code(SIGTERM)) break;
     }
     return exit_code;
 }

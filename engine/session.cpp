@@ -227,6 +227,15 @@ std::optional<RunError> Session::run_pass() {
         const PlanStep& s = steps[i];
         switch (s.kind) {
             case PlanStep::Kind::Run:
+                if (opts_.interrupt) {
+                    if (int sig = opts_.interrupt->load(std::memory_order_relaxed)) {
+                        const Node& n = g_.node(s.arg);
+                        std::string name = sig == 2 ? "SIGINT" : sig == 15 ? "SIGTERM" : "signal " + std::to_string(sig);
+                        return RunError{"interrupted by " + name + " before node '" +
+                                            n.display + "' (" + op_name(n.op) + ")",
+                                        {}, sig};
+                    }
+                }
                 if (opts_.profile) {
                     auto t0 = std::chrono::steady_clock::now();
                     auto e = run_node(s.arg);

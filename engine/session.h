@@ -2,6 +2,7 @@
 // releases unreferenced tensors by its cleanup strategy (SPEC section 4), and
 // tears everything down on close, after errors too.
 #pragma once
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <map>
@@ -27,6 +28,9 @@ struct SessionOptions {
     int threads = 1;
     uint64_t cpu_memory_limit = 0;  // 0: default_cpu_memory_limit()
     bool profile = false;           // time every node (--profile)
+    // Set asynchronously (a signal handler) to the signal's number to stop the
+    // run at the next node boundary. Optional.
+    const std::atomic<int>* interrupt = nullptr;
 };
 
 // Per-op totals of a profiled run.
@@ -49,6 +53,7 @@ struct HostTensor {
 struct RunError {
     std::string message;
     Loc loc;
+    int signal = 0;  // the run was interrupted by this signal
 };
 
 class Session {

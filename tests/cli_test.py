@@ -347,5 +347,50 @@ def run_fetch_and_check_leaks():
     docs, _ = run_json(os.path.join(EXAMPLES, "power_iteration.graph"), "--fetch=eigenvalue", "--check-leaks")
     val = docs[0]["outputs"][0]["data"]
     expect(abs(val - (3 + 3 ** 0.5)) < 1e-5, val)
+
+def interrupted(sig, extra_signal=False):
+    import signal
+    import time
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "long.graph")
+        with open(path, "w") as f:
+            f.write("x = ones([1000, 1000])\nrepeat 1000000 { x = x * 1 }\n")
+        p = subprocess.Popen([BIN, "run", path, os.path.join(EXAMPLES, "add.graph"), "--format=json"],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        time.sleep(1.0)
+        p.send_signal(sig)
+        if extra_signal:
+            time.sleep(0.05)
+            p.send_signal(sig)
+        out, err = p.communicate(timeout=60)
+        return p.returncode, out.decode(), err.decode()
+
+
+@test
+def sigint_tears_down_prints_statistics_and_exits_130():
+    import signal
+    code, out, err = interrupted(signal.SIGINT)
+    expect(code == 130, f"exit {code}: {err}")
+    expect("interrupted by SIGINT" in err and "torn down" in err, err)
+    docs = [json.loads(l) for l in out.strip().splitlines()]
+    expect(len(docs) == 1, "the next file must not run after an interrupt")
+    after = docs[0]["memory"]["after_teardown"]["cpu"]
+    expect(after["in_use"] == 0 and after["reserved"] == 0 and after["allocs"] == after["frees"], after)
+    expect(docs[0]["error"]["code"] == 130, docs[0]["error"])
+
+
+@test
+def sigterm_exits_143():
+    import signal
+    code, out, err = interrupted(signal.SIGTERM)
+    expect(code == 143, f"exit {code}: {err}")
+    expect("interrupted by SIGTERM" in err, err)
+
+
+@test
+def second_sigint_exits_at_once():
+    import signal
+    code, _, _ = interrupted(signal.SIGINT, extra_signal=True)
+    expect(code == 130, f"exit {code}")
 print(f"cli: {results['passed']} passed, {results['failed']} failed")
 sys.exit(1 if results["failed"] else 0)
