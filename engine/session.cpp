@@ -287,7 +287,7 @@ std::optional<RunError> Session::run(int64_t iterations, const std::vector<Outpu
         err = run_pass();
     }
     run_ms_ = ms_since(t0);
-    if (err) return err;
+    if (err || iterations == 0) return err;  // nothing ran: nothing to fetch
     for (const Output& o : outputs) {
         const Node& n = g_.node(o.id);
         HostTensor h{o.name, n.dtype, n.shape, n.placed, {}};
