@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <unordered_map>
 
+#include "engine/text_lexer.h"
 #include "engine/text_parser.h"
 
 namespace graphrun {
@@ -258,8 +259,14 @@ class DocumentBuilder : public nlohmann::json_sax<Json> {
         return p;
     }
 
-    // Places `v` in the open container (or as the root); returns where it went.
+    // Places `v` in the open container (or as the root); returns where it went,
+    // or nullptr (and the parse stops) past kMaxJsonValues, so that the DOM of
+    // even a 1 GiB file stays bounded.
     Json* add(Json v, std::string* token = nullptr) {
+        if (++values_ > g_input_limits.json_values) {
+            fail(Loc{}, json_value_limit_message());
+            return nullptr;
+        }
         if (frames_.empty()) {
             root_ = std::move(v);
             return &root_;
@@ -288,6 +295,7 @@ class DocumentBuilder : public nlohmann::json_sax<Json> {
         }
         Frame f;
         f.value = add(std::move(empty), &f.token);
+        if (!f.value) return false;
         frames_.push_back(std::move(f));
         return true;
     }
@@ -301,6 +309,7 @@ class DocumentBuilder : public nlohmann::json_sax<Json> {
     Json& root_;
     std::vector<Frame> frames_;
     size_t opened_ = 0;
+    size_t values_ = 0;
     bool failed_ = false;
     Diagnostic failure_;
     std::vector<std::pair<std::string, std::string>> duplicates_;  // pointer, key
@@ -355,7 +364,7 @@ bool is_shorthand(std::string_view key) {
 
 class JsonReader {
   public:
-    JsonReader(Graph& g, Diagnostics& diag) : builder_(g, diag), diag_(diag) {}
+    JsonReader(Graph& g, Diagnostics& diag) : g_(g), builder_(g, diag), diag_(diag) {}
 
     void read(const Json& root);
 
@@ -378,10 +387,15 @@ class JsonReader {
                      const std::vector<std::string>& known, const std::string& hint);
     void error(const Loc& loc, std::string message);
     bool stopped();
+    // Past an input limit: reports it and reads no further.
+    void stop_at_limit(const Loc& loc, std::string message);
+    bool too_many_nodes(const std::string& pointer);
 
+    Graph& g_;
     GraphBuilder builder_;
     Diagnostics& diag_;
     bool stopped_ = false;
+    size_t literal_elements_ = 0;  // list elements read so far (kMaxLiteralElements)
 };
 
 void JsonReader::error(const Loc& loc, std::string message) {
@@ -396,6 +410,18 @@ bool JsonReader::stopped() {
         stopped_ = true;
     }
     return stopped_;
+}
+
+void JsonReader::stop_at_limit(const Loc& loc, std::string message) {
+    if (stopped_) return;
+    diag_.error(loc, std::move(message));
+    stopped_ = true;
+}
+
+bool JsonReader::too_many_nodes(const std::string& pointer) {
+    if (g_.nodes.size() + g_.repeats.size() < g_input_limits.nodes) return false;
+    stop_at_limit(at(pointer), node_limit_message());
+    return true;
 }
 
 void JsonReader::unknown_key(const std::string& key, const std::string& pointer,
@@ -487,6 +513,7 @@ void JsonReader::read_items(const Json& items, const std::string& pointer) {
         if (stopped()) return;
         const Json& item = items[i];
         std::string p = child(pointer, i);
+        if (too_many_nodes(p)) return;
         if (!item.is_object()) {
             error(at(p),
                   "a node must be an object like "
@@ -714,6 +741,7 @@ void JsonReader::read_inputs(const Json& inputs, const std::string& pointer, OpK
                   "an input must be the name of an earlier node or a number; got " + describe(in));
             continue;
         }
+        if (too_many_nodes(child(pointer, i))) return;
         NodeId id =
             builder_.add_scalar_literal(std::move(*literal), loc, is_binary_elementwise(op));
         out.push_back(Input{id, loc});
@@ -737,6 +765,10 @@ std::optional<Attr> JsonReader::read_attr(const Json& j, const std::string& poin
         bool ok = true;
         for (size_t i = 0; i < j.size(); ++i) {
             if (stopped()) return std::nullopt;
+            if (++literal_elements_ > g_input_limits.literal_elements) {
+                stop_at_limit(at(child(pointer, i)), literal_limit_message());
+                return std::nullopt;
+            }
             if (auto a = read_attr(j[i], child(pointer, i)))
                 items.push_back(std::move(*a));
             else

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstring>
 #include <iostream>
+#include <sys/stat.h>
 
 #include "engine/json_reader.h"
 #include "engine/text_parser.h"
@@ -58,10 +59,15 @@ std::unique_ptr<LoadedGraph> load_graph(const std::string& path) {
         lg->diag.error({}, std::string("cannot read the file: ") + std::strerror(errno));
         return lg;
     }
+    // A regular file is measured first, so that one over the limit is refused
+    // without reading it; pipes and terminals are counted as they are read.
+    struct stat st {};
+    bool too_big = fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode) &&
+                   static_cast<uint64_t>(st.st_size) > kMaxFileBytes;
+    if (!too_big && S_ISREG(st.st_mode) && st.st_size > 0) lg->source.reserve(static_cast<size_t>(st.st_size));
     char buf[65536];
     size_t n;
-    bool too_big = false;
-    while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) {
+    while (!too_big && (n = std::fread(buf, 1, sizeof buf, f)) > 0) {
         if (lg->source.size() + n > kMaxFileBytes) {
             too_big = true;
             break;
@@ -73,7 +79,7 @@ std::unique_ptr<LoadedGraph> load_graph(const std::string& path) {
     if (f != stdin) std::fclose(f);
     if (too_big || failed) {
         lg->read_failed = true;
-        lg->source.clear();
+        std::string().swap(lg->source);
         lg->diag.error({}, too_big ? "the file is larger than the limit of " + std::to_string(kMaxFileBytes >> 20) + " MiB"
                                    : std::string("cannot read the file: ") + std::strerror(err));
         return lg;

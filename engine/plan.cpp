@@ -287,7 +287,21 @@ std::optional<Plan> compile_plan(const Graph& g, const std::vector<NodeId>& outp
     Plan plan = PlanBuilder(g, outputs).build();
     for (const Node& n : g.nodes)
         if (n.op != OpKind::Invalid && n.op != OpKind::LoopParam && !n.placed.empty()) plan.static_peak[n.placed];
-    if (!PeakSimulator(g, plan).run(plan.static_peak)) {
+    // Refuse at once what the simulation could not finish: each step runs once
+    // per simulated pass (at most 2) of every loop around it.
+    double simulated = 0, mult = 1;
+    std::vector<double> mults;
+    for (const PlanStep& s : plan.steps) {
+        if (s.kind == PlanStep::Kind::LoopBegin) {
+            mults.push_back(mult);
+            mult *= static_cast<double>(std::min<int64_t>(g.repeats[static_cast<size_t>(s.arg)].count, 2));
+        } else if (s.kind == PlanStep::Kind::LoopEnd && !mults.empty()) {
+            mult = mults.back();
+            mults.pop_back();
+        }
+        simulated += mult;
+    }
+    if (simulated > static_cast<double>(kMaxSimulatedSteps) || !PeakSimulator(g, plan).run(plan.static_peak)) {
         if (error)
             *error = "the static plan needs more than " + std::to_string(kMaxSimulatedSteps) +
                      " simulated steps (repeat loops nested too deeply)";

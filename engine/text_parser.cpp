@@ -58,6 +58,7 @@ class TextParser {
   public:
     TextParser(std::string_view src, Graph& g, Diagnostics& diag)
         : src_(src),
+          g_(g),
           diag_(diag),
           base_errors_(diag.error_count()),
           lex_(src, diag, kMaxErrors),
@@ -95,6 +96,7 @@ class TextParser {
     // --- errors ---
     void report(const Loc& loc, std::string msg);
     void check_limit();
+    void stop_at_limit(const Loc& loc, std::string msg);
     void syntax_error(const std::string& what, const std::string& what_at_end = {});
     void keyword_as_name(const Token& t);
     void too_deep();
@@ -140,6 +142,7 @@ class TextParser {
     void finish_attrs(OpKind op, std::vector<NamedAttr>& positional, std::vector<NamedAttr>& attrs);
 
     std::string_view src_;
+    Graph& g_;
     Diagnostics& diag_;
     size_t base_errors_;
     Lexer lex_;
@@ -155,6 +158,7 @@ class TextParser {
     int block_depth_ = 0;
     bool panic_ = false;
     bool stopped_ = false;
+    size_t literal_elements_ = 0;  // list elements read so far (kMaxLiteralElements)
 
     bool have_output_ = false;
     uint32_t output_line_ = 0;
@@ -183,6 +187,8 @@ void TextParser::advance() {
         }
     }
     check_limit();
+    // A token adds at most a few nodes or one loop, so checking here bounds the graph.
+    if (!stopped_ && g_.nodes.size() + g_.repeats.size() > g_input_limits.nodes) stop_at_limit(loc_of(tok_), node_limit_message());
 }
 
 std::string TextParser::describe(const Token& t) const {
@@ -241,6 +247,16 @@ void TextParser::check_limit() {
     stopped_ = true;
     diag_.error(loc_of(tok_),
                 "too many errors (" + std::to_string(kMaxErrors) + "); stopping here");
+    tok_ = eof_tok_;
+    nl_.reset();
+}
+
+// An input limit is reached: reports it and reads no further, so that memory
+// stays bounded (the errors after it would be noise anyway).
+void TextParser::stop_at_limit(const Loc& loc, std::string msg) {
+    if (stopped_) return;
+    diag_.error(loc, std::move(msg));
+    stopped_ = true;
     tok_ = eof_tok_;
     nl_.reset();
 }
@@ -959,6 +975,10 @@ bool TextParser::list_attr(Attr& out, bool in_expr) {
     while (tok_.kind != Tok::RBracket) {
         Attr item;
         if (!list_elem(item, in_expr, open)) return false;
+        if (++literal_elements_ > g_input_limits.literal_elements) {
+            stop_at_limit(loc_of(open), literal_limit_message());
+            return false;
+        }
         items.push_back(std::move(item));
         if (tok_.kind == Tok::Comma) {
             advance();

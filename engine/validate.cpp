@@ -4,6 +4,7 @@
 #include "engine/validate.h"
 
 #include <set>
+#include <string>
 #include <tuple>
 #include <unordered_map>
 
@@ -15,6 +16,10 @@ namespace graphrun {
 namespace {
 
 using infer::NodeCheck;
+
+// Validation stops after this many errors of its own, as the front ends do:
+// a file of a million bad nodes gives a readable report, quickly.
+constexpr size_t kMaxErrors = 50;
 
 bool check_arity(NodeCheck& c) {
     const OpInfo& info = c.info;
@@ -106,12 +111,19 @@ bool validate(Graph& g, Diagnostics& diag) {
         for (const Carry& c : r.carries) carry_of[c.param] = &c;
 
     DeviceCheck devices(diag);
+    const size_t base_errors = diag.error_count();
+    bool stopped = false;
     const auto count = static_cast<NodeId>(g.nodes.size());
     for (NodeId id = 0; id < count; ++id) {
         Node& n = g.node(id);
         n.valid = false;
         n.literal.clear();
-        if (n.op == OpKind::Invalid) continue;
+        if (stopped || n.op == OpKind::Invalid) continue;
+        if (diag.error_count() - base_errors >= kMaxErrors) {
+            diag.error(n.loc, "too many errors (" + std::to_string(kMaxErrors) + "); stopping here");
+            stopped = true;
+            continue;
+        }
         if (n.op == OpKind::LoopParam) {
             // Enters the body as its initial value; the type check of the update is below.
             auto it = carry_of.find(id);
@@ -144,6 +156,7 @@ bool validate(Graph& g, Diagnostics& diag) {
     }
 
     for (const Repeat& r : g.repeats) {
+        if (stopped) break;
         for (const Carry& c : r.carries) {
             if (c.init < 0 || c.update < 0 || c.init >= count || c.update >= count) continue;
             const Node& init = g.node(c.init);

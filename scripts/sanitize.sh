@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# The whole test suite (unit, golden, CLI, smoke: the CLI tests and the smoke
+# script run the instrumented binary) under AddressSanitizer, LeakSanitizer and
+# UndefinedBehaviorSanitizer, in build-asan/. Any report fails the run.
+# Usage: scripts/sanitize.sh [extra ctest arguments, e.g. -R unit]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/deps.sh
+# RelWithDebInfo: optimised like the shipped build (some bugs only show there),
+# with line numbers in the reports.
+cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGRAPHRUN_SANITIZE=address,undefined >/dev/null
+cmake --build build-asan -j"$(nproc)"
+
+# abort_on_error / halt_on_error: a report ends the process at once with
+# SIGABRT, so the test that ran it fails (UBSan is also built with
+# -fno-sanitize-recover=undefined; without abort_on_error it would exit with
+# status 1, which reads like graphrun's own runtime-error exit code).
+# ASan and LSan reports also go to files under $logs: a test that expects a
+# failure could otherwise take a sanitizer's abort for the failure it expected,
+# so any file there fails the run whatever ctest says. (UBSan, linked beside
+# ASan by GCC, ignores log_path and writes to stderr; its abort is the signal.)
+logs="$PWD/build-asan/sanitizer-logs"
+rm -rf "$logs"
+mkdir -p "$logs"
+export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:detect_stack_use_after_return=1:log_path=$logs/asan"
+export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:abort_on_error=1"
+
+start=$(date +%s)
+status=0
+ctest --test-dir build-asan --output-on-failure "$@" || status=$?
+elapsed=$(( $(date +%s) - start ))
+
+reports=$(find "$logs" -type f | sort)
+if [ -n "$reports" ]; then
+    for r in $reports; do
+        echo "==== sanitizer report: $r" >&2
+        cat "$r" >&2
+    done
+    echo "sanitize: $(echo "$reports" | wc -l) sanitizer report(s), ctest status $status, ${elapsed} s" >&2
+    exit 1
+fi
+echo "sanitize: no sanitizer reports, ctest status $status, ${elapsed} s"
+exit "$status"

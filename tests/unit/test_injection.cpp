@@ -1,0 +1,151 @@
+// Allocation-failure injection (Lua's Memcontrol): every example, every cleanup
+// strategy, every allocation made to fail in turn; the run must report the
+// out-of-memory error and teardown must still give everything back.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "engine/load.h"
+#include "engine/placement.h"
+#include "engine/plan.h"
+#include "engine/session.h"
+
+using namespace graphrun;
+
+namespace {
+
+struct InjectedRun {
+    bool error = false;
+    std::string message;
+    bool reclaimer_running_after_close = false;
+    MemoryStats before, after;
+};
+
+// Resets the countdown however the run ends, so that a failed check cannot
+// leave the hook armed for the tests that follow.
+struct CountdownGuard {
+    explicit CountdownGuard(int64_t k) { g_fail_allocation_countdown = k; }
+    ~CountdownGuard() { g_fail_allocation_countdown = 0; }
+    CountdownGuard(const CountdownGuard&) = delete;
+    CountdownGuard& operator=(const CountdownGuard&) = delete;
+};
+
+std::vector<std::filesystem::path> example_files() {
+    std::vector<std::filesystem::path> files;
+    for (const auto& e : std::filesystem::directory_iterator(std::filesystem::path(GRAPHRUN_SOURCE_DIR) / "scripts" /
+                                                             "examples")) {
+        std::string ext = e.path().extension().string();
+        if (e.is_regular_file() && (ext == ".graph" || ext == ".json")) files.push_back(e.path());
+    }
+    std::sort(files.begin(), files.end());
+    return files;
+}
+
+std::string read_file(const std::filesystem::path& p) {
+    std::ifstream in(p, std::ios::binary);
+    std::ostringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+}
+
+// One loaded, placed and planned example; each run opens its own session on it.
+struct PlannedExample {
+    std::unique_ptr<LoadedGraph> lg;
+    std::unique_ptr<Plan> plan;
+};
+
+PlannedExample plan_example(const std::filesystem::path& p) {
+    PlannedExample ex;
+    ex.lg = load_graph_source(p.string(), read_file(p), p.extension() == ".json");
+    std::string first = ex.lg->diag.all().empty() ? "" : ex.lg->diag.format(ex.lg->diag.all()[0]);
+    INFO(first);
+    REQUIRE(ex.lg->ok());
+    std::ostringstream log;  // soft-placement warnings of placement.graph
+    PlacementOptions po;
+    po.device = "cpu";
+    REQUIRE_FALSE(place(ex.lg->graph, po, DeviceAvailability{}, log).has_value());
+    std::vector<NodeId> outs;
+    for (const Output& o : ex.lg->graph.outputs) outs.push_back(o.id);
+    auto plan = compile_plan(ex.lg->graph, outs, nullptr);
+    REQUIRE(plan);
+    ex.plan = std::make_unique<Plan>(std::move(*plan));
+    return ex;
+}
+
+InjectedRun run_example(const PlannedExample& ex, CleanupStrategy cleanup) {
+    SessionOptions so;
+    so.cleanup = cleanup;
+    so.threads = 1;
+    so.cpu_memory_limit = uint64_t{1} << 32;  // far above any example: only injected failures
+    InjectedRun r;
+    std::vector<HostTensor> fetched;
+    Session s(ex.lg->graph, *ex.plan, so);
+    auto err = s.run(2, ex.lg->graph.outputs, fetched);
+    if (err) {
+        r.error = true;
+        r.message = err->message;
+    }
+    r.before = s.stats()["cpu"];
+    s.close();
+    r.reclaimer_running_after_close = s.reclaimer_running();
+    r.after = s.stats()["cpu"];
+    return r;
+}
+
+// Plain CHECKs would add one assertion per field per run (thousands); one
+// boolean keeps the report short and still names the figures on failure.
+bool torn_down(const MemoryStats& s) {
+    return s.in_use == 0 && s.pending == 0 && s.reserved == 0 && s.live == 0 && s.allocs == s.frees;
+}
+
+std::string describe(const MemoryStats& s) {
+    return "in_use=" + std::to_string(s.in_use) + " pending=" + std::to_string(s.pending) +
+           " reserved=" + std::to_string(s.reserved) + " live=" + std::to_string(s.live) +
+           " allocs=" + std::to_string(s.allocs) + " frees=" + std::to_string(s.frees);
+}
+
+}  // namespace
+
+TEST_CASE("injection: every allocation of every example fails in turn, under every strategy, and tears down") {
+    g_fail_allocation_countdown = 0;
+    auto files = example_files();
+    REQUIRE(files.size() >= 2);
+    const std::string expected = "out of memory on cpu at node";
+    for (const auto& file : files) {
+        CAPTURE(file.filename().string());
+        PlannedExample ex = plan_example(file);
+        for (CleanupStrategy st : {CleanupStrategy::Background, CleanupStrategy::Safepoint, CleanupStrategy::Close}) {
+            CAPTURE(cleanup_name(st));
+            InjectedRun ok = run_example(ex, st);
+            INFO(ok.message);
+            REQUIRE_FALSE(ok.error);
+            REQUIRE(torn_down(ok.after));
+            const uint64_t allocs = ok.before.allocs;
+            REQUIRE(allocs > 0);
+            REQUIRE(ok.after.allocs == allocs);
+            for (uint64_t k = 1; k <= allocs; ++k) {
+                CAPTURE(k);
+                InjectedRun r;
+                {
+                    CountdownGuard armed(static_cast<int64_t>(k));
+                    r = run_example(ex, st);
+                    // The k-th allocation was the one that failed: the hook is spent.
+                    CHECK(g_fail_allocation_countdown.load() == 0);
+                }
+                INFO(r.message);
+                INFO(describe(r.after));
+                CHECK(r.error);
+                CHECK(r.message.rfind(expected, 0) == 0);
+                CHECK_FALSE(r.reclaimer_running_after_close);
+                CHECK(torn_down(r.after));
+                // Allocations 1..k-1 succeeded, the k-th failed, nothing ran after it.
+                CHECK(r.after.allocs == k - 1);
+            }
+        }
+    }
+}
