@@ -10,7 +10,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/build.sh
 ctest --test-dir build --output-on-failure -j"$(nproc)"
-if [ "${GRAPHRUN_QUICK:-0}" = 1 ]; then exit 0; fi
+if [ "${GRAPHRUN_QUICK:-0}" = 1 ]; then echo "stages: 1 passed, 0 failed"; exit 0; fi
 
 echo "== ThreadSanitizer: sessions, strategies, injected failures"
 cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGRAPHRUN_SANITIZE=thread >/dev/null
@@ -25,3 +25,6 @@ scripts/valgrind.sh build/graphrun
 
 echo "== libFuzzer: text, JSON and whole-pipeline targets"
 scripts/fuzz.sh "${GRAPHRUN_FUZZ_SECONDS:-60}"
+
+# Reached only when every stage above passed (set -e).
+echo "stages: 5 passed, 0 failed"
