@@ -95,16 +95,17 @@ public:
 private:
     size_t frac_digits(double v) const {
         if (sci_) {
-            std::string s = shortest(t_, v);
-            // mantissa digits after the point in scientific form, capped at 8
+            // The mantissa digits of the shortest form that reads back as the
+            // same value of the tensor's dtype, at most 8 (NumPy's precision).
             char buf[64];
-            int n = std::snprintf(buf, sizeof buf, "%.8e", v);
-            std::string m(buf, static_cast<size_t>(n));
+            std::to_chars_result r =
+                t_.dtype == DType::F32
+                    ? std::to_chars(buf, buf + sizeof buf, static_cast<float>(v), std::chars_format::scientific)
+                    : std::to_chars(buf, buf + sizeof buf, v, std::chars_format::scientific);
+            std::string m(buf, r.ptr);
             std::string mant = m.substr(0, m.find('e'));
-            while (!mant.empty() && mant.back() == '0') mant.pop_back();
             size_t dot = mant.find('.');
-            (void)s;
-            return dot == std::string::npos ? 0 : mant.size() - dot - 1;
+            return dot == std::string::npos ? 0 : std::min<size_t>(8, mant.size() - dot - 1);
         }
         char buf[64];
         std::snprintf(buf, sizeof buf, "%.8f", v);
