@@ -34,6 +34,8 @@ Session::Session(const Graph& g, const Plan& plan, SessionOptions opts) : g_(g),
     openblas_set_num_threads(ctx_.threads);
     size_t max_inputs = 0;
     node_alloc_.assign(g.nodes.size(), nullptr);
+    numel_.resize(g.nodes.size());
+    for (size_t i = 0; i < g.nodes.size(); ++i) numel_[i] = checked_numel(g.nodes[i].shape).value_or(0);
     kernels_.resize(g.nodes.size());
     for (const PlanStep& s : plan.steps) {
         if (s.kind != PlanStep::Kind::Run) continue;
@@ -212,9 +214,9 @@ std::optional<RunError> Session::run_node(NodeId id) {
         const Node& in = g_.node(n.inputs[i].id);
         int32_t ib = value_buf_[static_cast<size_t>(n.inputs[i].id)];
         scratch_inputs_[i] = TensorRef{ib >= 0 ? bufs_[static_cast<size_t>(ib)].data : nullptr, in.dtype, &in.shape,
-                                       checked_numel(in.shape).value_or(0)};
+                                       numel_[static_cast<size_t>(n.inputs[i].id)]};
     }
-    TensorRef out{data, n.dtype, &n.shape, checked_numel(n.shape).value_or(0)};
+    TensorRef out{data, n.dtype, &n.shape, numel_[static_cast<size_t>(id)]};
     std::string err = kernels_[static_cast<size_t>(id)]->run(scratch_inputs_.data(), n.inputs.size(), out, ctx_);
     if (!err.empty())
         return RunError{"node '" + n.display + "' (" + op_name(n.op) + ") on " + n.placed + ": " + err, n.loc};

@@ -112,6 +112,7 @@ private:
     std::vector<Allocator*> node_alloc_;  // per node
     std::vector<std::unique_ptr<CpuKernel>> kernels_;
     std::vector<TensorRef> scratch_inputs_;
+    std::vector<int64_t> numel_;  // per node, computed once: no shape walks per run
     std::vector<Buffer> bufs_;
     std::vector<int32_t> free_bufs_;
     std::vector<int32_t> value_buf_;  // per node: index into bufs_, -1 when it holds none
