@@ -3,7 +3,9 @@
 
 #include <algorithm>
 #include <cmath>
-#include <unordered_set>
+#include <cstring>
+
+#include "engine/text_lexer.h"  // g_input_limits
 
 namespace graphrun {
 
@@ -77,7 +79,7 @@ const NamedAttr* Node::find_attr(std::string_view attr_name) const {
 }
 
 std::optional<NodeId> Graph::find_fetchable(std::string_view name) const {
-    auto it = bindings.find(std::string(name));
+    auto it = bindings.find(name);
     if (it != bindings.end()) return it->second;
     for (size_t i = 0; i < nodes.size(); ++i) {
         const Node& n = nodes[i];
@@ -89,10 +91,127 @@ std::optional<NodeId> Graph::find_fetchable(std::string_view name) const {
 
 std::vector<std::string> Graph::fetchable_names() const {
     std::vector<std::string> v;
-    for (const auto& [name, id] : bindings) v.push_back(name);
+    v.reserve(bindings.size());
+    for (const auto& [name, id] : bindings) v.emplace_back(name);
     for (const Node& n : nodes)
         if (n.repeat == -1 && n.op != OpKind::LoopParam && n.display != n.name) v.push_back(n.display);
     return v;
+}
+
+// ---------------------------------------------------------------------------
+
+namespace {
+
+// A 32-bit hash of a short name, 8 bytes at a time (the mixing constants are
+// splitmix64's); the low bits are well mixed, which linear probing needs.
+uint32_t hash_name(std::string_view s) {
+    uint64_t h = 0x9E3779B97F4A7C15ull ^ s.size();
+    const char* p = s.data();
+    size_t n = s.size();
+    while (n >= 8) {
+        uint64_t w;
+        std::memcpy(&w, p, 8);
+        h = (h ^ w) * 0xBF58476D1CE4E5B9ull;
+        h ^= h >> 29;
+        p += 8;
+        n -= 8;
+    }
+    if (n > 0) {
+        uint64_t w = 0;
+        std::memcpy(&w, p, n);
+        h = (h ^ w) * 0x94D049BB133111EBull;
+    }
+    h ^= h >> 31;
+    h *= 0xBF58476D1CE4E5B9ull;
+    h ^= h >> 32;
+    return static_cast<uint32_t>(h);
+}
+
+}  // namespace
+
+size_t NameTable::probe(std::string_view name, uint32_t hash) const {
+    const size_t mask = slots_.size() - 1;
+    for (size_t i = hash & mask;; i = (i + 1) & mask) {
+        const int32_t id = slots_[i];
+        if (id < 0) return i;
+        if (hashes_[static_cast<size_t>(id)] == hash && this->name(id) == name) return i;
+    }
+}
+
+int32_t NameTable::find(std::string_view name) const {
+    if (slots_.empty()) return -1;
+    return slots_[probe(name, hash_name(name))];
+}
+
+int32_t NameTable::intern(std::string_view name) {
+    // At most half full, so that probes stay short.
+    if ((hashes_.size() + 1) * 2 > slots_.size()) rehash(std::max<size_t>(16, slots_.size() * 2));
+    const uint32_t hash = hash_name(name);
+    const size_t slot = probe(name, hash);
+    if (slots_[slot] >= 0) return slots_[slot];
+    const auto id = static_cast<int32_t>(hashes_.size());
+    chars_.append(name);
+    starts_.push_back(chars_.size());
+    hashes_.push_back(hash);
+    slots_[slot] = id;
+    return id;
+}
+
+void NameTable::reserve(size_t names) {
+    hashes_.reserve(names);
+    starts_.reserve(names + 1);
+    size_t want = 16;
+    while (want < names * 2) want *= 2;
+    if (want > slots_.size()) rehash(want);
+}
+
+void NameTable::rehash(size_t size) {
+    slots_.assign(size, -1);
+    const size_t mask = size - 1;
+    for (size_t id = 0; id < hashes_.size(); ++id) {
+        size_t i = hashes_[id] & mask;
+        while (slots_[i] >= 0) i = (i + 1) & mask;
+        slots_[i] = static_cast<int32_t>(id);
+    }
+}
+
+void NameTable::prefetch(std::string_view name) const {
+    // Not when the next intern() grows the table: the slot moves.
+    if ((hashes_.size() + 1) * 2 > slots_.size()) return;
+    __builtin_prefetch(&slots_[hash_name(name) & (slots_.size() - 1)], 1);
+}
+
+void NameBindings::assign(const std::vector<std::pair<std::string, NodeId>>& entries) {
+    NameTable names;
+    names.reserve(entries.size());
+    std::vector<int32_t> ids;
+    std::vector<NodeId> nodes;
+    ids.reserve(entries.size());
+    nodes.reserve(entries.size());
+    for (const auto& [name, node] : entries) {
+        ids.push_back(names.intern(name));
+        nodes.push_back(node);
+    }
+    assign(std::move(names), std::move(ids), std::move(nodes));
+}
+
+void NameBindings::assign(NameTable names, std::vector<int32_t> ids, std::vector<NodeId> nodes) {
+    names_ = std::move(names);
+    ids_ = std::move(ids);
+    nodes_ = std::move(nodes);
+    index_.assign(names_.size(), -1);
+    for (size_t i = 0; i < ids_.size(); ++i) index_[static_cast<size_t>(ids_[i])] = static_cast<int32_t>(i);
+}
+
+NameBindings::const_iterator NameBindings::find(std::string_view name) const {
+    const int32_t id = names_.find(name);
+    if (id < 0 || index_[static_cast<size_t>(id)] < 0) return end();
+    return const_iterator(*this, static_cast<size_t>(index_[static_cast<size_t>(id)]));
+}
+
+void NameBindings::remap(const std::vector<NodeId>& remap) {
+    for (NodeId& id : nodes_)
+        if (id >= 0) id = remap[static_cast<size_t>(id)];
 }
 
 // ---------------------------------------------------------------------------
@@ -103,9 +222,27 @@ GraphBuilder::GraphBuilder(Graph& g, Diagnostics& diag) : g_(g), diag_(diag) {
     scopes_.push_back(std::move(top));
 }
 
+void GraphBuilder::reserve(size_t nodes) {
+    nodes = std::min(nodes, g_input_limits.nodes + 1);
+    g_.nodes.reserve(nodes);
+    g_.top.reserve(nodes);
+    names_.reserve(nodes);
+    head_.reserve(nodes);
+    binding_count_.reserve(nodes);
+    bindings_.reserve(nodes);
+    scopes_[0].names.reserve(nodes);
+}
+
+Node& GraphBuilder::new_node() {
+    Node& n = g_.nodes.emplace_back();
+    n.repeat = scopes_.back().repeat;
+    return n;
+}
+
 NodeId GraphBuilder::add_node(OpKind op, std::vector<Input> inputs, std::vector<NamedAttr> attrs,
                               Loc loc, std::string device, Loc device_loc) {
-    Node n;
+    auto id = static_cast<NodeId>(g_.nodes.size());
+    Node& n = new_node();
     n.op = op;
     n.inputs = std::move(inputs);
     n.attrs = std::move(attrs);
@@ -118,9 +255,6 @@ NodeId GraphBuilder::add_node(OpKind op, std::vector<Input> inputs, std::vector<
         n.device = std::move(device);
         n.device_loc = std::move(device_loc);
     }
-    n.repeat = scopes_.back().repeat;
-    auto id = static_cast<NodeId>(g_.nodes.size());
-    g_.nodes.push_back(std::move(n));
     scopes_.back().stmts->push_back(Stmt{Stmt::Kind::Node, id});
     return id;
 }
@@ -143,99 +277,135 @@ NodeId GraphBuilder::add_scalar_literal(Attr value, Loc loc, bool weak) {
 
 NodeId GraphBuilder::add_invalid(Loc loc) {
     // Not a statement: nothing runs it. It only gives a failed expression a value.
-    Node n;
+    auto id = static_cast<NodeId>(g_.nodes.size());
+    Node& n = new_node();
     n.op = OpKind::Invalid;
     n.loc = std::move(loc);
-    n.repeat = scopes_.back().repeat;
-    auto id = static_cast<NodeId>(g_.nodes.size());
-    g_.nodes.push_back(std::move(n));
     return id;
 }
 
-NodeId GraphBuilder::capture(size_t scope, const std::string& name, NodeId outer) {
+GraphBuilder::Binding* GraphBuilder::binding_in(size_t scope, int32_t name) {
+    for (int32_t b = head_[static_cast<size_t>(name)]; b >= 0; b = bindings_[static_cast<size_t>(b)].outer) {
+        Binding& binding = bindings_[static_cast<size_t>(b)];
+        if (binding.scope == scope) return &binding;
+        if (binding.scope < scope) break;
+    }
+    return nullptr;
+}
+
+NodeId GraphBuilder::capture(size_t scope, int32_t name, NodeId outer) {
     // A tentative loop parameter: it becomes a loop-carried value if the body
     // assigns `name`; otherwise end_repeat() points its uses back at `outer`.
-    Node n;
-    n.op = OpKind::LoopParam;
-    n.name = name;
-    n.display = name;
-    n.repeat = scopes_[scope].repeat;
-    n.loc = g_.node(outer).loc;
+    const std::string text(names_.name(name));
+    Loc loc = g_.node(outer).loc;
     auto id = static_cast<NodeId>(g_.nodes.size());
-    g_.nodes.push_back(std::move(n));
+    Node& n = g_.nodes.emplace_back();
+    n.op = OpKind::LoopParam;
+    n.name = text;
+    n.display = text;
+    n.repeat = scopes_[scope].repeat;
+    n.loc = std::move(loc);
     Repeat& r = g_.repeats[static_cast<size_t>(scopes_[scope].repeat)];
-    scopes_[scope].carry_index[name] = r.carries.size();
-    r.carries.push_back(Carry{name, id, outer, kNoNode});
-    scopes_[scope].names[name] = id;
+    const auto carry = static_cast<int32_t>(r.carries.size());
+    r.carries.push_back(Carry{text, id, outer, kNoNode});
+    // Linked in at its place in the chain, which is innermost first.
+    int32_t* link = &head_[static_cast<size_t>(name)];
+    while (*link >= 0 && bindings_[static_cast<size_t>(*link)].scope > scope)
+        link = &bindings_[static_cast<size_t>(*link)].outer;
+    const auto index = static_cast<int32_t>(bindings_.size());
+    const int32_t next = *link;
+    *link = index;  // before bindings_ grows: `link` may point into it
+    bindings_.push_back(Binding{static_cast<uint32_t>(scope), id, carry, next});
+    scopes_[scope].names.push_back(name);
     return id;
 }
 
-NodeId GraphBuilder::resolve(size_t scope, const std::string& name) {
-    auto it = scopes_[scope].names.find(name);
-    if (it != scopes_[scope].names.end()) return it->second;
+NodeId GraphBuilder::resolve(size_t scope, int32_t name) {
+    if (const Binding* b = binding_in(scope, name)) return b->id;
     if (scope == 0) return kNoNode;
     NodeId outer = resolve(scope - 1, name);
     if (outer == kNoNode) return kNoNode;
     return capture(scope, name, outer);
 }
 
-std::optional<NodeId> GraphBuilder::lookup(const std::string& name, const Loc& loc) {
-    NodeId id = resolve(scopes_.size() - 1, name);
-    if (id != kNoNode) return id;
-    auto local = local_names_.find(name);
-    if (local != local_names_.end()) {
-        const Loc& at = local->second;
-        std::string where = at.line ? "line " + std::to_string(at.line) : at.pointer;
-        diag_.error(loc, "'" + name + "' is local to the repeat body where it is bound (" + where +
-                             "); bind it before the loop to carry its value out of the body");
-        return std::nullopt;
+std::optional<NodeId> GraphBuilder::lookup(std::string_view name, const Loc& loc) {
+    const int32_t sym = names_.find(name);
+    if (sym >= 0) {
+        NodeId id = resolve(scopes_.size() - 1, sym);
+        if (id != kNoNode) return id;
+        auto local = local_names_.find(sym);
+        if (local != local_names_.end()) {
+            const Loc& at = local->second;
+            std::string where = at.line ? "line " + std::to_string(at.line) : at.pointer;
+            diag_.error(loc, "'" + std::string(name) + "' is local to the repeat body where it is bound (" +
+                                 where + "); bind it before the loop to carry its value out of the body");
+            return std::nullopt;
+        }
     }
+    // Every name bound in an open scope.
     std::vector<std::string> candidates;
-    for (const Scope& s : scopes_)
-        for (const auto& [n, unused] : s.names) candidates.push_back(n);
+    for (size_t s = 0; s < head_.size(); ++s)
+        if (head_[s] >= 0) candidates.emplace_back(names_.name(static_cast<int32_t>(s)));
     std::string near = nearest_name(name, candidates);
-    std::string msg = "unknown name '" + name + "'";
+    std::string msg = "unknown name '" + std::string(name) + "'";
     if (!near.empty()) msg += "; did you mean '" + near + "'?";
-    else if (find_op(name)) msg += "; '" + name + "' is an op: call it as " + name + "(...)";
+    else if (find_op(name)) msg += "; '" + std::string(name) + "' is an op: call it as " + std::string(name) + "(...)";
     diag_.error(loc, std::move(msg));
     return std::nullopt;
 }
 
-void GraphBuilder::bind(size_t scope, const std::string& name, NodeId id) {
-    Scope& s = scopes_[scope];
+void GraphBuilder::bind(size_t scope, int32_t name, NodeId id) {
+    Binding* b = binding_in(scope, name);
     if (scope > 0) {
-        auto ci = s.carry_index.find(name);
-        bool local = s.names.count(name) && ci == s.carry_index.end();
-        if (ci == s.carry_index.end() && !local) {
+        if (!b) {
             // Assigning a name bound outside the body makes it loop-carried.
             NodeId outer = resolve(scope - 1, name);
             if (outer != kNoNode) {
                 capture(scope, name, outer);
-                ci = s.carry_index.find(name);
+                b = binding_in(scope, name);
             }
         }
-        if (ci != s.carry_index.end()) {
-            g_.repeats[static_cast<size_t>(s.repeat)].carries[ci->second].update = id;
-        }
+        if (b && b->carry >= 0)
+            g_.repeats[static_cast<size_t>(scopes_[scope].repeat)].carries[static_cast<size_t>(b->carry)].update = id;
     } else {
         last_assigned_ = name;
         last_assigned_loc_ = g_.node(id).loc;
     }
-    s.names[name] = id;
+    if (b) {
+        b->id = id;
+        return;
+    }
+    // New in this scope, which is the innermost one that binds it.
+    const auto index = static_cast<int32_t>(bindings_.size());
+    bindings_.push_back(Binding{static_cast<uint32_t>(scope), id, -1, head_[static_cast<size_t>(name)]});
+    head_[static_cast<size_t>(name)] = index;
+    scopes_[scope].names.push_back(name);
 }
 
-NodeId GraphBuilder::assign(const std::string& name, NodeId value, const Loc& name_loc) {
+NodeId GraphBuilder::assign(std::string_view name, NodeId value, const Loc& name_loc) {
     Node* n = &g_.node(value);
     if (!n->name.empty() || n->op == OpKind::LoopParam || n->weak) {
         // `a = b`: a new node, so that every binding is a node of its own.
         value = add_node(OpKind::Identity, {Input{value, name_loc}}, {}, name_loc);
         n = &g_.node(value);
     }
-    int32_t k = ++binding_count_[name];
+    const int32_t sym = names_.intern(name);
+    if (static_cast<size_t>(sym) == head_.size()) {
+        head_.push_back(-1);
+        binding_count_.push_back(0);
+    }
+    int32_t k = ++binding_count_[static_cast<size_t>(sym)];
     n->name = name;
-    n->display = k >= 2 ? name + "#" + std::to_string(k) : name;
+    if (k >= 2) {
+        n->display.reserve(name.size() + 11);
+        n->display = name;
+        n->display += '#';
+        n->display += std::to_string(k);
+    } else {
+        n->display = name;
+    }
     n->generated = false;
-    bind(scopes_.size() - 1, name, value);
+    bind(scopes_.size() - 1, sym, value);
     return value;
 }
 
@@ -270,44 +440,51 @@ void GraphBuilder::end_repeat() {
     if (scopes_.size() <= 1) return;
     Scope s = std::move(scopes_.back());
     scopes_.pop_back();
+    // Unlink the body's bindings; the names it bound without carrying are local to it.
+    for (int32_t name : s.names) {
+        int32_t& head = head_[static_cast<size_t>(name)];
+        const Binding& b = bindings_[static_cast<size_t>(head)];
+        if (b.carry < 0) local_names_[name] = g_.node(b.id).loc;
+        head = b.outer;
+    }
     Repeat& r = g_.repeats[static_cast<size_t>(s.repeat)];
     NodeId first = static_cast<NodeId>(g_.nodes.size());
     for (const Carry& c : r.carries) first = std::min(first, c.param);
     // Names only read in the body are not carried: their uses see the outer value.
-    std::unordered_map<NodeId, NodeId> replace;
+    // Only this loop's body (from `first` on) and the loops in it can use them.
+    std::vector<NodeId> replace(g_.nodes.size() - static_cast<size_t>(first), kNoNode);
+    bool any = false;
     std::vector<Carry> kept;
     for (const Carry& c : r.carries) {
         if (c.update == kNoNode) {
-            replace[c.param] = c.init;
+            replace[static_cast<size_t>(c.param - first)] = c.init;
+            any = true;
             // Not carried: finish() drops the parameter node.
         } else {
             kept.push_back(c);
         }
     }
-    if (!replace.empty()) {
-        for (size_t i = static_cast<size_t>(first); i < g_.nodes.size(); ++i)
-            for (Input& in : g_.nodes[i].inputs) {
-                auto it = replace.find(in.id);
-                if (it != replace.end()) in.id = it->second;
+    if (any) {
+        auto fix = [&](NodeId& id) {
+            if (id >= first && static_cast<size_t>(id - first) < replace.size()) {
+                NodeId to = replace[static_cast<size_t>(id - first)];
+                if (to != kNoNode) id = to;
             }
-        for (Repeat& inner : g_.repeats)
-            for (Carry& c : inner.carries) {
-                auto it = replace.find(c.init);
-                if (it != replace.end()) c.init = it->second;
-                it = replace.find(c.update);
-                if (it != replace.end()) c.update = it->second;
+        };
+        for (size_t i = static_cast<size_t>(first); i < g_.nodes.size(); ++i)
+            for (Input& in : g_.nodes[i].inputs) fix(in.id);
+        for (size_t i = static_cast<size_t>(s.repeat); i < g_.repeats.size(); ++i)
+            for (Carry& c : g_.repeats[i].carries) {
+                fix(c.init);
+                fix(c.update);
             }
     }
     std::sort(kept.begin(), kept.end(), [](const Carry& a, const Carry& b) { return a.name < b.name; });
     r.carries = std::move(kept);
-    for (const auto& [name, id] : s.names) {
-        if (s.carry_index.count(name)) continue;
-        local_names_[name] = g_.node(id).loc;
-    }
     // After the loop the carried names hold the loop's final values.
-    for (const Carry& c : r.carries) bind(scopes_.size() - 1, c.name, c.param);
+    for (const Carry& c : r.carries) bind(scopes_.size() - 1, names_.find(c.name), c.param);
     if (scopes_.size() == 1)
-        for (const Carry& c : r.carries) local_names_.erase(c.name);
+        for (const Carry& c : r.carries) local_names_.erase(names_.find(c.name));
 }
 
 void GraphBuilder::set_outputs(std::vector<std::pair<std::string, Loc>> names, Loc loc) {
@@ -318,11 +495,23 @@ void GraphBuilder::set_outputs(std::vector<std::pair<std::string, Loc>> names, L
 
 void GraphBuilder::finish(const Loc& eof) {
     while (scopes_.size() > 1) end_repeat();
-    g_.bindings = scopes_[0].names;
+    {
+        // The table of names goes to the graph: finish() is the builder's last step.
+        std::vector<NodeId> nodes;
+        nodes.reserve(scopes_[0].names.size());
+        for (int32_t name : scopes_[0].names)
+            nodes.push_back(bindings_[static_cast<size_t>(head_[static_cast<size_t>(name)])].id);
+        g_.bindings.assign(std::move(names_), std::move(scopes_[0].names), std::move(nodes));
+        names_ = NameTable();
+    }
+    const NameTable& names = g_.bindings.names();
 
     bool any = false;
     for (const Node& n : g_.nodes)
-        if (n.op != OpKind::LoopParam && n.op != OpKind::Invalid) any = true;
+        if (n.op != OpKind::LoopParam && n.op != OpKind::Invalid) {
+            any = true;
+            break;
+        }
     if (!any && !diag_.has_errors()) {
         diag_.error(eof, "empty program: a graph needs at least one node (for example: x = [1, 2, 3])");
     }
@@ -333,7 +522,8 @@ void GraphBuilder::finish(const Loc& eof) {
             auto id = g_.find_fetchable(name);
             if (!id) {
                 std::string msg = "unknown output '" + name + "'";
-                if (local_names_.count(name))
+                const int32_t sym = names.find(name);
+                if (sym >= 0 && local_names_.count(sym))
                     msg += ": it is local to a repeat body; bind it before the loop to carry it out";
                 else if (auto near = nearest_name(name, g_.fetchable_names()); !near.empty())
                     msg += "; did you mean '" + near + "'?";
@@ -342,42 +532,51 @@ void GraphBuilder::finish(const Loc& eof) {
             }
             g_.outputs.push_back(Output{name, *id, loc});
         }
-    } else if (!last_assigned_.empty()) {
-        g_.outputs.push_back(Output{last_assigned_, g_.bindings[last_assigned_], last_assigned_loc_});
+    } else if (last_assigned_ >= 0) {
+        g_.outputs.push_back(Output{std::string(names.name(last_assigned_)),
+                                    bindings_[static_cast<size_t>(head_[static_cast<size_t>(last_assigned_)])].id,
+                                    last_assigned_loc_});
     }
 
-    // Generated names, chosen after parsing so that they never collide with a user's.
-    std::unordered_set<std::string> taken;
-    for (const Node& n : g_.nodes)
-        if (!n.name.empty()) taken.insert(n.name);
-    std::unordered_map<std::string, int64_t> next_suffix;
+    // Generated names, chosen after parsing so that they never collide with a
+    // user's: every name bound by the program (loop parameters included) is
+    // assigned, so has a binding count. Two op names never give the same
+    // candidate, since no op name ends in '_' and digits, so the candidates of
+    // one op only need to avoid each other, which the rising suffix does.
+    std::vector<int64_t> next_suffix(static_cast<size_t>(OpKind::Invalid) + 1, 0);
+    std::string candidate;
     for (Node& n : g_.nodes) {
         if (!n.name.empty() || n.op == OpKind::Invalid || n.op == OpKind::LoopParam) continue;
-        std::string base = op_name(n.op);
-        int64_t& k = next_suffix[base];
-        std::string candidate;
-        do {
-            candidate = k == 0 ? base : base + "_" + std::to_string(k);
+        const std::string_view base = op_name(n.op);
+        int64_t& k = next_suffix[static_cast<size_t>(n.op)];
+        for (;;) {
+            candidate = base;
+            if (k > 0) {
+                candidate += '_';
+                candidate += std::to_string(k);
+            }
             ++k;
-        } while (taken.count(candidate));
-        taken.insert(candidate);
+            const int32_t sym = names.find(candidate);
+            if (sym < 0 || binding_count_[static_cast<size_t>(sym)] == 0) break;
+        }
         n.name = candidate;
         n.display = candidate;
         n.generated = true;
     }
 
+    // Only loops make loop parameters: without them the nodes are in their final order.
+    if (g_.repeats.empty()) return;
+
     // Drop the tentative loop parameters that were not carried, and put each
     // loop's parameters (in name order) just before its body: the order a
     // program's text and its JSON form agree on, whatever order the names
-    // were first read in.
-    std::vector<std::vector<int32_t>> starts_at(g_.nodes.size() + 1);
-    for (size_t r = 0; r < g_.repeats.size(); ++r)
-        starts_at[static_cast<size_t>(repeat_start_[r])].push_back(static_cast<int32_t>(r));
+    // were first read in. repeat_start_ rises with the loop index.
     std::vector<NodeId> order;
     order.reserve(g_.nodes.size());
+    size_t next_loop = 0;
     for (size_t i = 0; i <= g_.nodes.size(); ++i) {
-        for (int32_t r : starts_at[i])
-            for (const Carry& c : g_.repeats[static_cast<size_t>(r)].carries) order.push_back(c.param);
+        for (; next_loop < g_.repeats.size() && static_cast<size_t>(repeat_start_[next_loop]) == i; ++next_loop)
+            for (const Carry& c : g_.repeats[next_loop].carries) order.push_back(c.param);
         if (i < g_.nodes.size() && g_.nodes[i].op != OpKind::LoopParam) order.push_back(static_cast<NodeId>(i));
     }
     std::vector<NodeId> remap(g_.nodes.size(), kNoNode);
@@ -406,7 +605,7 @@ void GraphBuilder::finish(const Loc& eof) {
             fix(c.update);
         }
     }
-    for (auto& [name, id] : g_.bindings) fix(id);
+    g_.bindings.remap(remap);
     for (Output& o : g_.outputs) fix(o.id);
 }
 

@@ -5,7 +5,9 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "engine/diagnostics.h"
@@ -58,14 +60,14 @@ struct Node {
     // --- as written (front ends) ---
     std::string name;     // binding name; generated (`add_1`) for unnamed nodes
     std::string display;  // `x`, or `x#k` for the k-th binding of x (k >= 2)
-    bool generated = false;  // name chosen by the builder, not the user
-    OpKind op = OpKind::Invalid;
     std::vector<Input> inputs;
     std::vector<NamedAttr> attrs;
     std::string device;  // requested device as written ("" = none); includes an enclosing `with device`
     Loc device_loc;
-    bool device_from_block = false;  // device came from an enclosing `with device`, not the call
     Loc loc;             // of the node: operator, call name or JSON node
+    OpKind op = OpKind::Invalid;
+    bool generated = false;  // name chosen by the builder, not the user
+    bool device_from_block = false;  // device came from an enclosing `with device`, not the call
     bool weak = false;   // a bare scalar literal that is an operand of a binary op: takes the other dtype
     int32_t repeat = -1;  // innermost repeat whose body holds it (-1: top level)
 
@@ -112,6 +114,92 @@ struct Output {
     Loc loc;
 };
 
+// Names interned once: each distinct name gets a dense id (0, 1, 2, ...) in
+// the order first seen, so that per-name state can live in vectors indexed by
+// id instead of string-keyed node-based hash maps. Open addressing over one
+// flat slot array; the names themselves are stored back to back in one buffer.
+class NameTable {
+public:
+    // The id of `name`, adding it if new.
+    int32_t intern(std::string_view name);
+    // The id of `name`, or -1 if it was never interned.
+    int32_t find(std::string_view name) const;
+    std::string_view name(int32_t id) const {
+        const auto i = static_cast<size_t>(id);
+        return std::string_view(chars_).substr(starts_[i], starts_[i + 1] - starts_[i]);
+    }
+    size_t size() const { return hashes_.size(); }
+    void reserve(size_t names);
+    // Brings the slot where `name` is (or would go) into the cache ahead of use.
+    void prefetch(std::string_view name) const;
+
+private:
+    size_t probe(std::string_view name, uint32_t hash) const;  // slot holding `name`, or the empty one
+    void rehash(size_t slots);  // `slots`: a power of two
+
+    std::string chars_;
+    std::vector<size_t> starts_{0};  // name i is chars_[starts_[i], starts_[i + 1])
+    std::vector<uint32_t> hashes_;   // per id
+    std::vector<int32_t> slots_;     // id, or -1 when empty; size a power of two
+};
+
+// The final top-level binding of every name visible after a program, with
+// the lookups of a map. A program may bind a million names: the names stay
+// in the table they were interned in while the program was read, and a
+// binding costs a few integers.
+class NameBindings {
+public:
+    // A binding as find() and iteration show it (map-like: first, second).
+    struct Entry {
+        std::string_view first;  // the name
+        NodeId second = kNoNode;
+    };
+    class const_iterator {
+    public:
+        const_iterator(const NameBindings& b, size_t i) : b_(&b), i_(i) {}
+        Entry operator*() const { return b_->entry(i_); }
+        const Entry* operator->() const {
+            current_ = b_->entry(i_);
+            return &current_;
+        }
+        const_iterator& operator++() {
+            ++i_;
+            return *this;
+        }
+        bool operator==(const const_iterator& o) const { return i_ == o.i_; }
+        bool operator!=(const const_iterator& o) const { return i_ != o.i_; }
+
+    private:
+        const NameBindings* b_;
+        size_t i_;
+        mutable Entry current_;
+    };
+
+    // Replaces the contents; each name at most once.
+    void assign(const std::vector<std::pair<std::string, NodeId>>& entries);
+    // The same for names interned in `names` (taken over, not rebuilt): name
+    // ids[i] is bound to nodes[i].
+    void assign(NameTable names, std::vector<int32_t> ids, std::vector<NodeId> nodes);
+    const_iterator find(std::string_view name) const;
+    size_t count(std::string_view name) const { return find(name) != end() ? 1 : 0; }
+    size_t size() const { return ids_.size(); }
+    bool empty() const { return ids_.empty(); }
+    const_iterator begin() const { return const_iterator(*this, 0); }
+    const_iterator end() const { return const_iterator(*this, ids_.size()); }
+    // Renumbers the nodes: each bound id becomes remap[id].
+    void remap(const std::vector<NodeId>& remap);
+    // Every name interned, bound at the end or not.
+    const NameTable& names() const { return names_; }
+
+private:
+    Entry entry(size_t i) const { return Entry{names_.name(ids_[i]), nodes_[i]}; }
+
+    NameTable names_;
+    std::vector<int32_t> ids_;     // the bound names, in the order first bound
+    std::vector<NodeId> nodes_;    // parallel to ids_
+    std::vector<int32_t> index_;   // per name id: index into ids_, or -1
+};
+
 struct Graph {
     std::string file;
     bool from_json = false;
@@ -121,7 +209,7 @@ struct Graph {
     std::vector<Output> outputs;
     bool explicit_outputs = false;  // an `output` statement / "outputs" key was given
     // The final top-level binding of every name visible after the program.
-    std::unordered_map<std::string, NodeId> bindings;
+    NameBindings bindings;
 
     const Node& node(NodeId id) const { return nodes[static_cast<size_t>(id)]; }
     Node& node(NodeId id) { return nodes[static_cast<size_t>(id)]; }
@@ -139,6 +227,9 @@ class GraphBuilder {
 public:
     GraphBuilder(Graph& g, Diagnostics& diag);
 
+    // Room for about `nodes` nodes, so that a big program does not regrow its node list.
+    void reserve(size_t nodes);
+
     // A new node. `device` is the node's own device request ("" = none: the
     // enclosing `with device`, if any, applies). The node is unnamed until assign().
     NodeId add_node(OpKind op, std::vector<Input> inputs, std::vector<NamedAttr> attrs, Loc loc,
@@ -150,10 +241,13 @@ public:
 
     // The current value of `name` seen from here. Reports "unknown name" (with a
     // did-you-mean, or the repeat body a local name belongs to) and returns nullopt.
-    std::optional<NodeId> lookup(const std::string& name, const Loc& loc);
+    std::optional<NodeId> lookup(std::string_view name, const Loc& loc);
     // `name = <expr>`: names the node, or, when it already has a name (a = b),
     // adds an identity node. Returns the node now bound to `name`.
-    NodeId assign(const std::string& name, NodeId value, const Loc& name_loc);
+    NodeId assign(std::string_view name, NodeId value, const Loc& name_loc);
+    // A hint that `name` will be assigned soon (at the start of `name = <expr>`):
+    // a new name's table slot is a cache miss, which can then overlap the expression.
+    void will_assign(std::string_view name) const { names_.prefetch(name); }
 
     void push_device(std::string device, Loc loc);
     void pop_device();
@@ -170,26 +264,41 @@ public:
     void finish(const Loc& eof);
 
 private:
+    // Names are interned (NameTable) and each name's bindings in the open
+    // scopes form a chain, innermost first: head_[name] is the binding in the
+    // innermost scope that has one, and Binding::outer the next one out. A
+    // scope lists the names it binds, so that closing it unlinks them.
+    struct Binding {
+        uint32_t scope = 0;     // index into scopes_
+        NodeId id = kNoNode;    // bound or captured value
+        int32_t carry = -1;     // index in the repeat's carries (a captured name), else -1
+        int32_t outer = -1;     // the next binding out, index into bindings_
+    };
     struct Scope {
         int32_t repeat = -1;
-        std::unordered_map<std::string, NodeId> names;  // bound or captured in this scope
-        std::unordered_map<std::string, size_t> carry_index;  // name -> index in repeat's carries
+        std::vector<int32_t> names;  // bound or captured in this scope, in first-bound order
         std::vector<Stmt>* stmts = nullptr;
     };
-    NodeId resolve(size_t scope, const std::string& name);
-    void bind(size_t scope, const std::string& name, NodeId id);
-    NodeId capture(size_t scope, const std::string& name, NodeId outer);
+    // The binding of `name` in `scope`, if it has one there.
+    Binding* binding_in(size_t scope, int32_t name);
+    NodeId resolve(size_t scope, int32_t name);
+    void bind(size_t scope, int32_t name, NodeId id);
+    NodeId capture(size_t scope, int32_t name, NodeId outer);
+    Node& new_node();
 
     Graph& g_;
     Diagnostics& diag_;
+    NameTable names_;
+    std::vector<int32_t> head_;           // per name: innermost binding (index into bindings_), or -1
+    std::vector<int32_t> binding_count_;  // per name: times assigned (for x#k)
+    std::vector<Binding> bindings_;       // of the open scopes (and garbage of closed ones)
     std::vector<Scope> scopes_;
     std::vector<std::pair<std::string, Loc>> device_stack_;
-    std::unordered_map<std::string, int32_t> binding_count_;
-    std::unordered_map<std::string, Loc> local_names_;  // names local to a finished repeat body
+    std::unordered_map<int32_t, Loc> local_names_;  // names local to a finished repeat body
     std::vector<NodeId> repeat_start_;  // per repeat: the first node id made inside its body
     std::vector<std::pair<std::string, Loc>> output_names_;
     Loc output_loc_;
-    std::string last_assigned_;
+    int32_t last_assigned_ = -1;
     Loc last_assigned_loc_;
 };
 

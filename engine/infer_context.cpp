@@ -255,15 +255,17 @@ bool NodeCheck::check_result_size(const Shape& s) {
 // --- attributes ---
 
 bool NodeCheck::check_attrs() {
+    // Runs for every node: no allocation unless something is wrong.
+    if (node.attrs.empty() && info.attrs.empty()) return true;
     bool ok = true;
-    std::vector<bool> seen(info.attrs.size(), false);
-    std::vector<std::string> names;
-    for (const AttrSpec& s : info.attrs) names.emplace_back(s.name);
+    uint64_t seen = 0;  // bit k: info.attrs[k] given (no op has 64 attributes)
     for (const NamedAttr& a : node.attrs) {
         const Loc& name_loc = a.loc.known() ? a.loc : a.value.loc;
         size_t k = 0;
         while (k < info.attrs.size() && a.name != info.attrs[k].name) ++k;
         if (k == info.attrs.size()) {
+            std::vector<std::string> names;
+            for (const AttrSpec& s : info.attrs) names.emplace_back(s.name);
             std::string msg = "unknown attribute '" + a.name + "'";
             if (std::string near = nearest_name(a.name, names); !near.empty()) {
                 msg += "; did you mean '" + near + "'?";
@@ -278,16 +280,16 @@ bool NodeCheck::check_attrs() {
             ok = false;
             continue;
         }
-        if (seen[k]) {
+        if (seen & (uint64_t{1} << k)) {
             error(name_loc, "attribute '" + a.name + "' is given more than once");
             ok = false;
             continue;
         }
-        seen[k] = true;
+        seen |= uint64_t{1} << k;
         if (!check_attr_value(info.attrs[k], a)) ok = false;
     }
     for (size_t k = 0; k < info.attrs.size(); ++k) {
-        if (!info.attrs[k].required || seen[k]) continue;
+        if (!info.attrs[k].required || (seen & (uint64_t{1} << k))) continue;
         error(node.loc, "missing required attribute '" + std::string(info.attrs[k].name) + "'");
         ok = false;
     }

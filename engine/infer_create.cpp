@@ -1,5 +1,6 @@
 // Inference for the creation ops (const, zeros, ones, fill, range,
 // random_uniform, random_normal) and the encoding of const literals.
+#include <algorithm>
 #include <cmath>
 
 #include "engine/infer_context.h"
@@ -31,6 +32,11 @@ class LiteralReader {
             if (cur->list.empty()) break;
             cur = &cur->list[0];
         }
+        // Room for the elements a regular literal of this shape has (bounded:
+        // a ragged one may have far fewer).
+        size_t expect = 1;
+        for (int64_t d : shape) expect = std::min<size_t>(expect * static_cast<size_t>(std::max<int64_t>(d, 1)), 4096);
+        out.reserve(expect);
         shape_ = &shape;
         out_ = &out;
         return walk(v, 0);
@@ -169,8 +175,8 @@ bool infer_const(NodeCheck& c) {
                 scalar_text(e) + " cannot be " + dtype_name(t) + ": " + problem);
         return false;
     }
-    c.node.shape = shape;
     c.node.literal = encode_literal(elems, *checked_numel(shape), t);
+    c.node.shape = std::move(shape);
     return true;
 }
 

@@ -82,6 +82,11 @@ bool infer_binary(NodeCheck& c) {
     if (!ok || !same_dtype(c)) return false;
     const Node& a = c.input(0);
     const Node& b = c.input(1);
+    if (a.shape == b.shape) {
+        c.node.dtype = a.dtype;
+        c.node.shape = a.shape;
+        return true;
+    }
     int64_t da = 0, db = 0;
     auto shape = broadcast(a.shape, b.shape, da, db);
     if (!shape) {
@@ -91,7 +96,7 @@ bool infer_binary(NodeCheck& c) {
         return false;
     }
     c.node.dtype = a.dtype;
-    c.node.shape = *shape;
+    c.node.shape = std::move(*shape);
     return true;
 }
 

@@ -1,11 +1,14 @@
 // The JSON front end (SPEC section 2): reads a JSON document with nlohmann's
-// SAX parser into an ordered DOM, then walks it through the GraphBuilder.
+// SAX parser into a compact document, then walks it through the GraphBuilder.
 #include "engine/json_reader.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <limits>
+#include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <unordered_map>
 
 #include "engine/text_lexer.h"
@@ -14,8 +17,6 @@
 namespace graphrun {
 
 namespace {
-
-using Json = nlohmann::ordered_json;
 
 constexpr size_t kMaxErrors = 50;
 constexpr size_t kMaxQuoted = 64;  // longest user string quoted in a message
@@ -76,17 +77,14 @@ std::string quote(std::string_view s) {
     return out;
 }
 
-// A JSON value as a message shows it: short scalars as written, containers by kind.
-std::string describe(const Json& j) {
-    if (j.is_array()) return j.empty() ? "an empty array" : "an array";
-    if (j.is_object()) return j.empty() ? "an empty object" : "an object";
-    if (j.is_string()) return quote(j.get_ref<const std::string&>());
-    return printable(j.dump(-1, ' ', false, Json::error_handler_t::replace));
-}
-
 // One JSON pointer reference token (RFC 6901: '~' -> "~0", '/' -> "~1").
-std::string pointer_token(std::string_view key) {
-    std::string out;
+void append_pointer_token(std::string& out, std::string_view key) {
+    bool plain = true;
+    for (char c : key) plain = plain && c != '~' && c != '/';
+    if (plain) {
+        out += key;
+        return;
+    }
     for (char c : key) {
         if (c == '~')
             out += "~0";
@@ -95,14 +93,33 @@ std::string pointer_token(std::string_view key) {
         else
             out += c;
     }
+}
+
+std::string pointer_token(std::string_view key) {
+    std::string out;
+    append_pointer_token(out, key);
     return out;
 }
 
+// A member's pointer, built in one allocation (there is one per node, input
+// and attribute of a graph).
 std::string child(const std::string& pointer, std::string_view key) {
-    return pointer + "/" + pointer_token(key);
+    std::string out;
+    out.reserve(pointer.size() + 1 + key.size());
+    out += pointer;
+    out += '/';
+    append_pointer_token(out, key);
+    return out;
 }
 std::string child(const std::string& pointer, size_t index) {
-    return pointer + "/" + std::to_string(index);
+    char digits[24];
+    auto end = std::to_chars(digits, digits + sizeof digits, index).ptr;
+    std::string out;
+    out.reserve(pointer.size() + 1 + static_cast<size_t>(end - digits));
+    out += pointer;
+    out += '/';
+    out.append(digits, end);
+    return out;
 }
 
 Loc at(std::string pointer) {
@@ -180,13 +197,159 @@ std::string clean_parse_message(const std::string& what, const std::string& last
 
 // --- the document ------------------------------------------------------------------
 
-// Builds an ordered DOM from nlohmann's SAX events, and checks what the DOM
-// parser does not: nesting depth (no deep recursion anywhere later), duplicate
-// keys (reported, the last one wins as in every JSON reader), and the place of
-// every error. Keys are indexed per open object so that big objects stay linear.
-class DocumentBuilder : public nlohmann::json_sax<Json> {
+// A parsed JSON document, held compactly: every value in one array, every
+// string and key in one buffer, and the members of each array and object as a
+// linked list in document order. It is built from nlohmann's SAX events, so
+// that the syntax checks and their messages are nlohmann's, without
+// nlohmann's DOM, whose allocation per value and per key costs several times
+// the parse itself on a big graph.
+class Document {
   public:
-    DocumentBuilder(std::string_view source, Json& root) : source_(source), root_(root) {}
+    enum class Type : uint8_t { Null, Bool, Integer, Unsigned, Float, String, Array, Object };
+    static constexpr uint32_t kNone = UINT32_MAX;
+
+    struct Value {  // 16 bytes
+        Type type = Type::Null;
+        bool b = false;
+        uint32_t count = 0;  // Array, Object: members; String: bytes
+        union {
+            int64_t i;
+            uint64_t u;
+            double f;
+            size_t offset;   // String: into text
+            uint32_t first;  // Array, Object: first member
+        };
+        Value() : u(0) {}
+    };
+    struct Member {
+        uint32_t value = kNone;
+        uint32_t next = kNone;
+        uint32_t key_offset = 0;  // Object members: the key, in text
+        uint32_t key_size = 0;
+    };
+
+    std::vector<Value> values;
+    std::vector<Member> members;
+    // Where the strings and keys are: the source itself when no string needed
+    // unescaping (the fast reader's documents), else `chars`.
+    std::string_view text;
+    std::string chars;
+    uint32_t root = kNone;
+
+    std::string_view key(const Member& m) const { return text.substr(m.key_offset, m.key_size); }
+};
+
+class JRange;
+
+// One value of a Document, with the queries the reader asks (named as
+// nlohmann's, whose DOM it replaces).
+class JVal {
+  public:
+    using Type = Document::Type;
+
+    JVal(const Document& doc, uint32_t index) : doc_(&doc), v_(&doc.values[index]) {}
+
+    bool is_null() const { return v_->type == Type::Null; }
+    bool is_boolean() const { return v_->type == Type::Bool; }
+    bool is_number() const { return is_number_integer() || v_->type == Type::Float; }
+    bool is_number_integer() const { return v_->type == Type::Integer || v_->type == Type::Unsigned; }
+    bool is_number_unsigned() const { return v_->type == Type::Unsigned; }
+    bool is_string() const { return v_->type == Type::String; }
+    bool is_array() const { return v_->type == Type::Array; }
+    bool is_object() const { return v_->type == Type::Object; }
+
+    bool boolean() const { return v_->b; }
+    std::string_view string() const { return doc_->text.substr(v_->offset, v_->count); }
+    uint64_t as_unsigned() const { return v_->u; }
+    int64_t as_integer() const { return v_->type == Type::Unsigned ? static_cast<int64_t>(v_->u) : v_->i; }
+    double as_double() const {
+        switch (v_->type) {
+            case Type::Integer: return static_cast<double>(v_->i);
+            case Type::Unsigned: return static_cast<double>(v_->u);
+            case Type::Float: return v_->f;
+            default: return 0;
+        }
+    }
+    // Members of an array or object.
+    size_t size() const { return is_array() || is_object() ? v_->count : 0; }
+    bool empty() const { return size() == 0; }
+
+    // A scalar as nlohmann's DOM would hold it (for messages that show the value).
+    nlohmann::json scalar() const {
+        switch (v_->type) {
+            case Type::Bool: return v_->b;
+            case Type::Integer: return v_->i;
+            case Type::Unsigned: return v_->u;
+            case Type::Float: return v_->f;
+            case Type::String: return std::string(string());
+            default: return nullptr;
+        }
+    }
+
+    // The members in order (JEntry: `key` is empty for an array's items).
+    JRange items() const;
+
+    const Document& doc() const { return *doc_; }
+    uint32_t first() const { return (is_array() || is_object()) && v_->count > 0 ? v_->first : Document::kNone; }
+
+  private:
+    const Document* doc_;
+    const Document::Value* v_;
+};
+
+struct JEntry {
+    std::string_view key;
+    JVal value;
+};
+
+class JIterator {
+  public:
+    JIterator(const Document& doc, uint32_t member) : doc_(&doc), m_(member) {}
+    JEntry operator*() const {
+        const Document::Member& m = doc_->members[m_];
+        return JEntry{doc_->key(m), JVal(*doc_, m.value)};
+    }
+    JIterator& operator++() {
+        m_ = doc_->members[m_].next;
+        return *this;
+    }
+    bool operator!=(const JIterator& o) const { return m_ != o.m_; }
+
+  private:
+    const Document* doc_;
+    uint32_t m_;
+};
+
+class JRange {
+  public:
+    JRange(JIterator b, JIterator e) : b_(b), e_(e) {}
+    JIterator begin() const { return b_; }
+    JIterator end() const { return e_; }
+
+  private:
+    JIterator b_, e_;
+};
+
+JRange JVal::items() const {
+    return JRange(JIterator(*doc_, first()), JIterator(*doc_, Document::kNone));
+}
+
+// Builds a Document from nlohmann's SAX events, and checks what the parser
+// does not: nesting depth (no deep recursion anywhere later), duplicate keys
+// (reported, the last one wins as in every JSON reader, at the place of the
+// first), the number of values, and the place of every error. Keys are
+// indexed per open object once it is big, so that big objects stay linear.
+class DocumentBuilder : public nlohmann::json_sax<nlohmann::json> {
+  public:
+    using Type = Document::Type;
+    static constexpr uint32_t kNone = Document::kNone;
+
+    // `in_source`: every string and key it is given is a view into `source`
+    // (the fast reader's), so the document refers to them there.
+    DocumentBuilder(std::string_view source, Document& doc, bool in_source)
+        : source_(source), doc_(doc), in_source_(in_source) {
+        doc_.text = in_source ? source : std::string_view(doc_.chars);
+    }
 
     bool failed() const { return failed_; }
     const Diagnostic& failure() const { return failure_; }
@@ -195,33 +358,69 @@ class DocumentBuilder : public nlohmann::json_sax<Json> {
         return duplicates_;
     }
 
-    bool null() override { return add(Json(nullptr)) != nullptr; }
-    bool boolean(bool v) override { return add(Json(v)) != nullptr; }
-    bool number_integer(number_integer_t v) override { return add(Json(v)) != nullptr; }
-    bool number_unsigned(number_unsigned_t v) override { return add(Json(v)) != nullptr; }
-    bool number_float(number_float_t v, const string_t&) override {
-        return add(Json(v)) != nullptr;
+    bool null() override { return add(Type::Null) != kNone; }
+    bool boolean(bool v) override {
+        const uint32_t i = add(Type::Bool);
+        if (i == kNone) return false;
+        doc_.values[i].b = v;
+        return true;
     }
-    bool string(string_t& v) override { return add(Json(std::move(v))) != nullptr; }
-    bool binary(binary_t&) override { return add(Json(nullptr)) != nullptr; }  // not in JSON text
+    bool number_integer(number_integer_t v) override {
+        const uint32_t i = add(Type::Integer);
+        if (i == kNone) return false;
+        doc_.values[i].i = v;
+        return true;
+    }
+    bool number_unsigned(number_unsigned_t v) override {
+        const uint32_t i = add(Type::Unsigned);
+        if (i == kNone) return false;
+        doc_.values[i].u = v;
+        return true;
+    }
+    bool number_float(number_float_t v, const string_t&) override {
+        const uint32_t i = add(Type::Float);
+        if (i == kNone) return false;
+        doc_.values[i].f = v;
+        return true;
+    }
+    bool string(string_t& v) override { return add_string(v); }
+    bool add_string(std::string_view v) {
+        const uint32_t i = add(Type::String);
+        if (i == kNone) return false;
+        doc_.values[i].offset = place(v);
+        doc_.values[i].count = static_cast<uint32_t>(v.size());
+        return true;
+    }
+    bool binary(binary_t&) override { return add(Type::Null) != kNone; }  // not in JSON text
 
-    bool start_object(std::size_t) override { return open(Json::object()); }
-    bool start_array(std::size_t) override { return open(Json::array()); }
+    bool start_object(std::size_t) override { return open(Type::Object); }
+    bool start_array(std::size_t) override { return open(Type::Array); }
     bool end_object() override { return close(); }
     bool end_array() override { return close(); }
 
-    bool key(string_t& k) override {
+    bool key(string_t& k) override { return add_key(k); }
+    bool add_key(std::string_view k) {
         Frame& f = frames_.back();
-        auto& members = static_cast<Members&>(f.value->get_ref<Json::object_t&>());
-        auto [it, fresh] = f.keys.try_emplace(k, members.size());
-        if (fresh) {
-            members.emplace_back(k, nullptr);
+        uint32_t member = find_key(f, k);
+        if (member == kNone) {
+            member = static_cast<uint32_t>(doc_.members.size());
+            Document::Member m;
+            m.key_offset = static_cast<uint32_t>(place(k));
+            m.key_size = static_cast<uint32_t>(k.size());
+            doc_.members.push_back(m);
+            link(f, member);
+            if (f.keys) {
+                f.keys->emplace(k, member);
+            } else if (doc_.values[f.value].count > kLinearKeys) {
+                f.keys = std::make_unique<std::unordered_map<std::string, uint32_t>>();
+                for (uint32_t i = doc_.values[f.value].first; i != kNone; i = doc_.members[i].next)
+                    f.keys->emplace(doc_.key(doc_.members[i]), i);  // count > 0 here
+            }
         } else {
             if (duplicates_.size() < kMaxErrors) duplicates_.emplace_back(child(pointer(), k), k);
-            members[it->second].second = nullptr;
+            doc_.members[member].value = kNone;
         }
-        f.pending = &members[it->second].second;
-        f.pending_token = pointer_token(k);
+        f.pending = member;
         return true;
     }
 
@@ -238,54 +437,93 @@ class DocumentBuilder : public nlohmann::json_sax<Json> {
     }
 
   private:
-    using Members = std::vector<std::pair<const std::string, Json>>;
+    // Up to this many keys an object's keys are compared one by one.
+    static constexpr uint32_t kLinearKeys = 16;
+
     struct Frame {
-        Json* value = nullptr;
-        std::string token;  // this container's reference token in its parent
-        std::unordered_map<std::string, size_t> keys;  // objects: key -> member index
-        Json* pending = nullptr;                       // objects: where the next value goes
-        std::string pending_token;
-        size_t next_index = 0;  // arrays
+        uint32_t value = kNone;    // the open array or object
+        uint32_t member = kNone;   // its member in the enclosing container
+        uint32_t ordinal = 0;      // its index there, when that is an array
+        uint32_t pending = kNone;  // objects: the member whose value comes next
+        uint32_t last = kNone;     // its last member
+        std::unique_ptr<std::unordered_map<std::string, uint32_t>> keys;  // big objects: key -> member
     };
+
+    // Where `v` is in the document's text, copying it there if need be.
+    size_t place(std::string_view v) {
+        if (in_source_) return static_cast<size_t>(v.data() - source_.data());
+        const size_t offset = doc_.chars.size();
+        doc_.chars += v;
+        doc_.text = doc_.chars;
+        return offset;
+    }
 
     void fail(Loc loc, std::string message) {
         failed_ = true;
         failure_ = Diagnostic{Severity::Error, std::move(loc), std::move(message)};
     }
 
+    uint32_t find_key(const Frame& f, std::string_view k) const {
+        if (f.keys) {
+            auto it = f.keys->find(std::string(k));
+            return it == f.keys->end() ? kNone : it->second;
+        }
+        if (doc_.values[f.value].count == 0) return kNone;
+        for (uint32_t i = doc_.values[f.value].first; i != kNone; i = doc_.members[i].next)
+            if (doc_.key(doc_.members[i]) == k) return i;
+        return kNone;
+    }
+
+    // Appends `member` to the open container of `f`.
+    void link(Frame& f, uint32_t member) {
+        Document::Value& container = doc_.values[f.value];
+        if (container.count == 0)
+            container.first = member;
+        else
+            doc_.members[f.last].next = member;
+        f.last = member;
+        ++container.count;
+    }
+
+    // The JSON pointer of the innermost open container.
     std::string pointer() const {
         std::string p;
-        for (size_t i = 1; i < frames_.size(); ++i) p += "/" + frames_[i].token;
+        for (size_t i = 1; i < frames_.size(); ++i) {
+            p += '/';
+            if (doc_.values[frames_[i - 1].value].type == Type::Array)
+                p += std::to_string(frames_[i].ordinal);
+            else
+                p += pointer_token(doc_.key(doc_.members[frames_[i].member]));
+        }
         return p;
     }
 
-    // Places `v` in the open container (or as the root); returns where it went,
-    // or nullptr (and the parse stops) past kMaxJsonValues, so that the DOM of
-    // even a 1 GiB file stays bounded.
-    Json* add(Json v, std::string* token = nullptr) {
+    // A new value in the open container (or the root); its index, or kNone
+    // (and the parse stops) past kMaxJsonValues, so that the document of even
+    // a 1 GiB file stays bounded.
+    uint32_t add(Type type) {
         if (++values_ > g_input_limits.json_values) {
             fail(Loc{}, json_value_limit_message());
-            return nullptr;
+            return kNone;
         }
+        const auto index = static_cast<uint32_t>(doc_.values.size());
+        doc_.values.emplace_back().type = type;
         if (frames_.empty()) {
-            root_ = std::move(v);
-            return &root_;
+            doc_.root = index;
+            return index;
         }
         Frame& f = frames_.back();
-        if (f.value->is_array()) {
-            if (token) *token = std::to_string(f.next_index);
-            ++f.next_index;
-            auto& items = f.value->get_ref<Json::array_t&>();
-            items.push_back(std::move(v));
-            return &items.back();
+        if (doc_.values[f.value].type == Type::Array) {
+            const auto member = static_cast<uint32_t>(doc_.members.size());
+            doc_.members.emplace_back().value = index;
+            link(f, member);
+        } else {
+            doc_.members[f.pending].value = index;
         }
-        Json* slot = f.pending;
-        if (token) *token = f.pending_token;
-        *slot = std::move(v);
-        return slot;
+        return index;
     }
 
-    bool open(Json empty) {
+    bool open(Type type) {
         ++opened_;
         if (frames_.size() >= static_cast<size_t>(kMaxNesting)) {
             fail(line_col(source_, nth_open_bracket(source_, opened_)),
@@ -294,8 +532,15 @@ class DocumentBuilder : public nlohmann::json_sax<Json> {
             return false;
         }
         Frame f;
-        f.value = add(std::move(empty), &f.token);
-        if (!f.value) return false;
+        if (!frames_.empty()) {
+            const Frame& parent = frames_.back();
+            const Document::Value& pv = doc_.values[parent.value];
+            f.ordinal = pv.count;  // before add() counts this one
+            f.member = pv.type == Type::Array ? kNone : parent.pending;
+        }
+        f.value = add(type);
+        if (f.value == kNone) return false;
+        if (f.member == kNone && !frames_.empty()) f.member = frames_.back().last;
         frames_.push_back(std::move(f));
         return true;
     }
@@ -306,13 +551,191 @@ class DocumentBuilder : public nlohmann::json_sax<Json> {
     }
 
     std::string_view source_;
-    Json& root_;
+    Document& doc_;
+    bool in_source_;
     std::vector<Frame> frames_;
     size_t opened_ = 0;
     size_t values_ = 0;
     bool failed_ = false;
     Diagnostic failure_;
     std::vector<std::pair<std::string, std::string>> duplicates_;  // pointer, key
+};
+
+// A fast reader for the JSON of graph files that sends a DocumentBuilder the
+// same events, in the same order, as nlohmann's parser does. It gives up
+// (read() returns false) on anything out of the ordinary: a syntax error, an
+// escape in a string, a byte that is not ASCII, a byte order mark, a number
+// out of range, or the builder refusing a value. The caller then reads the file
+// again with nlohmann's parser, whose checks and messages are the reference;
+// so this reader only has to be right on the files it accepts.
+class FastJsonReader {
+  public:
+    FastJsonReader(std::string_view source, DocumentBuilder& builder)
+        : p_(source.data()), end_(source.data() + source.size()), b_(builder) {}
+
+    bool read() {
+        skip_blanks();
+        if (!value()) return false;
+        skip_blanks();
+        return p_ == end_;
+    }
+
+  private:
+    static bool is_digit(char c) { return c >= '0' && c <= '9'; }
+
+    void skip_blanks() {
+        while (p_ < end_ && (*p_ == ' ' || *p_ == '\n' || *p_ == '\r' || *p_ == '\t')) ++p_;
+    }
+
+    // value -> object | array | string | number | true | false | null
+    bool value() {
+        if (p_ == end_) return false;
+        switch (*p_) {
+            case '{':
+                return object();
+            case '[':
+                return array();
+            case '"': {
+                std::string_view s;
+                return string(s) && b_.add_string(s);
+            }
+            case 't':
+                return word("true") && b_.boolean(true);
+            case 'f':
+                return word("false") && b_.boolean(false);
+            case 'n':
+                return word("null") && b_.null();
+            default:
+                return number();
+        }
+    }
+
+    bool word(std::string_view w) {
+        if (static_cast<size_t>(end_ - p_) < w.size() || std::string_view(p_, w.size()) != w) return false;
+        p_ += w.size();
+        return true;
+    }
+
+    // object -> '{' [ string ':' value { ',' string ':' value } ] '}'
+    bool object() {
+        ++p_;
+        if (!b_.start_object(static_cast<std::size_t>(-1))) return false;
+        skip_blanks();
+        if (p_ < end_ && *p_ == '}') {
+            ++p_;
+            return b_.end_object();
+        }
+        for (;;) {
+            std::string_view key;
+            if (p_ == end_ || *p_ != '"' || !string(key) || !b_.add_key(key)) return false;
+            skip_blanks();
+            if (p_ == end_ || *p_ != ':') return false;
+            ++p_;
+            skip_blanks();
+            if (!value()) return false;
+            skip_blanks();
+            if (p_ == end_) return false;
+            if (*p_ == '}') {
+                ++p_;
+                return b_.end_object();
+            }
+            if (*p_ != ',') return false;
+            ++p_;
+            skip_blanks();
+        }
+    }
+
+    // array -> '[' [ value { ',' value } ] ']'
+    bool array() {
+        ++p_;
+        if (!b_.start_array(static_cast<std::size_t>(-1))) return false;
+        skip_blanks();
+        if (p_ < end_ && *p_ == ']') {
+            ++p_;
+            return b_.end_array();
+        }
+        for (;;) {
+            if (!value()) return false;
+            skip_blanks();
+            if (p_ == end_) return false;
+            if (*p_ == ']') {
+                ++p_;
+                return b_.end_array();
+            }
+            if (*p_ != ',') return false;
+            ++p_;
+            skip_blanks();
+        }
+    }
+
+    // A string of ASCII characters without escapes: `out` views the source.
+    bool string(std::string_view& out) {
+        ++p_;
+        const char* start = p_;
+        while (p_ < end_) {
+            const auto c = static_cast<unsigned char>(*p_);
+            if (c == '"') {
+                out = std::string_view(start, static_cast<size_t>(p_ - start));
+                ++p_;
+                return true;
+            }
+            if (c == '\\' || c < 0x20 || c >= 0x80) return false;
+            ++p_;
+        }
+        return false;
+    }
+
+    // number -> [ '-' ] int [ frac ] [ exp ], typed as nlohmann types it: an
+    // integer is unsigned when it has no '-', a float when it has a fraction
+    // or an exponent.
+    bool number() {
+        const char* start = p_;
+        const bool negative = *p_ == '-';
+        if (negative) ++p_;
+        if (p_ == end_ || !is_digit(*p_)) return false;
+        if (*p_ == '0') {
+            ++p_;
+        } else {
+            while (p_ < end_ && is_digit(*p_)) ++p_;
+        }
+        bool is_float = false;
+        if (p_ < end_ && *p_ == '.') {
+            is_float = true;
+            ++p_;
+            if (p_ == end_ || !is_digit(*p_)) return false;
+            while (p_ < end_ && is_digit(*p_)) ++p_;
+        }
+        if (p_ < end_ && (*p_ == 'e' || *p_ == 'E')) {
+            is_float = true;
+            ++p_;
+            if (p_ < end_ && (*p_ == '+' || *p_ == '-')) ++p_;
+            if (p_ == end_ || !is_digit(*p_)) return false;
+            while (p_ < end_ && is_digit(*p_)) ++p_;
+        }
+        if (is_float) {
+            double d = 0;
+            auto r = std::from_chars(start, p_, d);
+            if (r.ec != std::errc() || r.ptr != p_ || !std::isfinite(d)) return false;
+            std::string unused;
+            return b_.number_float(d, unused);
+        }
+        uint64_t magnitude = 0;
+        for (const char* q = negative ? start + 1 : start; q < p_; ++q) {
+            // Out of range: nlohmann reads it as a float; leave that to it.
+            if (__builtin_mul_overflow(magnitude, uint64_t{10}, &magnitude) ||
+                __builtin_add_overflow(magnitude, static_cast<uint64_t>(*q - '0'), &magnitude))
+                return false;
+        }
+        if (!negative) return b_.number_unsigned(magnitude);
+        constexpr uint64_t kMinMagnitude = uint64_t{1} << 63;  // of INT64_MIN
+        if (magnitude > kMinMagnitude) return false;
+        return b_.number_integer(magnitude == kMinMagnitude ? std::numeric_limits<int64_t>::min()
+                                                           : -static_cast<int64_t>(magnitude));
+    }
+
+    const char* p_;
+    const char* end_;
+    DocumentBuilder& b_;
 };
 
 // --- the graph -----------------------------------------------------------------------
@@ -341,16 +764,24 @@ std::optional<double> special_number(std::string_view s) {
     return std::nullopt;
 }
 
+// A JSON value as a message shows it: short scalars as written, containers by kind.
+std::string describe(JVal j) {
+    if (j.is_array()) return j.empty() ? "an empty array" : "an array";
+    if (j.is_object()) return j.empty() ? "an empty object" : "an object";
+    if (j.is_string()) return quote(j.string());
+    return printable(j.scalar().dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+}
+
 // A JSON number as an attribute value.
-Attr number_attr(const Json& j, Loc loc) {
+Attr number_attr(JVal j, Loc loc) {
     if (j.is_number_unsigned()) {
-        auto u = j.get<uint64_t>();
+        uint64_t u = j.as_unsigned();
         if (u <= static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
             return Attr::integer(static_cast<int64_t>(u), std::move(loc));
         return Attr::number(static_cast<double>(u), std::move(loc));
     }
-    if (j.is_number_integer()) return Attr::integer(j.get<int64_t>(), std::move(loc));
-    return Attr::number(j.get<double>(), std::move(loc));
+    if (j.is_number_integer()) return Attr::integer(j.as_integer(), std::move(loc));
+    return Attr::number(j.as_double(), std::move(loc));
 }
 
 const std::vector<std::string> kTopKeys = {"graphrun", "nodes", "outputs"};
@@ -358,35 +789,56 @@ const std::vector<std::string> kNodeKeys = {"name",   "op",    "inputs", "attrs"
                                             "device", "value", "shape",  "dtype"};
 const std::vector<std::string> kRepeatKeys = {"repeat", "body"};
 
-bool is_shorthand(std::string_view key) {
-    return key == "value" || key == "shape" || key == "dtype";
+// The keys a node or loop may have, told apart once per member.
+enum class Key : uint8_t { Name, Op, Inputs, Device, Attrs, Shorthand, Repeat, Body, Other };
+
+Key classify(std::string_view key) {
+    switch (key.size()) {
+        case 2: return key == "op" ? Key::Op : Key::Other;
+        case 4:
+            if (key == "name") return Key::Name;
+            if (key == "body") return Key::Body;
+            return Key::Other;
+        case 5:
+            if (key == "attrs") return Key::Attrs;
+            return key == "value" || key == "shape" || key == "dtype" ? Key::Shorthand : Key::Other;
+        case 6:
+            if (key == "inputs") return Key::Inputs;
+            if (key == "device") return Key::Device;
+            return key == "repeat" ? Key::Repeat : Key::Other;
+        default: return Key::Other;
+    }
 }
 
 class JsonReader {
   public:
     JsonReader(Graph& g, Diagnostics& diag) : g_(g), builder_(g, diag), diag_(diag) {}
 
-    void read(const Json& root);
+    void read(JVal root);
 
   private:
     // program -> {"graphrun": 1, "nodes": [item...], "outputs": [name...]}
-    void read_top(const Json& root);
+    void read_top(JVal root);
     // items -> [ node | loop ... ]
-    void read_items(const Json& items, const std::string& pointer);
+    void read_items(JVal items, const std::string& pointer);
     // loop -> {"repeat": N, "body": [item...]}
-    void read_repeat(const Json& item, const std::string& pointer);
+    void read_repeat(JVal item, const std::string& pointer);
     // node -> {"name": s, "op": s, "inputs": [...], "attrs": {...}, "device": s, value/shape/dtype}
-    void read_node(const Json& item, const std::string& pointer);
-    void read_inputs(const Json& inputs, const std::string& pointer, OpKind op,
-                     std::vector<Input>& out);
-    std::optional<Attr> read_attr(const Json& j, const std::string& pointer);
-    bool read_node_name(const Json& j, const std::string& pointer, std::string& name);
-    void read_outputs(const Json& outputs, const std::string& pointer);
+    void read_node(JVal item, const std::string& pointer);
+    void read_inputs(JVal inputs, const std::string& pointer, OpKind op, std::vector<Input>& out);
+    std::optional<Attr> read_attr(JVal j, const std::string& pointer);
+    bool read_node_name(JVal j, const std::string& pointer, std::string& name);
+    void read_outputs(JVal outputs, const std::string& pointer);
 
-    void unknown_key(const std::string& key, const std::string& pointer,
+    void unknown_key(std::string_view key, const std::string& pointer,
                      const std::vector<std::string>& known, const std::string& hint);
     void error(const Loc& loc, std::string message);
-    bool stopped();
+    // True once there are too many errors to be useful; says so once.
+    bool stopped() {
+        if (!stopped_ && diag_.error_count() >= kMaxErrors) stop_for_errors();
+        return stopped_;
+    }
+    void stop_for_errors();
     // Past an input limit: reports it and reads no further.
     void stop_at_limit(const Loc& loc, std::string message);
     bool too_many_nodes(const std::string& pointer);
@@ -396,6 +848,7 @@ class JsonReader {
     Diagnostics& diag_;
     bool stopped_ = false;
     size_t literal_elements_ = 0;  // list elements read so far (kMaxLiteralElements)
+    std::string inputs_pointer_;   // read_node(): "/nodes/N/inputs"
 };
 
 void JsonReader::error(const Loc& loc, std::string message) {
@@ -403,13 +856,9 @@ void JsonReader::error(const Loc& loc, std::string message) {
     diag_.error(loc, std::move(message));
 }
 
-// True once there are too many errors to be useful; says so once.
-bool JsonReader::stopped() {
-    if (!stopped_ && diag_.error_count() >= kMaxErrors) {
-        diag_.error(Loc{}, "too many errors; stopping here");
-        stopped_ = true;
-    }
-    return stopped_;
+void JsonReader::stop_for_errors() {
+    diag_.error(Loc{}, "too many errors; stopping here");
+    stopped_ = true;
 }
 
 void JsonReader::stop_at_limit(const Loc& loc, std::string message) {
@@ -424,7 +873,7 @@ bool JsonReader::too_many_nodes(const std::string& pointer) {
     return true;
 }
 
-void JsonReader::unknown_key(const std::string& key, const std::string& pointer,
+void JsonReader::unknown_key(std::string_view key, const std::string& pointer,
                              const std::vector<std::string>& known, const std::string& hint) {
     std::string msg = "unknown key " + quote(key);
     if (std::string near = nearest_name(key, known); !near.empty())
@@ -434,7 +883,7 @@ void JsonReader::unknown_key(const std::string& key, const std::string& pointer,
     error(at(child(pointer, key)), std::move(msg));
 }
 
-void JsonReader::read(const Json& root) {
+void JsonReader::read(JVal root) {
     if (!root.is_object()) {
         error(at(""), "a JSON graph is an object like {\"graphrun\": 1, \"nodes\": [...]}; got " +
                           describe(root));
@@ -443,24 +892,22 @@ void JsonReader::read(const Json& root) {
     read_top(root);
 }
 
-void JsonReader::read_top(const Json& root) {
-    const Json* version = nullptr;
-    const Json* nodes = nullptr;
-    const Json* outputs = nullptr;
-    for (const auto& [key, value] : root.items()) {
+void JsonReader::read_top(JVal root) {
+    std::optional<JVal> version, nodes, outputs;
+    for (auto [key, value] : root.items()) {
         if (key == "graphrun")
-            version = &value;
+            version = value;
         else if (key == "nodes")
-            nodes = &value;
+            nodes = value;
         else if (key == "outputs")
-            outputs = &value;
+            outputs = value;
         else
             unknown_key(key, "", kTopKeys,
                         ": a JSON graph has \"graphrun\", \"nodes\" and \"outputs\"");
     }
     if (!version) {
         error(at(""), "missing \"graphrun\": 1 (the format version)");
-    } else if (!version->is_number() || version->get<double>() != 1.0) {
+    } else if (!version->is_number() || version->as_double() != 1.0) {
         // Another version may mean another format: what follows would only add noise.
         if (version->is_number())
             error(at("/graphrun"), "unsupported format version " + describe(*version) +
@@ -477,13 +924,15 @@ void JsonReader::read_top(const Json& root) {
     } else if (!nodes->is_array()) {
         error(at("/nodes"), "\"nodes\" must be an array of nodes; got " + describe(*nodes));
     } else {
+        // About one node per item: room for them up front.
+        builder_.reserve(nodes->size());
         read_items(*nodes, "/nodes");
     }
     if (outputs && !stopped()) read_outputs(*outputs, "/outputs");
     builder_.finish(at("/nodes"));
 }
 
-void JsonReader::read_outputs(const Json& outputs, const std::string& pointer) {
+void JsonReader::read_outputs(JVal outputs, const std::string& pointer) {
     if (!outputs.is_array()) {
         error(at(pointer), "\"outputs\" must be an array of names; got " + describe(outputs));
         return;
@@ -496,23 +945,25 @@ void JsonReader::read_outputs(const Json& outputs, const std::string& pointer) {
     }
     std::vector<std::pair<std::string, Loc>> names;
     bool ok = true;
-    for (size_t i = 0; i < outputs.size(); ++i) {
-        const Json& o = outputs[i];
+    size_t i = 0;
+    for (auto [unused, o] : outputs.items()) {
+        const size_t index = i++;
         if (!o.is_string()) {
-            error(at(child(pointer, i)), "an output must be a name (a string); got " + describe(o));
+            error(at(child(pointer, index)), "an output must be a name (a string); got " + describe(o));
             ok = false;
             continue;
         }
-        names.emplace_back(o.get<std::string>(), at(child(pointer, i)));
+        names.emplace_back(std::string(o.string()), at(child(pointer, index)));
     }
     if (ok) builder_.set_outputs(std::move(names), at(pointer));
 }
 
-void JsonReader::read_items(const Json& items, const std::string& pointer) {
-    for (size_t i = 0; i < items.size(); ++i) {
+void JsonReader::read_items(JVal items, const std::string& pointer) {
+    size_t i = 0;
+    for (auto [unused, item] : items.items()) {
+        const size_t index = i++;
         if (stopped()) return;
-        const Json& item = items[i];
-        std::string p = child(pointer, i);
+        std::string p = child(pointer, index);
         if (too_many_nodes(p)) return;
         if (!item.is_object()) {
             error(at(p),
@@ -523,8 +974,10 @@ void JsonReader::read_items(const Json& items, const std::string& pointer) {
             continue;
         }
         bool loop = false;
-        for (const auto& [key, value] : item.items())
-            if (key == "repeat" || key == "body") loop = true;
+        for (auto [key, value] : item.items()) {
+            const Key k = classify(key);
+            loop = loop || k == Key::Repeat || k == Key::Body;
+        }
         if (loop)
             read_repeat(item, p);
         else
@@ -532,14 +985,13 @@ void JsonReader::read_items(const Json& items, const std::string& pointer) {
     }
 }
 
-void JsonReader::read_repeat(const Json& item, const std::string& pointer) {
-    const Json* count = nullptr;
-    const Json* body = nullptr;
-    for (const auto& [key, value] : item.items()) {
+void JsonReader::read_repeat(JVal item, const std::string& pointer) {
+    std::optional<JVal> count, body;
+    for (auto [key, value] : item.items()) {
         if (key == "repeat")
-            count = &value;
+            count = value;
         else if (key == "body")
-            body = &value;
+            body = value;
         else
             unknown_key(key, pointer, kRepeatKeys,
                         ": a loop has only \"repeat\" (its count) and \"body\"");
@@ -548,9 +1000,8 @@ void JsonReader::read_repeat(const Json& item, const std::string& pointer) {
     if (!count) {
         error(at(pointer), "loop has no \"repeat\" count: {\"repeat\": N, \"body\": [...]}");
     } else if (count->is_number_unsigned() &&
-               count->get<uint64_t>() <=
-                   static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
-        n = static_cast<int64_t>(count->get<uint64_t>());
+               count->as_unsigned() <= static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+        n = static_cast<int64_t>(count->as_unsigned());
     } else if (count->is_number_unsigned()) {
         error(at(child(pointer, "repeat")), "repeat count " + describe(*count) + " is too large");
     } else {
@@ -571,12 +1022,12 @@ void JsonReader::read_repeat(const Json& item, const std::string& pointer) {
     builder_.end_repeat();
 }
 
-bool JsonReader::read_node_name(const Json& j, const std::string& pointer, std::string& name) {
+bool JsonReader::read_node_name(JVal j, const std::string& pointer, std::string& name) {
     if (!j.is_string()) {
         error(at(pointer), "\"name\" must be a string; got " + describe(j));
         return false;
     }
-    name = j.get<std::string>();
+    name = j.string();
     if (!is_identifier(name)) {
         error(at(pointer),
               "node name " + quote(name) +
@@ -588,38 +1039,37 @@ bool JsonReader::read_node_name(const Json& j, const std::string& pointer, std::
     return !name.empty();  // bound either way, so that later uses do not cascade
 }
 
-void JsonReader::read_node(const Json& item, const std::string& pointer) {
+void JsonReader::read_node(JVal item, const std::string& pointer) {
     size_t errors_before = diag_.error_count();
-    const Json* name_json = nullptr;
-    const Json* op_json = nullptr;
-    const Json* inputs_json = nullptr;
-    const Json* device_json = nullptr;
-    for (const auto& [key, value] : item.items()) {
-        if (key == "name")
-            name_json = &value;
-        else if (key == "op")
-            op_json = &value;
-        else if (key == "inputs")
-            inputs_json = &value;
-        else if (key == "device")
-            device_json = &value;
+    std::optional<JVal> name_json, op_json, inputs_json, device_json;
+    for (auto [key, value] : item.items()) {
+        switch (classify(key)) {
+            case Key::Name: name_json = value; break;
+            case Key::Op: op_json = value; break;
+            case Key::Inputs: inputs_json = value; break;
+            case Key::Device: device_json = value; break;
+            default: break;
+        }
     }
+    if (name_json && name_json->is_string()) builder_.will_assign(name_json->string());
 
     std::string name;
+    std::string name_pointer;
     bool named = false;
-    if (!name_json)
+    if (!name_json) {
         error(at(pointer), "node has no \"name\"");
-    else
-        named = read_node_name(*name_json, child(pointer, "name"), name);
+    } else {
+        name_pointer = child(pointer, "name");
+        named = read_node_name(*name_json, name_pointer, name);
+    }
 
     std::optional<OpKind> op;
-    std::string who = named ? "node " + quote(name) : std::string("node");
     if (!op_json) {
-        error(at(pointer), who + " has no \"op\"");
+        error(at(pointer), (named ? "node " + quote(name) : std::string("node")) + " has no \"op\"");
     } else if (!op_json->is_string()) {
         error(at(child(pointer, "op")), "\"op\" must be a string; got " + describe(*op_json));
     } else {
-        const auto& op_text = op_json->get_ref<const std::string&>();
+        const std::string_view op_text = op_json->string();
         op = find_op(op_text);
         if (!op) {
             std::string msg = "unknown op " + quote(op_text);
@@ -632,22 +1082,23 @@ void JsonReader::read_node(const Json& item, const std::string& pointer) {
     // Attributes in the order written: the shorthands and the entries of "attrs".
     std::vector<NamedAttr> attrs;
     std::vector<size_t> shorthand;  // indices into attrs
-    for (const auto& [key, value] : item.items()) {
+    for (auto [key, value] : item.items()) {
         if (stopped()) return;
+        const Key k = classify(key);
+        if (k == Key::Name || k == Key::Op || k == Key::Inputs || k == Key::Device) continue;
         std::string p = child(pointer, key);
-        if (key == "name" || key == "op" || key == "inputs" || key == "device") continue;
-        if (is_shorthand(key)) {
+        if (k == Key::Shorthand) {
             if (auto a = read_attr(value, p)) {
                 shorthand.push_back(attrs.size());
-                attrs.push_back(NamedAttr{key, std::move(*a), at(p)});
+                attrs.push_back(NamedAttr{std::string(key), std::move(*a), at(p)});
             }
-        } else if (key == "attrs") {
+        } else if (k == Key::Attrs) {
             if (!value.is_object()) {
                 error(at(p),
                       "\"attrs\" must be an object like {\"axes\": [1]}; got " + describe(value));
                 continue;
             }
-            for (const auto& [attr_name, attr_value] : value.items()) {
+            for (auto [attr_name, attr_value] : value.items()) {
                 if (stopped()) return;
                 std::string ap = child(p, attr_name);
                 if (attr_name == "device") {
@@ -657,7 +1108,7 @@ void JsonReader::read_node(const Json& item, const std::string& pointer) {
                     continue;
                 }
                 if (auto a = read_attr(attr_value, ap))
-                    attrs.push_back(NamedAttr{attr_name, std::move(*a), at(ap)});
+                    attrs.push_back(NamedAttr{std::string(attr_name), std::move(*a), at(std::move(ap))});
             }
         } else {
             bool is_attr = false;
@@ -686,7 +1137,7 @@ void JsonReader::read_node(const Json& item, const std::string& pointer) {
     if (device_json) {
         device_loc = at(child(pointer, "device"));
         if (device_json->is_string())
-            device = device_json->get<std::string>();
+            device = device_json->string();
         else
             error(device_loc,
                   "\"device\" must be a string like \"gpu:0\"; got " + describe(*device_json));
@@ -696,13 +1147,14 @@ void JsonReader::read_node(const Json& item, const std::string& pointer) {
     // as the operands of a call in a script.
     std::vector<Input> inputs;
     if (inputs_json) {
+        // Reused from node to node: it only prefixes the inputs' own pointers.
+        inputs_pointer_.assign(pointer).append("/inputs");
         if (!inputs_json->is_array())
-            error(at(child(pointer, "inputs")),
+            error(at(inputs_pointer_),
                   "\"inputs\" must be an array of names and numbers, like [\"a\", 2]; got " +
                       describe(*inputs_json));
         else
-            read_inputs(*inputs_json, child(pointer, "inputs"), op.value_or(OpKind::Invalid),
-                        inputs);
+            read_inputs(*inputs_json, inputs_pointer_, op.value_or(OpKind::Invalid), inputs);
     }
 
     NodeId id;
@@ -712,22 +1164,24 @@ void JsonReader::read_node(const Json& item, const std::string& pointer) {
     } else {
         id = builder_.add_invalid(at(pointer));
     }
-    if (named) builder_.assign(name, id, at(child(pointer, "name")));
+    if (named) builder_.assign(name, id, at(std::move(name_pointer)));
 }
 
-void JsonReader::read_inputs(const Json& inputs, const std::string& pointer, OpKind op,
+void JsonReader::read_inputs(JVal inputs, const std::string& pointer, OpKind op,
                              std::vector<Input>& out) {
-    for (size_t i = 0; i < inputs.size(); ++i) {
+    out.reserve(inputs.size());
+    size_t i = 0;
+    for (auto [unused, in] : inputs.items()) {
+        const size_t index = i++;
         if (stopped()) return;
-        const Json& in = inputs[i];
-        Loc loc = at(child(pointer, i));
+        Loc loc = at(child(pointer, index));
         std::optional<Attr> literal;
         if (in.is_string()) {
-            const auto& text = in.get_ref<const std::string&>();
+            const std::string_view text = in.string();
             if (auto v = special_number(text)) {
                 literal = Attr::number(*v, loc);
             } else if (auto id = builder_.lookup(text, loc)) {
-                out.push_back(Input{*id, loc});
+                out.push_back(Input{*id, std::move(loc)});
                 continue;
             } else {
                 continue;  // lookup() reported it
@@ -735,41 +1189,43 @@ void JsonReader::read_inputs(const Json& inputs, const std::string& pointer, OpK
         } else if (in.is_number()) {
             literal = number_attr(in, loc);
         } else if (in.is_boolean()) {
-            literal = Attr::boolean(in.get<bool>(), loc);
+            literal = Attr::boolean(in.boolean(), loc);
         } else {
             error(loc,
                   "an input must be the name of an earlier node or a number; got " + describe(in));
             continue;
         }
-        if (too_many_nodes(child(pointer, i))) return;
+        if (too_many_nodes(child(pointer, index))) return;
         NodeId id =
             builder_.add_scalar_literal(std::move(*literal), loc, is_binary_elementwise(op));
-        out.push_back(Input{id, loc});
+        out.push_back(Input{id, std::move(loc)});
     }
 }
 
-std::optional<Attr> JsonReader::read_attr(const Json& j, const std::string& pointer) {
+std::optional<Attr> JsonReader::read_attr(JVal j, const std::string& pointer) {
     Loc loc = at(pointer);
-    if (j.is_boolean()) return Attr::boolean(j.get<bool>(), std::move(loc));
+    if (j.is_boolean()) return Attr::boolean(j.boolean(), std::move(loc));
     if (j.is_number()) return number_attr(j, std::move(loc));
     if (j.is_string()) {
-        const auto& s = j.get_ref<const std::string&>();
+        const std::string_view s = j.string();
         // "nan"/"inf"/"-inf" are numbers wherever they stand: no attribute takes
         // them as words, and numeric attributes written by write_json need them.
         if (auto v = special_number(s)) return Attr::number(*v, std::move(loc));
-        return Attr::ident(s, std::move(loc));
+        return Attr::ident(std::string(s), std::move(loc));
     }
     if (j.is_array()) {
         std::vector<Attr> items;
         items.reserve(j.size());
         bool ok = true;
-        for (size_t i = 0; i < j.size(); ++i) {
+        size_t i = 0;
+        for (auto [unused, e] : j.items()) {
+            const size_t index = i++;
             if (stopped()) return std::nullopt;
             if (++literal_elements_ > g_input_limits.literal_elements) {
-                stop_at_limit(at(child(pointer, i)), literal_limit_message());
+                stop_at_limit(at(child(pointer, index)), literal_limit_message());
                 return std::nullopt;
             }
-            if (auto a = read_attr(j[i], child(pointer, i)))
+            if (auto a = read_attr(e, child(pointer, index)))
                 items.push_back(std::move(*a));
             else
                 ok = false;
@@ -802,21 +1258,35 @@ bool parse_json(std::string_view source, Graph& g, Diagnostics& diag) {
             "empty input: a JSON graph is an object like {\"graphrun\": 1, \"nodes\": [...]}");
         return false;
     }
-    Json root;
-    DocumentBuilder builder(source, root);
-    bool parsed = Json::sax_parse(source.begin(), source.end(), &builder);
-    if (!parsed || builder.failed()) {
-        if (builder.failed())
-            diag.error(builder.failure().loc, builder.failure().message);
-        else
-            diag.error(line_col(source, source.size()), "malformed JSON");
-        return false;
+    Document doc;
+    {
+        // Roughly one value per 12 bytes of a graph file; the strings are about a third of it.
+        const size_t guess = std::min(source.size() / 12, g_input_limits.json_values);
+        doc.values.reserve(guess);
+        doc.members.reserve(guess);
     }
-    for (const auto& [pointer, key] : builder.duplicates())
+    auto builder = std::make_unique<DocumentBuilder>(source, doc, true);
+    if (!FastJsonReader(source, *builder).read() || builder->failed()) {
+        // Read it again with nlohmann's parser, the reference for errors.
+        doc.values.clear();
+        doc.members.clear();
+        doc.chars.clear();
+        doc.root = Document::kNone;
+        builder = std::make_unique<DocumentBuilder>(source, doc, false);
+        bool parsed = nlohmann::json::sax_parse(source.data(), source.data() + source.size(), builder.get());
+        if (!parsed || builder->failed()) {
+            if (builder->failed())
+                diag.error(builder->failure().loc, builder->failure().message);
+            else
+                diag.error(line_col(source, source.size()), "malformed JSON");
+            return false;
+        }
+    }
+    for (const auto& [pointer, key] : builder->duplicates())
         diag.error(at(pointer),
                    "duplicate key " + quote(key) + ": each key may appear once in an object");
     JsonReader reader(g, diag);
-    reader.read(root);
+    reader.read(JVal(doc, doc.root));
     return !diag.has_errors();
 }
 

@@ -83,8 +83,19 @@ const OpInfo& op_info(OpKind k) {
 const char* op_name(OpKind k) { return op_info(k).name; }
 
 std::optional<OpKind> find_op(std::string_view name) {
-    for (const OpInfo& o : all_ops())
-        if (name == o.name) return o.kind;
+    // Called for every call in a script: compare only the ops of the same length.
+    static const std::vector<std::vector<const OpInfo*>> by_length = [] {
+        std::vector<std::vector<const OpInfo*>> t;
+        for (const OpInfo& o : all_ops()) {
+            const size_t n = std::string_view(o.name).size();
+            if (t.size() <= n) t.resize(n + 1);
+            t[n].push_back(&o);
+        }
+        return t;
+    }();
+    if (name.size() >= by_length.size()) return std::nullopt;
+    for (const OpInfo* o : by_length[name.size()])
+        if (name == o->name) return o->kind;
     return std::nullopt;
 }
 

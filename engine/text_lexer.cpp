@@ -3,6 +3,7 @@
 #include "engine/text_lexer.h"
 
 #include <algorithm>
+#include <array>
 #include <cstdio>
 #include <cstring>
 
@@ -10,14 +11,25 @@ namespace graphrun {
 
 namespace {
 
+// Character classes, one table lookup per byte in the hot loops.
+enum : uint8_t { kDigit = 1, kWordStart = 2 };
+constexpr auto kClass = [] {
+    std::array<uint8_t, 256> t{};
+    for (int c = '0'; c <= '9'; ++c) t[static_cast<size_t>(c)] = kDigit;
+    for (int c = 'a'; c <= 'z'; ++c) t[static_cast<size_t>(c)] = kWordStart;
+    for (int c = 'A'; c <= 'Z'; ++c) t[static_cast<size_t>(c)] = kWordStart;
+    t['_'] = kWordStart;
+    return t;
+}();
+
 bool is_digit(unsigned char c) {
-    return c >= '0' && c <= '9';
+    return kClass[c] == kDigit;
 }
 bool is_word_start(unsigned char c) {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
+    return kClass[c] == kWordStart;
 }
 bool is_word_char(unsigned char c) {
-    return is_word_start(c) || is_digit(c);
+    return kClass[c] != 0;
 }
 bool is_control(unsigned char c) {
     return (c < 0x20 && c != '\t' && c != '\r' && c != '\n') || c == 0x7F;
@@ -36,6 +48,13 @@ std::string control_message(unsigned char c) {
 }
 
 Tok keyword(std::string_view w) {
+    // Every keyword starts with one of these; most names do not.
+    switch (w[0]) {
+        case 'f': case 'i': case 'n': case 'o': case 'r': case 't': case 'w':
+            break;
+        default:
+            return Tok::Ident;
+    }
     switch (w.size()) {
         case 3:
             if (w == "nan") return Tok::KwNan;
@@ -246,10 +265,11 @@ void Lexer::mark_follower(Token& t) const {
 
 Token Lexer::lex_word(size_t start) {
     const auto* s = reinterpret_cast<const unsigned char*>(src_.data());
+    const size_t n = src_.size();
     size_t p = start + 1;
-    while (p < src_.size() && is_word_char(s[p])) ++p;
+    while (p < n && is_word_char(s[p])) ++p;
     st_.pos = p;
-    Token t = make(keyword(src_.substr(start, p - start)), start);
+    Token t = make(keyword(std::string_view(src_.data() + start, p - start)), start);
     mark_follower(t);
     return t;
 }

@@ -4,6 +4,7 @@
 // statement) so that one run reports every independent error.
 #include "engine/text_parser.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
@@ -95,7 +96,11 @@ class TextParser {
 
     // --- errors ---
     void report(const Loc& loc, std::string msg);
-    void check_limit();
+    // Stops once kMaxErrors errors are reported (the check runs for every token).
+    void check_limit() {
+        if (!stopped_ && diag_.error_count() - base_errors_ >= kMaxErrors) stop_for_errors();
+    }
+    void stop_for_errors();
     void stop_at_limit(const Loc& loc, std::string msg);
     void syntax_error(const std::string& what, const std::string& what_at_end = {});
     void keyword_as_name(const Token& t);
@@ -242,8 +247,7 @@ void TextParser::report(const Loc& loc, std::string msg) {
     check_limit();
 }
 
-void TextParser::check_limit() {
-    if (stopped_ || diag_.error_count() - base_errors_ < kMaxErrors) return;
+void TextParser::stop_for_errors() {
     stopped_ = true;
     diag_.error(loc_of(tok_),
                 "too many errors (" + std::to_string(kMaxErrors) + "); stopping here");
@@ -388,6 +392,10 @@ bool TextParser::recover_to_brace() {
 // Statements
 
 void TextParser::run() {
+    // About one node per statement: room for them up front (a big script would
+    // otherwise move its node list several times while it grows).
+    const auto ends = std::count(src_.begin(), src_.end(), '\n') + std::count(src_.begin(), src_.end(), ';');
+    b_.reserve(static_cast<size_t>(ends) + 1);
     advance();
     statements(false);
     if (have_output_ && !stopped_) b_.set_outputs(std::move(outputs_), output_loc_);
@@ -448,11 +456,12 @@ void TextParser::statement() {
 // assign := IDENT '=' expr
 void TextParser::assignment() {
     Token name = tok_;
+    b_.will_assign(text(name));
     advance();
     advance();  // '='
     Value v = expr();
     NodeId id = v.ok() ? materialize(v, false) : b_.add_invalid(loc_of(name));
-    b_.assign(std::string(text(name)), id, loc_of(name));
+    b_.assign(text(name), id, loc_of(name));
 }
 
 // `repeat = 3`: say so, and still read the expression for its own errors.
@@ -632,7 +641,7 @@ NodeId TextParser::materialize(Value& v, bool weak) {
 
 NodeId TextParser::lookup_name(const Token& t) {
     if (stopped_) return b_.add_invalid(loc_of(t));
-    std::optional<NodeId> id = b_.lookup(std::string(text(t)), loc_of(t));
+    std::optional<NodeId> id = b_.lookup(text(t), loc_of(t));
     check_limit();
     return id ? *id : b_.add_invalid(loc_of(t));
 }

@@ -3,7 +3,9 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <functional>
 #include <string>
+#include <vector>
 
 #include "engine/json_reader.h"
 #include "engine/json_writer.h"
@@ -657,4 +659,119 @@ TEST_CASE("json: a text graph whose literal is not next to its consumer still co
     CHECK(back.g.nodes[2].weak);
     CHECK(back.g.nodes[2].name == "const");
     CHECK(back.g.nodes[3].inputs[0].id == 2);
+}
+
+namespace {
+// Every node as a line: its names, op, inputs with their places, attributes.
+std::string describe_graph(const Graph& g) {
+    std::string s;
+    std::function<void(const Attr&)> attr = [&](const Attr& a) {
+        switch (a.kind) {
+            case Attr::Kind::Number:
+                s += a.is_int ? "i" + std::to_string(a.i) : "f" + std::to_string(a.f);
+                if (std::signbit(a.f)) s += "(-)";
+                break;
+            case Attr::Kind::Bool: s += a.b ? "true" : "false"; break;
+            case Attr::Kind::String: s += "\"" + a.s + "\""; break;
+            case Attr::Kind::Ident: s += a.s; break;
+            case Attr::Kind::List:
+                s += "[";
+                for (const Attr& e : a.list) attr(e), s += ",";
+                s += "]";
+                break;
+        }
+        s += "@" + a.loc.pointer;
+    };
+    for (const Node& n : g.nodes) {
+        s += n.name + "|" + n.display + "|" + op_name(n.op) + "|" + n.device + "@" + n.device_loc.pointer + "|" +
+             n.loc.pointer + "|";
+        for (const Input& in : n.inputs) s += std::to_string(in.id) + "@" + in.loc.pointer + ",";
+        for (const NamedAttr& a : n.attrs) {
+            s += a.name + "=";
+            attr(a.value);
+            s += " ";
+        }
+        s += "\n";
+    }
+    for (const Output& o : g.outputs) s += "out " + o.name + " " + std::to_string(o.id) + "\n";
+    return s;
+}
+}  // namespace
+
+TEST_CASE("json: the fast reader and nlohmann's parser read the same graph") {
+    // The fast reader leaves a document with a byte order mark or a \u escape
+    // to nlohmann's parser: both readers must make the same graph and errors.
+    const std::string nodes =
+        R"({"name": "a", "op": "const", "value": [0, -0, 1, -1, 2.5, -0.0, 1e3, 1E-3, -2.5e+2, 0.1,)"
+        R"( 18446744073709551615, 9223372036854775807, -9223372036854775808, true, false, "nan", "-inf"]},)"
+        R"({"name": "b", "op": "add", "inputs": ["a", 2, -3.5, true], "device": "DEV"},)"
+        R"({"name": "c\t\"\\\/", "op": "relu", "inputs": ["b"], "attrs": {"k": "x\n\b\f\r"}},)"
+        R"({"repeat": 2, "body": [{"name": "a", "op": "neg", "inputs": ["a"]}]})";
+    const std::string ascii = doc(nodes, R"(, "outputs": ["b", "a"], "z": [{}, [], null])");
+    Parsed fast = parse(ascii);
+    INFO(messages(fast.diag));
+    CHECK(fast.g.nodes.size() == 8);
+    std::string escaped = ascii;
+    escaped.replace(escaped.find("\"DEV\""), 5, "\"\\u0044EV\"");
+    for (const std::string& other : {"\xEF\xBB\xBF" + ascii, escaped}) {
+        Parsed slow = parse(other);
+        INFO(other);
+        CHECK(fast.ok == slow.ok);
+        CHECK(messages(slow.diag) == messages(fast.diag));
+        CHECK(describe_graph(slow.g) == describe_graph(fast.g));
+    }
+    // Numbers only nlohmann reads: integers out of range become floats, a
+    // float too small becomes 0.
+    Parsed big = parse(doc(R"({"name": "a", "op": "const", "value": [18446744073709551616, -9223372036854775809, 1e-400]})"));
+    REQUIRE(big.ok);
+    const Attr& v = big.g.nodes[0].attrs[0].value;
+    REQUIRE(v.list.size() == 3);
+    CHECK_FALSE(v.list[0].is_int);
+    CHECK(v.list[0].f == 18446744073709551616.0);
+    CHECK(v.list[1].f == -9223372036854775808.0);
+    CHECK(v.list[2].f == 0.0);
+}
+
+TEST_CASE("json: malformed documents get nlohmann's message whatever the reader") {
+    // Each is rejected by the fast reader and then by nlohmann's parser.
+    const std::vector<std::pair<std::string, std::string>> cases = {
+        {R"({"graphrun": 1, "nodes": [01]})", "malformed JSON"},
+        {R"({"graphrun": 1, "nodes": [1.]})", "malformed JSON"},
+        {R"({"graphrun": 1, "nodes": [-]})", "malformed JSON"},
+        {R"({"graphrun": 1, "nodes": [1e400]})", "out of range"},
+        {R"({"graphrun": 1, "nodes": ["\x"]})", "malformed JSON"},
+        {"{\"graphrun\": 1, \"nodes\": [\"\x01\"]}", "malformed JSON"},
+        {R"({"graphrun": 1, "nodes": [tru]})", "malformed JSON"},
+        {R"({"graphrun": 1, "nodes": [],})", "malformed JSON"},
+        {R"({"graphrun": 1, "nodes": []} x)", "malformed JSON"},
+        {R"({"graphrun": 1 "nodes": []})", "malformed JSON"},
+    };
+    for (const auto& [src, part] : cases) {
+        Parsed p = parse(src);
+        INFO(src);
+        INFO(messages(p.diag));
+        CHECK_FALSE(p.ok);
+        REQUIRE(p.diag.error_count() == 1);
+        CHECK(p.diag.all()[0].loc.line == 1);
+        CHECK(p.diag.all()[0].message.find(part) != std::string::npos);
+    }
+}
+
+TEST_CASE("json: duplicate keys in big objects") {
+    // Past 16 keys an object's keys are indexed: the same reports as below.
+    std::string attrs;
+    for (int i = 0; i < 40; ++i) attrs += "\"k" + std::to_string(i) + "\": " + std::to_string(i) + ", ";
+    Parsed p = parse(doc(R"({"name": "x", "op": "ones", "shape": [2], "attrs": {)" + attrs +
+                         R"("k3": 5, "k39": 1, "a/b": 1, "a/b": 2}})"));
+    INFO(messages(p.diag));
+    REQUIRE(p.diag.error_count() >= 3);
+    CHECK(p.diag.all()[0].loc.pointer == "/nodes/0/attrs/k3");
+    CHECK(p.diag.all()[0].message.find("duplicate key \"k3\"") == 0);
+    CHECK(p.diag.all()[1].loc.pointer == "/nodes/0/attrs/k39");
+    CHECK(p.diag.all()[2].loc.pointer == "/nodes/0/attrs/a~1b");
+    // The last value wins, at the place of the first.
+    const Node& n = p.g.nodes.at(0);
+    REQUIRE(n.attrs.size() >= 5);
+    CHECK(n.attrs[4].name == "k3");
+    CHECK(n.attrs[4].value.i == 5);
 }

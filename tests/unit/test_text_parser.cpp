@@ -821,3 +821,97 @@ TEST_CASE("text a large program parses in linear time") {
     CHECK(p->g.outputs[0].name == numbered("x", n - 1));
     CHECK(s < 10.0);  // about 0.2 s in a Release build; generous for Debug and sanitizers
 }
+
+TEST_CASE("names: the interning table") {
+    NameTable t;
+    CHECK(t.find("x") == -1);
+    CHECK(t.intern("x") == 0);
+    CHECK(t.intern("y") == 1);
+    CHECK(t.intern("x") == 0);
+    CHECK(t.intern("") == 2);  // the empty name is a name like any other
+    CHECK(t.find("") == 2);
+    CHECK(t.name(1) == "y");
+    // Through many rehashes, with names of every length around the 8-byte step of the hash.
+    std::vector<std::string> names;
+    for (int i = 0; i < 50000; ++i) names.push_back(std::string(static_cast<size_t>(i % 19), 'a') + std::to_string(i));
+    for (const std::string& n : names) t.intern(n);
+    CHECK(t.size() == names.size() + 3);
+    for (size_t i = 0; i < names.size(); ++i) {
+        REQUIRE(t.find(names[i]) == static_cast<int32_t>(i + 3));
+        REQUIRE(t.name(static_cast<int32_t>(i + 3)) == names[i]);
+    }
+    CHECK(t.find("a") == -1);
+    CHECK(t.find("x ") == -1);
+}
+
+TEST_CASE("names: final bindings look up like a map") {
+    NameBindings b;
+    CHECK(b.empty());
+    CHECK(b.find("x") == b.end());
+    b.assign({{"x", 3}, {"long_name_over_sixteen_bytes", 7}});
+    CHECK(b.size() == 2);
+    REQUIRE(b.find("x") != b.end());
+    CHECK(b.find("x")->second == 3);
+    CHECK(b.find("long_name_over_sixteen_bytes")->second == 7);
+    CHECK(b.count("y") == 0);
+    CHECK(b.count("x") == 1);
+    Graph g;
+    g.bindings = b;  // copies keep working
+    CHECK(g.bindings.find("x")->second == 3);
+}
+
+TEST_CASE("names: generated names of different ops never collide") {
+    // finish() relies on it: `<op>_<k>` of one op is never the name of another
+    // op, nor `<other op>_<j>`, because no op name ends in '_' and digits.
+    for (const OpInfo& o : all_ops()) {
+        std::string_view n = o.name;
+        size_t underscore = n.rfind('_');
+        if (underscore == std::string_view::npos) continue;
+        std::string_view tail = n.substr(underscore + 1);
+        bool digits = !tail.empty();
+        for (char c : tail) digits = digits && c >= '0' && c <= '9';
+        CHECK_MESSAGE(!digits, o.name);
+    }
+}
+
+TEST_CASE("text generated names skip every user name, also in loops and after rebinding") {
+    auto p = parse(
+        "relu = [1]\nrelu_2 = [2]\nx = relu(relu(relu))\n"
+        "repeat 2 { relu_1 = relu(x); x = relu(relu_1) }\nrelu_3 = x\n");
+    REQUIRE(p->ok);
+    std::vector<std::string> names;
+    for (const Node& n : p->g.nodes)
+        if (n.op == OpKind::Relu) names.push_back(n.display);
+    CHECK(names == std::vector<std::string>{"relu_4", "x", "relu_1", "x#2"});
+    auto q = parse("x = [1]\ny = relu(x)\nz = relu(relu(y))\n");
+    REQUIRE(q->ok);
+    CHECK(q->g.nodes[2].name == "relu");
+    CHECK(q->g.nodes[3].name == "z");
+}
+
+TEST_CASE("text many names: lookups, rebinding and loop scopes at scale") {
+    // A program large enough to grow every table several times, with loops
+    // that carry some names and keep others local.
+    std::string src = "x0 = [1]\n";
+    const int n = 20000;
+    for (int i = 1; i < n; ++i) {
+        src += numbered("x", i) + numbered(" = x", i - 1) + " + 1\n";
+        if (i % 1000 == 0)
+            src += numbered("repeat 2 { x", i) + numbered(" = x", i) + numbered(" * 2; t", i) +
+                   numbered(" = x", i) + " }\n";
+    }
+    src += numbered("x", n / 2 + 1) + " = [5]\n";  // rebinding: x10001#2
+    auto p = parse(src);
+    REQUIRE(p->ok);
+    CHECK(bound(*p, numbered("x", n / 2 + 1)).display == numbered("x", n / 2 + 1) + "#2");
+    CHECK(bound(*p, numbered("x", 1000)).op == OpKind::LoopParam);
+    CHECK(p->g.bindings.count(numbered("t", 1000)) == 0);  // local to its body
+    CHECK(p->g.bindings.size() == static_cast<size_t>(n));
+    CHECK(p->g.repeats.size() == static_cast<size_t>(n / 1000 - 1));
+    for (const Repeat& r : p->g.repeats) {
+        REQUIRE(r.carries.size() == 1);
+        CHECK(p->g.node(r.carries[0].param).name == r.carries[0].name);
+    }
+    CHECK(first_error(src + numbered("y = t", 1000) + "\n").find("is local to the repeat body") !=
+          std::string::npos);
+}
