@@ -10,12 +10,17 @@
 #include "engine/kernels/kernel_common.h"
 #include "engine/kernels/kernel_families.h"
 #include "engine/kernels/parallel.h"
+#include "engine/kernels/simd.h"
 
 namespace graphrun::kernels {
 
 namespace {
 
+// Elements per thread, at least: a cheap op streams memory, so a chunk must
+// outweigh the hand-over to a worker (about a microsecond); a libm call per
+// element (exp, pow, ...) is worth splitting much sooner.
 constexpr int64_t kElementwiseGrain = int64_t{1} << 15;
+constexpr int64_t kCostlyGrain = int64_t{1} << 11;
 
 template <class T>
 using Unsigned = std::make_unsigned_t<T>;
@@ -172,10 +177,14 @@ BroadcastPlan make_plan(const Shape& a, const Shape& b, const Shape& out) {
 template <class F>
 void for_each_run(const BroadcastPlan& p, int64_t begin, int64_t end, F f) {
     if (begin >= end) return;
+    if (p.outer_rank == 0) {  // one run: equal shapes, or a scalar operand
+        f(begin, begin * p.inner_sa, begin * p.inner_sb, end - begin);
+        return;
+    }
     const int64_t inner = p.inner;
     int64_t col = begin % inner;
     int64_t rest = begin / inner;
-    std::array<int64_t, kMaxDims> idx{};
+    std::array<int64_t, kMaxDims> idx;  // [0, outer_rank) set below
     int64_t oa = 0, ob = 0;
     for (int d = 0; d < p.outer_rank; ++d) {
         idx[d] = rest % p.outer_size[d];
@@ -245,11 +254,20 @@ class BinaryKernel final : public KernelBase {
         }
         const BroadcastPlan& p = plan_;
         const bool va = p.inner_sa != 0, vb = p.inner_sb != 0;
-        parallel_for(out.numel, ctx.threads, kElementwiseGrain, [&](int64_t lo, int64_t hi) {
-            for_each_run(p, lo, hi, [&](int64_t po, int64_t pa, int64_t pb, int64_t len) {
-                binary_run<Op>(o + po, a + pa, b + pb, len, va, vb);
-            });
-        });
+        constexpr bool costly = std::is_same_v<Op, PowOp> || (kIsInt<T> && std::is_same_v<Op, DivOp>);
+        parallel_for(ctx, out.numel, costly ? kCostlyGrain : kElementwiseGrain,
+                     [&](int64_t lo, int64_t hi) {
+                         auto runs = [&] {
+                             for_each_run(p, lo, hi,
+                                          [&](int64_t po, int64_t pa, int64_t pb, int64_t len) {
+                                              binary_run<Op>(o + po, a + pa, b + pb, len, va, vb);
+                                          });
+                         };
+                         if constexpr (costly)  // a call or a division per element: nothing to vectorize
+                             runs();
+                         else
+                             with_isa(runs);
+                     });
         return "";
     }
 
@@ -354,6 +372,11 @@ struct CosOp {
     }
 };
 
+// Ops that are a few instructions per element (the others call libm).
+template <class Op>
+constexpr bool kCheapUnary = std::is_same_v<Op, NegOp> || std::is_same_v<Op, AbsOp> ||
+                             std::is_same_v<Op, SquareOp> || std::is_same_v<Op, ReluOp>;
+
 template <class T, class Op>
 class UnaryKernel final : public KernelBase {
   public:
@@ -362,33 +385,41 @@ class UnaryKernel final : public KernelBase {
     std::string compute(const TensorRef* in, TensorRef& out, const KernelContext& ctx) override {
         const T* x = static_cast<const T*>(in[0].data);
         T* o = static_cast<T*>(out.data);
-        parallel_for(out.numel, ctx.threads, kElementwiseGrain, [x, o](int64_t lo, int64_t hi) {
-            const T* __restrict src = x + lo;
-            T* __restrict dst = o + lo;
-            blocked_loop(hi - lo, [=](int64_t i) { dst[i] = Op::apply(src[i]); });
-        });
+        constexpr bool cheap = kCheapUnary<Op>;
+        parallel_for(ctx, out.numel, cheap ? kElementwiseGrain : kCostlyGrain,
+                     [x, o](int64_t lo, int64_t hi) {
+                         const T* __restrict src = x + lo;
+                         T* __restrict dst = o + lo;
+                         auto loop = [=] {
+                             blocked_loop(hi - lo, [=](int64_t i) { dst[i] = Op::apply(src[i]); });
+                         };
+                         if constexpr (cheap)
+                             with_isa(loop);
+                         else
+                             loop();
+                     });
         return "";
     }
 };
 
-std::unique_ptr<CpuKernel> no_kernel(const Node& n) {
+std::unique_ptr<Kernel> no_kernel(const Node& n) {
     return make_error_kernel(std::string("internal error: no CPU kernel for ") + op_name(n.op) +
                              " on " + dtype_name(n.dtype));
 }
 
 // Float-only ops are not instantiated for the integer types.
-template <template <class, class> class Kernel, class Op, bool FloatOnly = false>
-std::unique_ptr<CpuKernel> make_typed(const Graph& g, const Node& n) {
+template <template <class, class> class K, class Op, bool FloatOnly = false>
+std::unique_ptr<Kernel> make_typed(const Graph& g, const Node& n) {
     switch (n.dtype) {
         case DType::F32:
-            return std::make_unique<Kernel<float, Op>>(g, n);
+            return std::make_unique<K<float, Op>>(g, n);
         case DType::F64:
-            return std::make_unique<Kernel<double, Op>>(g, n);
+            return std::make_unique<K<double, Op>>(g, n);
         case DType::I32:
-            if constexpr (!FloatOnly) return std::make_unique<Kernel<int32_t, Op>>(g, n);
+            if constexpr (!FloatOnly) return std::make_unique<K<int32_t, Op>>(g, n);
             break;
         case DType::I64:
-            if constexpr (!FloatOnly) return std::make_unique<Kernel<int64_t, Op>>(g, n);
+            if constexpr (!FloatOnly) return std::make_unique<K<int64_t, Op>>(g, n);
             break;
         case DType::Bool:
             break;
@@ -398,7 +429,7 @@ std::unique_ptr<CpuKernel> make_typed(const Graph& g, const Node& n) {
 
 }  // namespace
 
-std::unique_ptr<CpuKernel> make_binary_kernel(const Graph& g, const Node& n) {
+std::unique_ptr<Kernel> make_binary_kernel(const Graph& g, const Node& n) {
     if (n.inputs.size() != 2) return no_kernel(n);
     switch (n.op) {
         case OpKind::Add:
@@ -420,7 +451,7 @@ std::unique_ptr<CpuKernel> make_binary_kernel(const Graph& g, const Node& n) {
     }
 }
 
-std::unique_ptr<CpuKernel> make_unary_kernel(const Graph& g, const Node& n) {
+std::unique_ptr<Kernel> make_unary_kernel(const Graph& g, const Node& n) {
     if (n.inputs.size() != 1) return no_kernel(n);
     switch (n.op) {
         case OpKind::Neg:

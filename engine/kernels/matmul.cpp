@@ -4,18 +4,56 @@
 // copies). One gemm per batch element, or one for the whole batch when b is a
 // single matrix and a needs no transpose (a's batch folds into M).
 #include <cblas.h>
+#include <strings.h>
 
 #include <algorithm>
 #include <array>
 #include <climits>
+#include <cstdlib>
 #include <cstring>
+#include <mutex>
 
 #include "engine/kernels/kernel_common.h"
 #include "engine/kernels/kernel_families.h"
+#include "engine/kernels/simd.h"
+
+// OpenBLAS built with DYNAMIC_ARCH picks its kernels by CPU model at load time;
+// weak, so that another CBLAS (or a single-target OpenBLAS) links without them.
+extern "C" {
+void gotoblas_dynamic_init(void) __attribute__((weak));
+void gotoblas_dynamic_quit(void) __attribute__((weak));
+}
 
 namespace graphrun::kernels {
 
 namespace {
+
+// OpenBLAS up to 0.3.21 (Debian 12's) knows x86 CPUs by model number, and one
+// newer than it (here Emerald Rapids) gets its generic Prescott (SSE3)
+// kernels: sgemm at a third of the speed of its AVX-512 ones. When the core it
+// chose is such a fallback and the CPU has AVX-512 (or AVX2 and FMA), this
+// selects the SkylakeX (Haswell) kernels, the way OPENBLAS_CORETYPE would;
+// a user's OPENBLAS_CORETYPE is left alone. Runs once, before the first gemm,
+// while no other thread of the process calls into OpenBLAS or getenv.
+void select_openblas_core() {
+    static std::once_flag once;
+    std::call_once(once, [] {
+        if (!gotoblas_dynamic_init || !gotoblas_dynamic_quit || std::getenv("OPENBLAS_CORETYPE"))
+            return;
+        const char* core = openblas_get_corename();
+        static const char* const kFallbacks[] = {"unknown", "prescott", "katmai", "coppermine",
+                                                 "northwood", "banias", "core2", "penryn",
+                                                 "dunnington", "atom", "nehalem"};
+        bool fallback = false;
+        for (const char* f : kFallbacks) fallback |= core && strcasecmp(core, f) == 0;
+        const Isa isa = detected_isa();
+        const char* want = isa == Isa::Avx512 ? "SkylakeX" : isa == Isa::Avx2 ? "Haswell" : nullptr;
+        if (!fallback || !want || setenv("OPENBLAS_CORETYPE", want, 0) != 0) return;
+        gotoblas_dynamic_quit();
+        gotoblas_dynamic_init();
+        unsetenv("OPENBLAS_CORETYPE");
+    });
+}
 
 void gemm(bool ta, bool tb, int m, int n, int k, const float* a, int lda, const float* b, int ldb,
           float* c, int ldc) {
@@ -107,7 +145,8 @@ class MatmulKernel final : public KernelBase {
                  static_cast<int>(n_));
             return "";
         }
-        std::array<int64_t, kMaxDims> idx{};
+        std::array<int64_t, kMaxDims> idx;
+        std::fill_n(idx.begin(), batch_rank_, int64_t{0});
         int64_t oa = 0, ob = 0;
         for (int64_t t = 0; t < batch_; ++t) {
             multiply(a + oa * mat_a_, b + ob * mat_b_, c + t * m_ * n_);
@@ -152,7 +191,8 @@ class MatmulKernel final : public KernelBase {
 
 }  // namespace
 
-std::unique_ptr<CpuKernel> make_matmul_kernel(const Graph& g, const Node& n) {
+std::unique_ptr<Kernel> make_matmul_kernel(const Graph& g, const Node& n) {
+    select_openblas_core();
     if (n.inputs.size() == 2) {
         if (n.dtype == DType::F32) return std::make_unique<MatmulKernel<float>>(g, n);
         if (n.dtype == DType::F64) return std::make_unique<MatmulKernel<double>>(g, n);

@@ -2,7 +2,8 @@
 // softmax. Float sums accumulate in double; f64 sums also pairwise along
 // contiguous runs and compensated (Kahan) across them, so results stay within
 // 1e-5 relative of a float64 reference. Integer sums wrap; NaN propagates
-// through reduce_max and softmax.
+// through reduce_max and softmax. Work is split over the session's workers in
+// pieces fixed by the shape alone, so the result never depends on --threads.
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -12,13 +13,21 @@
 #include "engine/kernels/kernel_common.h"
 #include "engine/kernels/kernel_families.h"
 #include "engine/kernels/parallel.h"
+#include "engine/kernels/simd.h"
 
 namespace graphrun::kernels {
 
 namespace {
 
 constexpr int64_t kReduceGrain = int64_t{1} << 15;  // input elements per thread, at least
-constexpr int64_t kTileWidth = 64;                  // output lanes accumulated together
+constexpr int64_t kTileWidth = 64;                  // softmax: slices handled side by side
+// A long contiguous reduction is cut into blocks of at least this many
+// elements, reduced in parallel and combined in order.
+constexpr int64_t kSplitBlock = int64_t{1} << 15;
+constexpr int64_t kMaxPartials = 2048;  // block results held on the stack
+// Innermost axis kept: lanes accumulated side by side, at most this many.
+constexpr int64_t kMaxLaneTile = 1024;
+constexpr int64_t kSoftmaxGrain = int64_t{1} << 13;  // elements per thread, at least
 
 enum class ReduceKind { Sum, Max, Mean };
 
@@ -183,6 +192,15 @@ class ReduceKernel final : public KernelBase {
             a.count *= dims[k].size;
             ++a.rank;
         }
+        // Few long contiguous runs (reduce over everything, or over a long
+        // last axis): each run is cut into blocks reduced in parallel.
+        if (inner_reduced_ && reduced_axes_.rank == 0 && out_numel_ > 0 &&
+            run_ >= 2 * kSplitBlock && out_numel_ <= kMaxPartials / 2) {
+            const int64_t blocks =
+                std::min((run_ + kSplitBlock - 1) / kSplitBlock, kMaxPartials / out_numel_);
+            block_len_ = (run_ + blocks - 1) / blocks;
+            blocks_ = (run_ + block_len_ - 1) / block_len_;
+        }
     }
 
     std::string compute(const TensorRef* in, TensorRef& out, const KernelContext& ctx) override {
@@ -194,21 +212,31 @@ class ReduceKernel final : public KernelBase {
             fill_empty(o, out.numel);
             return "";
         }
-        if (inner_reduced_) {
+        if (blocks_ > 1) {
+            reduce_blocks(x, o, ctx);
+        } else if (inner_reduced_) {
             const int64_t grain = std::max<int64_t>(1, kReduceGrain / count_);
-            parallel_for(out.numel, ctx.threads, grain,
+            parallel_for(ctx, out.numel, grain,
                          [&](int64_t lo, int64_t hi) { reduce_runs(x, o, lo, hi); });
         } else {
-            const int64_t tiles = (lanes_ + kTileWidth - 1) / kTileWidth;
-            const int64_t grain =
-                std::max<int64_t>(1, kReduceGrain / (count_ * std::min(lanes_, kTileWidth)));
-            parallel_for(kept_axes_.count * tiles, ctx.threads, grain,
-                         [&](int64_t lo, int64_t hi) { reduce_lanes(x, o, tiles, lo, hi); });
+            // Tiles of neighbouring lanes; their width only spreads the work
+            // (each lane sums its own elements in order), so it may follow the pool.
+            const int64_t threads = ctx.pool ? ctx.pool->size() : 1;
+            int64_t width = std::min(lanes_, kMaxLaneTile);
+            if (kept_axes_.count < 2 * threads)
+                width = std::min(width, std::max<int64_t>(64, (lanes_ + 2 * threads - 1) / (2 * threads)));
+            const int64_t tiles = (lanes_ + width - 1) / width;
+            const int64_t grain = std::max<int64_t>(1, kReduceGrain / (count_ * width));
+            parallel_for(ctx, kept_axes_.count * tiles, grain, [&](int64_t lo, int64_t hi) {
+                with_isa([&] { reduce_lanes(x, o, tiles, width, lo, hi); });
+            });
         }
         return "";
     }
 
   private:
+    using Acc = typename Accumulator<T, K>::type;
+
     // An empty reduction: the sum's identity, the mean's 0/0, and for max
     // (refused by validation) the lowest value.
     void fill_empty(T* o, int64_t n) const {
@@ -227,6 +255,56 @@ class ReduceKernel final : public KernelBase {
             return static_cast<T>(sum);
     }
 
+    // The reduction of one contiguous run: its max, its wrapped integer sum,
+    // or its float sum in double.
+    static Acc reduce_run(const T* p, int64_t n) {
+        if constexpr (K == ReduceKind::Max) {
+            if constexpr (std::is_same_v<T, float>)
+                return max_f32(p, n);
+            else
+                return run_max(p, n, p[0]);
+        } else if constexpr (kIsInt<T>) {
+            Acc s = 0;
+            with_isa([&] { blocked_loop(n, [&](int64_t j) { s += static_cast<Acc>(p[j]); }); });
+            return s;
+        } else if constexpr (std::is_same_v<T, float>) {
+            return sum_f32(p, n);
+        } else {
+            double s = 0;
+            with_isa([&] { s = pairwise_sum(p, n); });
+            return s;
+        }
+    }
+
+    // Outputs one by one, each combining its blocks of length block_len_ in order.
+    void reduce_blocks(const T* x, T* o, const KernelContext& ctx) const {
+        const int64_t blocks = blocks_, items = out_numel_ * blocks;
+        Acc part[kMaxPartials];
+        parallel_for(ctx, items, 1, [&](int64_t lo, int64_t hi) {
+            for (int64_t item = lo; item < hi; ++item) {
+                const int64_t i = item / blocks, b = item % blocks;
+                const int64_t begin = b * block_len_, len = std::min(block_len_, run_ - begin);
+                part[item] = reduce_run(x + Odometer(kept_axes_, i).offset + begin, len);
+            }
+        });
+        for (int64_t i = 0; i < out_numel_; ++i) {
+            const Acc* p = part + i * blocks;
+            if constexpr (K == ReduceKind::Max) {
+                T m = p[0];
+                for (int64_t b = 1; b < blocks; ++b) m = nan_max(m, p[b]);
+                o[i] = m;
+            } else if constexpr (kIsInt<T>) {
+                Acc s = 0;
+                for (int64_t b = 0; b < blocks; ++b) s += p[b];
+                o[i] = static_cast<T>(s);
+            } else {
+                Compensated total;
+                for (int64_t b = 0; b < blocks; ++b) total.add(p[b]);
+                o[i] = finish(total.value());
+            }
+        }
+    }
+
     // Outputs [lo, hi) when the innermost input axis is reduced.
     void reduce_runs(const T* x, T* o, int64_t lo, int64_t hi) const {
         const int64_t run = run_, runs = reduced_axes_.count;
@@ -236,57 +314,79 @@ class ReduceKernel final : public KernelBase {
             Odometer r(reduced_axes_, 0);
             if constexpr (K == ReduceKind::Max) {
                 T m = base[0];
-                for (int64_t q = 0; q < runs; ++q, r.next()) m = run_max(base + r.offset, run, m);
+                for (int64_t q = 0; q < runs; ++q, r.next()) m = nan_max(m, reduce_run(base + r.offset, run));
                 o[i] = m;
             } else if constexpr (kIsInt<T>) {
-                using U = std::make_unsigned_t<T>;
-                U total = 0;
-                for (int64_t q = 0; q < runs; ++q, r.next()) {
-                    const T* __restrict p = base + r.offset;
-                    U s = 0;
-                    for (int64_t j = 0; j < run; ++j) s += static_cast<U>(p[j]);
-                    total += s;
-                }
+                Acc total = 0;
+                for (int64_t q = 0; q < runs; ++q, r.next()) total += reduce_run(base + r.offset, run);
                 o[i] = static_cast<T>(total);
             } else {
                 Compensated total;
-                for (int64_t q = 0; q < runs; ++q, r.next())
-                    total.add(pairwise_sum(base + r.offset, run));
+                for (int64_t q = 0; q < runs; ++q, r.next()) total.add(reduce_run(base + r.offset, run));
                 o[i] = finish(total.value());
             }
         }
     }
 
     // Work items [lo, hi) when the innermost input axis is kept: item =
-    // (output row, tile of up to kTileWidth neighbouring lanes).
-    void reduce_lanes(const T* x, T* o, int64_t tiles, int64_t lo, int64_t hi) const {
-        using Acc = typename Accumulator<T, K>::type;
+    // (output row, tile of up to `width` neighbouring lanes). Each lane adds
+    // its elements in input order.
+    void reduce_lanes(const T* x, T* o, int64_t tiles, int64_t width, int64_t lo, int64_t hi) const {
         constexpr bool compensate = std::is_same_v<T, double> && K != ReduceKind::Max;
-        Acc acc[kTileWidth];
-        double comp[kTileWidth];
+        Acc acc[kMaxLaneTile];
+        double comp[compensate ? kMaxLaneTile : 1];
         for (int64_t item = lo; item < hi; ++item) {
-            const int64_t row = item / tiles, j0 = item % tiles * kTileWidth;
-            const int64_t w = std::min(kTileWidth, lanes_ - j0);
+            const int64_t row = item / tiles, j0 = item % tiles * width;
+            const int64_t w = std::min(width, lanes_ - j0);
             const T* base = x + Odometer(kept_axes_, row).offset + j0;
             Odometer r(reduced_axes_, 0);
             if constexpr (K == ReduceKind::Max) {
                 for (int64_t j = 0; j < w; ++j) acc[j] = base[j];
             } else {
-                for (int64_t j = 0; j < w; ++j) acc[j] = 0, comp[j] = 0;
+                for (int64_t j = 0; j < w; ++j) acc[j] = 0;
+                if constexpr (compensate)
+                    for (int64_t j = 0; j < w; ++j) comp[j] = 0;
             }
-            for (int64_t q = 0; q < reduced_axes_.count; ++q, r.next()) {
-                const T* p = base + r.offset;
+            int64_t q = 0;
+            if constexpr (!compensate) {
+                // Four input rows per pass over the lanes: the same additions in
+                // the same order, a quarter of the accumulator traffic.
+                for (; q + 4 <= reduced_axes_.count; q += 4) {
+                    const T* __restrict p0 = base + r.offset;
+                    r.next();
+                    const T* __restrict p1 = base + r.offset;
+                    r.next();
+                    const T* __restrict p2 = base + r.offset;
+                    r.next();
+                    const T* __restrict p3 = base + r.offset;
+                    r.next();
+                    Acc* __restrict a = acc;
+                    if constexpr (K == ReduceKind::Max)
+                        blocked_loop(w, [=](int64_t j) {
+                            a[j] = nan_max(nan_max(nan_max(nan_max(a[j], p0[j]), p1[j]), p2[j]), p3[j]);
+                        });
+                    else
+                        blocked_loop(w, [=](int64_t j) {
+                            a[j] = (((a[j] + static_cast<Acc>(p0[j])) + static_cast<Acc>(p1[j])) +
+                                    static_cast<Acc>(p2[j])) +
+                                   static_cast<Acc>(p3[j]);
+                        });
+                }
+            }
+            for (; q < reduced_axes_.count; ++q, r.next()) {
+                const T* __restrict p = base + r.offset;
+                Acc* __restrict a = acc;
                 if constexpr (K == ReduceKind::Max) {
-                    for (int64_t j = 0; j < w; ++j) acc[j] = nan_max(acc[j], p[j]);
+                    blocked_loop(w, [=](int64_t j) { a[j] = nan_max(a[j], p[j]); });
                 } else if constexpr (compensate) {
-                    for (int64_t j = 0; j < w; ++j) {
-                        const double v = p[j], t = acc[j] + v;
-                        comp[j] +=
-                            std::fabs(acc[j]) >= std::fabs(v) ? (acc[j] - t) + v : (v - t) + acc[j];
-                        acc[j] = t;
-                    }
+                    double* __restrict c = comp;
+                    blocked_loop(w, [=](int64_t j) {
+                        const double v = p[j], t = a[j] + v;
+                        c[j] += std::fabs(a[j]) >= std::fabs(v) ? (a[j] - t) + v : (v - t) + a[j];
+                        a[j] = t;
+                    });
                 } else {
-                    for (int64_t j = 0; j < w; ++j) acc[j] += static_cast<Acc>(p[j]);
+                    blocked_loop(w, [=](int64_t j) { a[j] += static_cast<Acc>(p[j]); });
                 }
             }
             T* dst = o + row * lanes_ + j0;
@@ -305,11 +405,13 @@ class ReduceKernel final : public KernelBase {
 
     bool ok_ = true;
     bool inner_reduced_ = false;
-    int64_t count_ = 1;  // input elements per output
-    int64_t run_ = 1;    // inner_reduced_: length of the contiguous runs
-    int64_t lanes_ = 1;  // !inner_reduced_: length of the innermost (kept) axis
-    Axes kept_axes_;     // kept axes except the innermost
-    Axes reduced_axes_;  // reduced axes except the innermost
+    int64_t count_ = 1;      // input elements per output
+    int64_t run_ = 1;        // inner_reduced_: length of the contiguous runs
+    int64_t lanes_ = 1;      // !inner_reduced_: length of the innermost (kept) axis
+    int64_t blocks_ = 0;     // > 1: each output's single run is cut into this many blocks
+    int64_t block_len_ = 0;  //      of this length (the last one shorter)
+    Axes kept_axes_;         // kept axes except the innermost
+    Axes reduced_axes_;      // reduced axes except the innermost
 };
 
 // --- softmax ---------------------------------------------------------------------
@@ -343,10 +445,21 @@ class SoftmaxKernel final : public KernelBase {
         if (out.numel == 0) return "";
         const T* x = static_cast<const T*>(in[0].data);
         T* o = static_cast<T*>(out.data);
+        if constexpr (std::is_same_v<T, float>) {
+            if (inner_ == 1) {
+                const int64_t len = len_;
+                parallel_for(ctx, outer_, std::max<int64_t>(1, kSoftmaxGrain / len),
+                             [=](int64_t lo, int64_t hi) {
+                                 for (int64_t row = lo; row < hi; ++row)
+                                     contiguous_slice(x + row * len, o + row * len, len);
+                             });
+                return "";
+            }
+        }
         const int64_t tiles = (inner_ + kTileWidth - 1) / kTileWidth;
         const int64_t grain =
             std::max<int64_t>(1, kReduceGrain / (len_ * std::min(inner_, kTileWidth)));
-        parallel_for(outer_ * tiles, ctx.threads, grain, [&](int64_t lo, int64_t hi) {
+        parallel_for(ctx, outer_ * tiles, grain, [&](int64_t lo, int64_t hi) {
             for (int64_t item = lo; item < hi; ++item) {
                 const int64_t row = item / tiles, j0 = item % tiles * kTileWidth;
                 const int64_t off = row * len_ * inner_ + j0;
@@ -357,6 +470,18 @@ class SoftmaxKernel final : public KernelBase {
     }
 
   private:
+    // One contiguous f32 slice: the same formula with the exponential of
+    // simd.h, evaluated in double (x - max is exact there), and the sum in double.
+    static void contiguous_slice(const float* x, float* o, int64_t len) {
+        const float m = max_f32(x, len);
+        if (!std::isfinite(m)) {  // NaN inside, or an infinite max: NaN, as exp(x - m) / sum gives
+            std::fill(o, o + len, std::numeric_limits<float>::quiet_NaN());
+            return;
+        }
+        const double sum = exp_shifted_f32(x, o, len, m);  // >= 1: the max contributes exp(0)
+        scale_f32(o, len, 1.0 / sum);
+    }
+
     // `w` neighbouring slices of length len_, element k of slice j at k * inner_ + j.
     void slice(const T* x, T* o, int64_t w) const {
         double m[kTileWidth], sum[kTileWidth];
@@ -380,7 +505,7 @@ class SoftmaxKernel final : public KernelBase {
 };
 
 template <ReduceKind K>
-std::unique_ptr<CpuKernel> make_reduce_typed(const Graph& g, const Node& n) {
+std::unique_ptr<Kernel> make_reduce_typed(const Graph& g, const Node& n) {
     switch (n.dtype) {
         case DType::F32:
             return std::make_unique<ReduceKernel<float, K>>(g, n);
@@ -403,7 +528,7 @@ std::unique_ptr<CpuKernel> make_reduce_typed(const Graph& g, const Node& n) {
 
 }  // namespace
 
-std::unique_ptr<CpuKernel> make_reduce_kernel(const Graph& g, const Node& n) {
+std::unique_ptr<Kernel> make_reduce_kernel(const Graph& g, const Node& n) {
     if (n.inputs.size() == 1) {
         if (n.op == OpKind::ReduceSum) return make_reduce_typed<ReduceKind::Sum>(g, n);
         if (n.op == OpKind::ReduceMax) return make_reduce_typed<ReduceKind::Max>(g, n);
@@ -412,7 +537,7 @@ std::unique_ptr<CpuKernel> make_reduce_kernel(const Graph& g, const Node& n) {
     return make_error_kernel(std::string("internal error: no CPU kernel for ") + op_name(n.op));
 }
 
-std::unique_ptr<CpuKernel> make_softmax_kernel(const Graph& g, const Node& n) {
+std::unique_ptr<Kernel> make_softmax_kernel(const Graph& g, const Node& n) {
     if (n.inputs.size() == 1) {
         if (n.dtype == DType::F32) return std::make_unique<SoftmaxKernel<float>>(g, n);
         if (n.dtype == DType::F64) return std::make_unique<SoftmaxKernel<double>>(g, n);

@@ -1,0 +1,78 @@
+// The session's CPU workers: a fixed set of threads, started once, that one
+// kernel at a time splits its loop over (--threads). Idle workers spin for a
+// few tens of microseconds, so back-to-back kernels hand over without a wake
+// up, then sleep on a condition variable.
+#pragma once
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace graphrun {
+
+class ThreadPool {
+  public:
+    // `threads` counts every worker including the calling thread: ThreadPool(1)
+    // starts no thread. A thread that cannot be started leaves the pool smaller.
+    explicit ThreadPool(int threads);
+    ~ThreadPool();  // joins the workers
+    ThreadPool(const ThreadPool&) = delete;
+    ThreadPool& operator=(const ThreadPool&) = delete;
+
+    // Threads that take part in parallel_for, the caller included (>= 1).
+    int size() const { return size_; }
+
+    // Calls body(begin, end) over disjoint chunks that cover [0, n) exactly
+    // once, each at least `grain` long (except when n < grain), and returns
+    // when all have run; the calling thread runs chunks too. body must not
+    // throw. A call made while the pool is busy (from inside a body, or from a
+    // second thread) runs body(0, n) on the calling thread.
+    template <class Body>
+    void parallel_for(int64_t n, int64_t grain, const Body& body) {
+        if (n <= 0) return;
+        const int64_t chunks = chunk_count(n, grain);
+        if (chunks <= 1 || !dispatch(n, chunks, &call<Body>, &body)) body(int64_t{0}, n);
+    }
+
+    // How parallel_for cuts [0, n): chunk c of `chunks` starts here.
+    static int64_t chunk_begin(int64_t n, int64_t chunks, int64_t c) {
+        return n / chunks * c + (c < n % chunks ? c : n % chunks);
+    }
+
+  private:
+    using Invoke = void (*)(const void* body, int64_t begin, int64_t end);
+    template <class Body>
+    static void call(const void* body, int64_t begin, int64_t end) {
+        (*static_cast<const Body*>(body))(begin, end);
+    }
+
+    int64_t chunk_count(int64_t n, int64_t grain) const;
+    // Runs the job on the pool; false (nothing run) when the pool is busy or has no worker.
+    bool dispatch(int64_t n, int64_t chunks, Invoke invoke, const void* body);
+    void work(uint64_t word);  // claims and runs chunks of the job whose ticket is `word`
+    void worker_loop();
+
+    int size_ = 1;
+    std::vector<std::thread> workers_;
+
+    // The current job. `ticket_` packs (job number << 32 | chunks not yet
+    // claimed); a claim is a compare-exchange on it, so a worker that arrives
+    // after its job ended can never claim a chunk of the next one. The fields
+    // below are written only while no chunk is claimable and none is running.
+    std::atomic<uint64_t> ticket_{0};
+    Invoke invoke_ = nullptr;
+    const void* body_ = nullptr;
+    int64_t n_ = 0, chunks_ = 0;
+    std::atomic<int64_t> unfinished_{0};  // chunks of the current job not yet done
+    std::atomic<bool> busy_{false};       // a parallel_for is running
+
+    std::mutex mu_;  // guards the sleeping workers' wake-up
+    std::condition_variable wake_;
+    bool stop_ = false;
+    std::mutex done_mu_;  // guards the caller's wait for the last chunk
+    std::condition_variable done_;
+};
+
+}  // namespace graphrun
