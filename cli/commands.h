@@ -42,7 +42,7 @@ int check_command(const CheckOptions& opts, std::ostream& out, std::ostream& err
 int convert_command(const std::string& file, Format to, std::ostream& out, std::ostream& err);
 int devices_command(std::ostream& out);
 
-// What this build and machine offer (no CUDA support is built in yet).
+// What this build and machine offer: the CUDA plugin's GPUs, or why there are none.
 DeviceAvailability device_availability();
 std::string version_string();
 

@@ -1,10 +1,12 @@
-// `graphrun devices`, `--version`, and what this build can run on.
+// `graphrun devices`, `--version`, and what this build and machine can run on.
 #include <ostream>
+#include <sstream>
 #include <thread>
 #include <unistd.h>
 
 #include "cli/app.h"
 #include "cli/commands.h"
+#include "engine/device.h"
 
 namespace graphrun::cli {
 
@@ -14,21 +16,53 @@ namespace graphrun::cli {
 
 DeviceAvailability device_availability() {
     DeviceAvailability a;
-    a.gpu_count = 0;
-    a.why_no_gpu = "graphrun was built without CUDA support";
+    std::string why;
+    GpuRuntime* rt = gpu_runtime(&why);
+    if (!rt) {
+        a.why_no_gpu = why;
+        return a;
+    }
+    a.gpu_count = rt->device_count(&why);
+    a.why_no_gpu = why;
+    a.gpu_supports = [rt](OpKind op, DType dt) { return rt->supports(op, dt); };
     return a;
 }
 
 std::string version_string() {
-    return std::string("graphrun ") + GRAPHRUN_VERSION + " (CUDA support: not built in)";
+    std::string s = std::string("graphrun ") + GRAPHRUN_VERSION + " (CUDA support: ";
+#ifdef GRAPHRUN_CUDA_VERSION
+    s += "built in, CUDA toolkit " GRAPHRUN_CUDA_VERSION;
+    std::string why;
+    if (GpuRuntime* rt = gpu_runtime(&why)) s += "; " + rt->toolkit_version();
+    else s += "; the plugin is not usable here: " + why;
+#else
+    s += "not built in";
+#endif
+    return s + ")";
 }
 
 int devices_command(std::ostream& out) {
     long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
     uint64_t mem = pages > 0 && page > 0 ? static_cast<uint64_t>(pages) * static_cast<uint64_t>(page) : 0;
     out << "cpu: " << std::thread::hardware_concurrency() << " cores, " << human_bytes(mem) << " memory\n";
-    DeviceAvailability a = device_availability();
-    if (a.gpu_count == 0) out << "gpu: none usable: " << a.why_no_gpu << "\n";
+    std::string why;
+    GpuRuntime* rt = gpu_runtime(&why);
+    int count = rt ? rt->device_count(&why) : 0;
+    if (count == 0) {
+        out << "gpu: none usable: " << why << "\n";
+        return kExitOk;
+    }
+    std::string driver = rt->driver_version();
+    for (int i = 0; i < count; ++i) {
+        auto info = rt->info(i);
+        if (!info) {
+            out << "gpu:" << i << ": cannot be queried\n";
+            continue;
+        }
+        out << "gpu:" << i << ": " << info->name << ", " << human_bytes(info->total_memory) << " memory, compute capability "
+            << info->cc_major << "." << info->cc_minor << ", driver " << (driver.empty() ? "unknown" : driver)
+            << ", PCI " << info->pci_bus_id << "\n";
+    }
     return kExitOk;
 }
 

@@ -15,6 +15,8 @@
 #include "cli/app.h"
 #include "cli/commands.h"
 #include "cli/values.h"
+#include "engine/device.h"
+#include "engine/device_name.h"
 #include "engine/load.h"
 #include "engine/plan.h"
 #include "engine/session.h"
@@ -55,11 +57,19 @@ uint64_t resident_bytes() {
     return n == 2 ? static_cast<uint64_t>(rss) * static_cast<uint64_t>(sysconf(_SC_PAGESIZE)) : 0;
 }
 
+// A GPU's used memory as the driver reports it (NVML), at the three moments.
+struct DriverFigures {
+    std::optional<uint64_t> before_session, before_teardown, after_teardown;
+    std::string why;  // when NVML cannot say
+};
+
 struct FileReport {
     std::string file;
     std::vector<HostTensor> outputs;
     std::map<std::string, MemoryStats> before, after;
     uint64_t rss_session = 0, rss_before = 0, rss_after = 0;
+    std::map<std::string, DriverFigures> gpu_system;  // per GPU the session used
+    bool reset_device = false;
     bool ran = false;  // a session was opened
     std::vector<OpProfile> profile;
     double run_ms = 0, teardown_ms = 0;
@@ -89,6 +99,17 @@ void print_json(const FileReport& r, const RunOptions& opts, std::ostream& out) 
                                         {"before_session", r.rss_session},
                                         {"before_teardown", r.rss_before},
                                         {"after_teardown", r.rss_after}}}};
+    auto figure = [](const std::optional<uint64_t>& v) { return v ? ojson(*v) : ojson(nullptr); };
+    for (const auto& [dev, f] : r.gpu_system) {
+        ojson g{{"kind", "driver_used"},
+                {"before_session", figure(f.before_session)},
+                {"before_teardown", figure(f.before_teardown)},
+                {"after_teardown", figure(f.after_teardown)}};
+        if (f.before_session && f.after_teardown)
+            g["context_residue"] = *f.after_teardown > *f.before_session ? *f.after_teardown - *f.before_session : 0;
+        if (!f.why.empty()) g["unavailable"] = f.why;
+        doc["system"][dev] = std::move(g);
+    }
     doc["session"] = ojson{{"cleanup", cleanup_name(opts.cleanup)}, {"iterations", opts.iterations},
                            {"run_ms", r.run_ms}, {"teardown_ms", r.teardown_ms}};
     if (opts.profile) {
@@ -99,6 +120,32 @@ void print_json(const FileReport& r, const RunOptions& opts, std::ostream& out) 
     }
     if (r.code != kExitOk) doc["error"] = ojson{{"code", r.code}, {"message", r.error}};
     out << doc.dump() << "\n";
+}
+
+std::string figure_text(const std::optional<uint64_t>& v) {
+    return v ? std::to_string(*v) + " bytes (" + human_bytes(*v) + ")" : std::string("unknown");
+}
+
+// The driver-level line for each GPU; after teardown, what stays above the
+// figure before the session is the CUDA context and library code, not tensors.
+void print_gpu_system(const FileReport& r, int moment, std::ostream& out) {
+    for (const auto& [dev, f] : r.gpu_system) {
+        const std::optional<uint64_t>& v = moment == 0 ? f.before_session : moment == 1 ? f.before_teardown : f.after_teardown;
+        const char* label = moment == 0 ? "before the session" : moment == 1 ? "before teardown" : "after teardown";
+        out << (moment == 0 ? "" : "  ") << "system (" << dev << "): driver-reported used memory " << label << ": ";
+        if (!v) {
+            out << "unknown (" << f.why << ")\n";
+            continue;
+        }
+        out << figure_text(v);
+        if (moment == 2 && f.before_session) {
+            uint64_t residue = *v > *f.before_session ? *v - *f.before_session : 0;
+            out << "; " << residue << " bytes (" << human_bytes(residue) << ") above the figure before the session "
+                << (r.reset_device ? "remain after the CUDA context was ended (--reset-device)"
+                                   : "are the CUDA context and library code, not graph tensors (--reset-device ends the context)");
+        }
+        out << "\n";
+    }
 }
 
 void print_table(const std::string& title, const std::map<std::string, MemoryStats>& stats, uint64_t rss,
@@ -135,8 +182,11 @@ void print_text(const FileReport& r, const RunOptions& opts, bool several, std::
     if (!r.ran) return;
     out << "system (cpu): process resident memory before the session: " << r.rss_session << " bytes ("
         << human_bytes(r.rss_session) << ")\n";
+    print_gpu_system(r, 0, out);
     print_table("memory before teardown", r.before, r.rss_before, "before teardown", out);
+    print_gpu_system(r, 1, out);
     print_table("memory after teardown", r.after, r.rss_after, "after teardown", out);
+    print_gpu_system(r, 2, out);
     std::ostringstream line;
     line << std::fixed << std::setprecision(3) << "session: cleanup=" << cleanup_name(opts.cleanup)
          << " iterations=" << opts.iterations << " run " << r.run_ms << " ms, teardown " << r.teardown_ms << " ms";
@@ -191,14 +241,16 @@ FileReport run_file(const std::string& path, const RunOptions& opts, std::ostrea
         return fail(kExitInvalidGraph, plan_error);
     }
     uint64_t limit = opts.memory_limit ? opts.memory_limit : default_cpu_memory_limit();
+    auto refuse_peak = [&](const std::string& dev, uint64_t bytes, uint64_t lim) {
+        std::string msg = "the static plan needs " + std::to_string(bytes) + " bytes (" + human_bytes(bytes) + ") on " +
+                          dev + " at its peak, more than the memory limit of " + std::to_string(lim) + " bytes (" +
+                          human_bytes(lim) + "); refused before running";
+        err << lg->display << ": error: " << msg << "\n";
+        return msg;
+    };
     for (const auto& [dev, bytes] : plan->static_peak) {
-        if (bytes > limit) {
-            std::string msg = "the static plan needs " + std::to_string(bytes) + " bytes (" + human_bytes(bytes) +
-                              ") on " + dev + " at its peak, more than the memory limit of " +
-                              std::to_string(limit) + " bytes (" + human_bytes(limit) + "); refused before running";
-            err << lg->display << ": error: " << msg << "\n";
-            return fail(kExitRuntime, msg);
-        }
+        bool gpu = dev != "cpu";
+        if (bytes > limit && (!gpu || opts.memory_limit)) return fail(kExitRuntime, refuse_peak(dev, bytes, limit));
     }
 
     SessionOptions so;
@@ -207,18 +259,50 @@ FileReport run_file(const std::string& path, const RunOptions& opts, std::ostrea
     so.cpu_memory_limit = limit;
     so.profile = opts.profile;
     so.interrupt = &g_interrupt;
+    so.gpu.memory_limit = opts.memory_limit;
+    so.gpu.allow_tf32 = opts.allow_tf32;
+    so.gpu.reset_device = opts.reset_device;
+    r.reset_device = opts.reset_device;
+    // The driver's figures for each GPU the plan uses, taken before the session opens.
+    GpuRuntime* rt = nullptr;
+    for (const auto& [dev, bytes] : plan->static_peak) {
+        auto dn = parse_device_name(dev);
+        if (!dn || dn->kind != DeviceName::Kind::Gpu) continue;
+        if (!rt) rt = gpu_runtime(nullptr);
+        DriverFigures& f = r.gpu_system[dev];
+        if (rt) f.before_session = rt->driver_used_bytes(dn->index, &f.why);
+    }
+    so.gpu_runtime = rt;
+    auto driver_figures = [&](int moment) {
+        for (auto& [dev, f] : r.gpu_system) {
+            if (!rt) continue;
+            auto v = rt->driver_used_bytes(parse_device_name(dev)->index, &f.why);
+            (moment == 1 ? f.before_teardown : f.after_teardown) = v;
+        }
+    };
     r.rss_session = resident_bytes();
     r.ran = true;
     Session session(g, *plan, so);
-    auto run_error = session.run(opts.iterations, g.outputs, r.outputs);
+    std::optional<RunError> run_error;
+    std::string refused;
+    // A GPU's limit (its free memory by default) is known once its device is open.
+    for (const auto& [dev, lim] : session.limits()) {
+        auto it = plan->static_peak.find(dev);
+        if (dev != "cpu" && it != plan->static_peak.end() && it->second > lim && refused.empty())
+            refused = refuse_peak(dev, it->second, lim);
+    }
+    if (refused.empty()) run_error = session.run(opts.iterations, g.outputs, r.outputs);
     r.run_ms = session.run_ms();
     r.profile = session.profile();
     r.before = session.stats();
     r.rss_before = resident_bytes();
+    driver_figures(1);
     session.close();
     r.teardown_ms = session.teardown_ms();
     r.after = session.stats();
     r.rss_after = resident_bytes();
+    driver_figures(2);
+    if (!refused.empty()) return fail(kExitRuntime, refused);
     if (run_error) {
         Diagnostics d(lg->display, lg->source);
         if (run_error->signal) {

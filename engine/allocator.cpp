@@ -63,6 +63,15 @@ void CpuAllocator::add_pending(uint64_t bytes) {
 void CpuAllocator::release(void* p, uint64_t bytes) {
     std::lock_guard<std::mutex> lock(mu_);
     s_.pending -= std::min(s_.pending, bytes);
+    release_locked(p, bytes);
+}
+
+void CpuAllocator::release_scratch(void* p, uint64_t bytes) {
+    std::lock_guard<std::mutex> lock(mu_);
+    release_locked(p, bytes);
+}
+
+void CpuAllocator::release_locked(void* p, uint64_t bytes) {
     s_.in_use -= bytes;
     ++s_.frees;
     --s_.live;

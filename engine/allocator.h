@@ -34,6 +34,12 @@ public:
     // (or the system has no memory); the caller decides what that means.
     virtual void* allocate(uint64_t bytes) = 0;
     virtual void release(void* p, uint64_t bytes) = 0;
+    // Releases a buffer that never became pending: a node's scratch copy of an
+    // input from another device, released as soon as the node has run.
+    virtual void release_scratch(void* p, uint64_t bytes) {
+        add_pending(bytes);
+        release(p, bytes);
+    }
     // A buffer became unreferenced (pending) / a pending buffer is about to be released.
     virtual void add_pending(uint64_t bytes) = 0;
     // Gives every cached block back to the system.
@@ -58,6 +64,7 @@ public:
 
     void* allocate(uint64_t bytes) override;
     void release(void* p, uint64_t bytes) override;
+    void release_scratch(void* p, uint64_t bytes) override;
     void add_pending(uint64_t bytes) override;
     void trim() override;
     MemoryStats stats() const override;
@@ -66,6 +73,7 @@ public:
 
 private:
     void trim_locked();
+    void release_locked(void* p, uint64_t bytes);
 
     const uint64_t limit_;
     mutable std::mutex mu_;

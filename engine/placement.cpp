@@ -15,7 +15,9 @@ std::string unusable_cause(const DeviceName& want, const Node& n, const DeviceAv
         return "no such device (" + std::to_string(avail.gpu_count) + " GPU" +
                (avail.gpu_count == 1 ? "" : "s") + " present)";
     if (n.op == OpKind::LoopParam) return {};
-    if (!op_info(n.op).gpu || (avail.gpu_supports && !avail.gpu_supports(n.op, n.dtype)))
+    // The plugin knows its kernels (creation ops and aliases included); without
+    // it, the op table's G marks.
+    if (avail.gpu_supports ? !avail.gpu_supports(n.op, n.dtype) : !op_info(n.op).gpu)
         return std::string("no GPU kernel for ") + op_name(n.op) + " on " + dtype_name(n.dtype);
     return {};
 }

@@ -1,6 +1,9 @@
 // The executor and the cleanup strategies.
 #include "engine/session.h"
 
+#include "engine/cpu_device.h"
+#include "engine/device_name.h"
+
 #include <cblas.h>
 
 #include <algorithm>
@@ -32,20 +35,27 @@ Session::Session(const Graph& g, const Plan& plan, SessionOptions opts) : g_(g),
     if (opts_.cpu_memory_limit == 0) opts_.cpu_memory_limit = default_cpu_memory_limit();
     ctx_.threads = std::max(1, opts_.threads);
     openblas_set_num_threads(ctx_.threads);
+    if (ctx_.threads > 1) {
+        pool_ = std::make_unique<ThreadPool>(ctx_.threads);
+        ctx_.pool = pool_.get();
+    }
     size_t max_inputs = 0;
-    node_alloc_.assign(g.nodes.size(), nullptr);
+    node_dev_.assign(g.nodes.size(), nullptr);
     numel_.resize(g.nodes.size());
     for (size_t i = 0; i < g.nodes.size(); ++i) numel_[i] = checked_numel(g.nodes[i].shape).value_or(0);
     kernels_.resize(g.nodes.size());
     for (const PlanStep& s : plan.steps) {
         if (s.kind != PlanStep::Kind::Run) continue;
         const Node& n = g.node(s.arg);
-        node_alloc_[static_cast<size_t>(s.arg)] = &allocator_for(n.placed);
+        Device* dev = device_for(n.placed);
+        if (!dev) break;  // open_error_ says why; run() reports it
+        node_dev_[static_cast<size_t>(s.arg)] = dev;
         if (!aliases_input(g, n) && !kernels_[static_cast<size_t>(s.arg)])
-            kernels_[static_cast<size_t>(s.arg)] = make_cpu_kernel(g, n);
+            kernels_[static_cast<size_t>(s.arg)] = dev->make_kernel(g, n);
         max_inputs = std::max(max_inputs, n.inputs.size());
     }
     scratch_inputs_.resize(max_inputs);
+    scratch_.reserve(max_inputs);
     value_buf_.assign(g.nodes.size(), -1);
     passes_left_.assign(plan.loops.size(), 0);
     bufs_.reserve(64);
@@ -55,25 +65,45 @@ Session::Session(const Graph& g, const Plan& plan, SessionOptions opts) : g_(g),
         op_profile_.resize(static_cast<size_t>(OpKind::Invalid) + 1);
         for (size_t k = 0; k < op_profile_.size(); ++k) op_profile_[k].op = op_name(static_cast<OpKind>(k));
     }
-    if (opts_.cleanup == CleanupStrategy::Background) reclaimer_ = std::thread([this] { reclaimer_loop(); });
+    if (opts_.cleanup == CleanupStrategy::Background && !open_error_)
+        reclaimer_ = std::thread([this] { reclaimer_loop(); });
 }
 
 Session::~Session() { close(); }
 
-Allocator& Session::allocator_for(const std::string& device) {
-    auto it = allocators_.find(device);
-    if (it != allocators_.end()) return *it->second;
-    // Only the CPU exists in this build; placement never puts a node elsewhere.
-    auto a = std::make_unique<CpuAllocator>(opts_.cpu_memory_limit);
-    Allocator& ref = *a;
-    allocators_.emplace(device, std::move(a));
-    return ref;
+// The session's device for a placed name, opened on first use; nullptr (and
+// open_error_ set) when a GPU cannot be opened.
+Device* Session::device_for(const std::string& name) {
+    auto it = devices_.find(name);
+    if (it != devices_.end()) return it->second.get();
+    if (open_error_) return nullptr;
+    std::unique_ptr<Device> dev;
+    auto dn = parse_device_name(name);
+    if (!dn || dn->kind == DeviceName::Kind::Cpu) {
+        dev = std::make_unique<CpuDevice>(opts_.cpu_memory_limit);
+    } else {
+        std::string error = "graphrun was built without CUDA support";
+        if (opts_.gpu_runtime) dev = opts_.gpu_runtime->open(dn->index, opts_.gpu, &error);
+        if (!dev) {
+            open_error_ = RunError{"cannot open " + name + ": " + error, {}};
+            return nullptr;
+        }
+    }
+    Device* raw = dev.get();
+    devices_.emplace(name, std::move(dev));
+    return raw;
 }
 
 std::map<std::string, MemoryStats> Session::stats() const {
     std::map<std::string, MemoryStats> out;
-    for (const auto& [dev, a] : allocators_) out[dev] = a->stats();
+    for (const auto& [name, dev] : devices_) out[name] = dev->allocator().stats();
     if (out.empty()) out["cpu"] = MemoryStats{};
+    return out;
+}
+
+std::map<std::string, uint64_t> Session::limits() const {
+    std::map<std::string, uint64_t> out;
+    for (const auto& [name, dev] : devices_) out[name] = dev->allocator().limit();
     return out;
 }
 
@@ -104,8 +134,9 @@ void Session::drop(NodeId v) {
 // A buffer nothing refers to any more: the strategy decides when it goes back.
 void Session::unreferenced(int32_t b) {
     Buffer& buf = bufs_[static_cast<size_t>(b)];
-    buf.alloc->add_pending(buf.bytes);
-    pending_.push_back(Freed{buf.data, buf.bytes, buf.alloc});
+    Allocator& a = buf.dev->allocator();
+    a.add_pending(buf.bytes);
+    pending_.push_back(Freed{buf.data, buf.bytes, &a});
     batch_bytes_ += buf.bytes;
     buf = Buffer{};
     free_bufs_.push_back(b);
@@ -171,17 +202,67 @@ void Session::safe_point() {
 
 // --- execution --------------------------------------------------------------
 
-std::string Session::oom_message(const Node& n, uint64_t bytes, const Allocator& a) const {
+std::string Session::oom_message(const Node& n, uint64_t bytes, const Allocator& a, const std::string& what) const {
     MemoryStats s = a.stats();
-    std::string msg = "out of memory on " + n.placed + " at node '" + n.display + "' (" + op_name(n.op) +
-                      "): " + type_string(n.dtype, n.shape) + " needs " + std::to_string(bytes) +
-                      " bytes; in use " + std::to_string(s.in_use) + " bytes, limit " +
-                      std::to_string(a.limit()) + " bytes";
+    std::string msg = "out of memory on " + n.placed + " at node '" + n.display + "' (" + op_name(n.op) + "): " +
+                      what + " needs " + std::to_string(bytes) + " bytes; in use " + std::to_string(s.in_use) +
+                      " bytes, limit " + std::to_string(a.limit()) + " bytes";
     if (opts_.cleanup == CleanupStrategy::Close && s.pending > 0)
         msg += " (" + std::to_string(s.pending) +
                " of the bytes in use are unreferenced tensors that --cleanup=close keeps until the session "
                "closes; --cleanup=safepoint or background would release them)";
     return msg;
+}
+
+// One counted allocation; over the limit under background, the backlog goes first.
+void* Session::allocate_on(Device& dev, uint64_t bytes) {
+    Allocator& a = dev.allocator();
+    void* data = a.allocate(bytes);
+    if (!data && opts_.cleanup == CleanupStrategy::Background && a.stats().in_use + bytes > a.limit()) {
+        flush_to_reclaimer(true);
+        data = a.allocate(bytes);
+    }
+    return data;
+}
+
+// Copies an input that lives on another device onto `dev` for node n: a
+// scratch buffer, counted in dev's statistics (and copied_in), released as
+// soon as the node has run (the static plan does the same).
+std::optional<RunError> Session::copy_input(const Node& n, const Node& in, const Buffer& src, Device& dev,
+                                            TensorRef& ref) {
+    void* p = allocate_on(dev, src.bytes);
+    if (!p)
+        return RunError{oom_message(n, src.bytes, dev.allocator(),
+                                    "the copy of input '" + in.display + "' " + type_string(in.dtype, in.shape) +
+                                        " from " + src.dev->name()),
+                        n.loc};
+    scratch_.push_back(Freed{p, src.bytes, &dev.allocator()});
+    const uint64_t bytes = static_cast<uint64_t>(ref.numel) * dtype_size(in.dtype);
+    std::string err;
+    if (bytes == 0) {
+    } else if (src.dev->name() == "cpu") {
+        err = dev.copy_from_host(p, src.data, bytes);
+    } else if (dev.name() == "cpu") {
+        err = src.dev->copy_to_host(p, src.data, bytes);
+    } else {  // GPU to GPU: through the host
+        std::vector<uint8_t> host(bytes);
+        err = src.dev->copy_to_host(host.data(), src.data, bytes);
+        if (err.empty()) err = dev.copy_from_host(p, host.data(), bytes);
+    }
+    if (!err.empty())
+        return RunError{"node '" + n.display + "' (" + op_name(n.op) + "): copying input '" + in.display + "' from " +
+                            src.dev->name() + " to " + dev.name() + " failed: " + err,
+                        n.loc};
+    dev.allocator().add_copied_in(bytes);
+    ref.data = p;
+    return std::nullopt;
+}
+
+// Scratch copies go back as soon as their node has run; on a GPU the release
+// is stream-ordered after the kernel that reads them.
+void Session::release_scratch() {
+    for (const Freed& f : scratch_) f.alloc->release_scratch(f.data, f.bytes);
+    scratch_.clear();
 }
 
 std::optional<RunError> Session::run_node(NodeId id) {
@@ -191,14 +272,26 @@ std::optional<RunError> Session::run_node(NodeId id) {
         share(id, n.inputs[0].id);
         return std::nullopt;
     }
-    Allocator& a = *node_alloc_[static_cast<size_t>(id)];
-    uint64_t bytes = plan_.node_bytes[static_cast<size_t>(id)];
-    void* data = a.allocate(bytes);
-    if (!data && opts_.cleanup == CleanupStrategy::Background && a.stats().in_use + bytes > a.limit()) {
-        flush_to_reclaimer(true);  // over the limit: the backlog goes first
-        data = a.allocate(bytes);
+    Device& dev = *node_dev_[static_cast<size_t>(id)];
+    for (size_t i = 0; i < n.inputs.size(); ++i) {
+        const Node& in = g_.node(n.inputs[i].id);
+        int32_t ib = value_buf_[static_cast<size_t>(n.inputs[i].id)];
+        const Buffer* src = ib >= 0 ? &bufs_[static_cast<size_t>(ib)] : nullptr;
+        scratch_inputs_[i] = TensorRef{src ? src->data : nullptr, in.dtype, &in.shape,
+                                       numel_[static_cast<size_t>(n.inputs[i].id)]};
+        if (src && src->dev != &dev) {
+            if (auto e = copy_input(n, in, *src, dev, scratch_inputs_[i])) {
+                release_scratch();
+                return e;
+            }
+        }
     }
-    if (!data) return RunError{oom_message(n, bytes, a), n.loc};
+    uint64_t bytes = plan_.node_bytes[static_cast<size_t>(id)];
+    void* data = allocate_on(dev, bytes);
+    if (!data) {
+        release_scratch();
+        return RunError{oom_message(n, bytes, dev.allocator(), type_string(n.dtype, n.shape)), n.loc};
+    }
     int32_t b;
     if (!free_bufs_.empty()) {
         b = free_bufs_.back();
@@ -207,17 +300,12 @@ std::optional<RunError> Session::run_node(NodeId id) {
         b = static_cast<int32_t>(bufs_.size());
         bufs_.emplace_back();
     }
-    bufs_[static_cast<size_t>(b)] = Buffer{data, bytes, 1, &a};
+    bufs_[static_cast<size_t>(b)] = Buffer{data, bytes, 1, &dev};
     value_buf_[static_cast<size_t>(id)] = b;
 
-    for (size_t i = 0; i < n.inputs.size(); ++i) {
-        const Node& in = g_.node(n.inputs[i].id);
-        int32_t ib = value_buf_[static_cast<size_t>(n.inputs[i].id)];
-        scratch_inputs_[i] = TensorRef{ib >= 0 ? bufs_[static_cast<size_t>(ib)].data : nullptr, in.dtype, &in.shape,
-                                       numel_[static_cast<size_t>(n.inputs[i].id)]};
-    }
     TensorRef out{data, n.dtype, &n.shape, numel_[static_cast<size_t>(id)]};
     std::string err = kernels_[static_cast<size_t>(id)]->run(scratch_inputs_.data(), n.inputs.size(), out, ctx_);
+    release_scratch();
     if (!err.empty())
         return RunError{"node '" + n.display + "' (" + op_name(n.op) + ") on " + n.placed + ": " + err, n.loc};
     return std::nullopt;
@@ -242,6 +330,12 @@ std::optional<RunError> Session::run_pass() {
                     auto t0 = std::chrono::steady_clock::now();
                     auto e = run_node(s.arg);
                     const Node& n = g_.node(s.arg);
+                    // A GPU kernel returns before it has run: wait, so the time is its own.
+                    if (Device* d = node_dev_[static_cast<size_t>(s.arg)]; !e && d && d->name() != "cpu") {
+                        if (std::string se = d->synchronize(); !se.empty())
+                            e = RunError{"node '" + n.display + "' (" + op_name(n.op) + ") on " + n.placed + ": " + se,
+                                         n.loc};
+                    }
                     OpProfile& p = op_profile_[static_cast<size_t>(n.op)];
                     p.ms += ms_since(t0);
                     ++p.count;
@@ -280,6 +374,7 @@ std::optional<RunError> Session::run_pass() {
 
 std::optional<RunError> Session::run(int64_t iterations, const std::vector<Output>& outputs,
                                      std::vector<HostTensor>& fetched) {
+    if (open_error_) return open_error_;
     auto t0 = std::chrono::steady_clock::now();
     std::optional<RunError> err;
     for (int64_t pass = 0; pass < iterations && !err; ++pass) {
@@ -287,6 +382,11 @@ std::optional<RunError> Session::run(int64_t iterations, const std::vector<Outpu
         if (pass > 0)
             for (NodeId v : plan_.held) drop(v);
         err = run_pass();
+    }
+    // The run ends when the devices have finished its work (and said whether it failed).
+    for (auto& [name, dev] : devices_) {
+        std::string e = dev->synchronize();
+        if (!e.empty() && !err) err = RunError{"device " + name + " failed: " + e, {}};
     }
     run_ms_ = ms_since(t0);
     if (err || iterations == 0) return err;  // nothing ran: nothing to fetch
@@ -297,7 +397,14 @@ std::optional<RunError> Session::run(int64_t iterations, const std::vector<Outpu
         int64_t numel = checked_numel(n.shape).value_or(0);
         size_t bytes = static_cast<size_t>(numel) * dtype_size(n.dtype);
         h.data.resize(bytes);
-        if (b >= 0 && bytes) std::memcpy(h.data.data(), bufs_[static_cast<size_t>(b)].data, bytes);
+        if (b >= 0) {
+            const Buffer& buf = bufs_[static_cast<size_t>(b)];
+            h.device = buf.dev->name();  // a loop-carried value lives where its last update ran
+            if (bytes) {
+                std::string e = buf.dev->copy_to_host(h.data.data(), buf.data, bytes);
+                if (!e.empty()) return RunError{"fetching output '" + o.name + "' from " + h.device + " failed: " + e, {}};
+            }
+        }
         fetched.push_back(std::move(h));
     }
     return std::nullopt;
@@ -319,7 +426,10 @@ void Session::close() {
         reclaimer_.join();
     }
     release_pending_now();
-    for (auto& [dev, a] : allocators_) a->trim();
+    kernels_.clear();  // before the devices whose handles they use
+    ctx_.pool = nullptr;
+    pool_.reset();  // joins the CPU workers
+    for (auto& [name, dev] : devices_) dev->close();
     teardown_ms_ = ms_since(t0);
 }
 

@@ -14,9 +14,11 @@
 #include <vector>
 
 #include "engine/allocator.h"
+#include "engine/device.h"
 #include "engine/graph.h"
-#include "engine/kernels/cpu_kernel.h"
+#include "engine/kernel.h"
 #include "engine/plan.h"
+#include "engine/thread_pool.h"
 
 namespace graphrun {
 
@@ -27,6 +29,10 @@ struct SessionOptions {
     CleanupStrategy cleanup = CleanupStrategy::Background;
     int threads = 1;
     uint64_t cpu_memory_limit = 0;  // 0: default_cpu_memory_limit()
+    // GPUs: opened through this runtime (the CUDA plugin); nodes placed on a
+    // GPU need it. gpu.memory_limit 0 means the card's free memory.
+    GpuRuntime* gpu_runtime = nullptr;
+    GpuDeviceOptions gpu;
     bool profile = false;           // time every node (--profile)
     // Set asynchronously (a signal handler) to the signal's number to stop the
     // run at the next node boundary. Optional.
@@ -70,6 +76,8 @@ public:
                                 std::vector<HostTensor>& fetched);
     // Statistics per device the session used.
     std::map<std::string, MemoryStats> stats() const;
+    // The memory limit of each device the session opened.
+    std::map<std::string, uint64_t> limits() const;
     // Teardown: releases every remaining tensor, joins the reclaimer, gives
     // every allocator cache back to the system. Idempotent.
     void close();
@@ -85,7 +93,7 @@ private:
         void* data = nullptr;
         uint64_t bytes = 0;
         int32_t refs = 0;
-        Allocator* alloc = nullptr;
+        Device* dev = nullptr;
     };
     struct Freed {
         void* data;
@@ -102,21 +110,27 @@ private:
     void release_pending_now();
     void flush_to_reclaimer(bool wait_until_drained);
     void reclaimer_loop();
-    Allocator& allocator_for(const std::string& device);
-    std::string oom_message(const Node& n, uint64_t bytes, const Allocator& a) const;
+    Device* device_for(const std::string& name);
+    void* allocate_on(Device& dev, uint64_t bytes);
+    void release_scratch();
+    std::optional<RunError> copy_input(const Node& n, const Node& in, const Buffer& src, Device& dev, TensorRef& ref);
+    std::string oom_message(const Node& n, uint64_t bytes, const Allocator& a, const std::string& what) const;
 
     const Graph& g_;
     const Plan& plan_;
     SessionOptions opts_;
-    std::map<std::string, std::unique_ptr<Allocator>> allocators_;
-    std::vector<Allocator*> node_alloc_;  // per node
-    std::vector<std::unique_ptr<CpuKernel>> kernels_;
+    std::map<std::string, std::unique_ptr<Device>> devices_;
+    std::optional<RunError> open_error_;  // a device that could not be opened
+    std::vector<Device*> node_dev_;       // per node
+    std::vector<std::unique_ptr<Kernel>> kernels_;
+    std::vector<Freed> scratch_;          // the running node's copies of inputs from other devices
     std::vector<TensorRef> scratch_inputs_;
     std::vector<int64_t> numel_;  // per node, computed once: no shape walks per run
     std::vector<Buffer> bufs_;
     std::vector<int32_t> free_bufs_;
     std::vector<int32_t> value_buf_;  // per node: index into bufs_, -1 when it holds none
     std::vector<int64_t> passes_left_;
+    std::unique_ptr<ThreadPool> pool_;  // the CPU kernels' workers (--threads)
     KernelContext ctx_;
     uint64_t backlog_limit_ = 0;  // background: hand-over waits when pending exceeds it
 

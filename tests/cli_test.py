@@ -39,6 +39,26 @@ def expect(cond, msg):
         raise AssertionError(msg)
 
 
+def gpu_status():
+    """(usable, why): what `graphrun devices` says about GPUs on this machine."""
+    _, out, _ = run("devices")
+    for line in out.splitlines():
+        if line.startswith("gpu: none usable: "):
+            return False, line[len("gpu: none usable: "):]
+    return True, ""
+
+
+GPU_USABLE, WHY_NO_GPU = gpu_status()
+
+
+def no_gpu_test(fn):
+    """A test of what happens without a usable GPU: skipped (and said so) where one exists."""
+    if GPU_USABLE:
+        print(f"skip {fn.__name__}: a GPU is usable here")
+        return fn
+    return test(fn)
+
+
 def examples(ext):
     return sorted(os.path.join(EXAMPLES, f) for f in os.listdir(EXAMPLES) if f.endswith(ext))
 
@@ -170,28 +190,28 @@ def fetch_overrides_outputs():
     expect("did you mean 'logits'" in err, err)
 
 
-@test
+@no_gpu_test
 def soft_placement_warns_once_per_cause():
     code, out, err = run("check", os.path.join(EXAMPLES, "placement.graph"))
     expect(code == 0, err)
     warnings = [l for l in err.splitlines() if l.startswith("warning:")]
     expect(len(warnings) == 1, f"expected one warning, got {warnings}")
-    expect("gpu:0 unavailable" in warnings[0] and "without CUDA support" in warnings[0], warnings[0])
+    expect("gpu:0 unavailable: " + WHY_NO_GPU in warnings[0], warnings[0])
 
 
-@test
+@no_gpu_test
 def no_soft_placement_is_an_error():
     path = os.path.join(EXAMPLES, "placement.graph")
     code, _, err = run("check", path, "--no-soft-placement")
     expect(code == 1, f"exit {code}")
-    expect("error:" in err and "'w'" in err and "gpu:0" in err and "CUDA" in err, err)
+    expect("error:" in err and "'w'" in err and "gpu:0" in err and WHY_NO_GPU in err, err)
     code, _, err = run("check", os.path.join(EXAMPLES, "add.graph"), "--no-soft-placement")
     expect(code == 0, "auto placement of a CPU-only graph must not fail: " + err)
     code, _, err = run("check", os.path.join(EXAMPLES, "add.graph"), "--no-soft-placement", "--device=gpu")
     expect(code == 1 and "gpu:0" in err, err)
 
 
-@test
+@no_gpu_test
 def log_placement_one_line_per_node():
     path = os.path.join(EXAMPLES, "placement.graph")
     doc = check_json(path)
@@ -199,15 +219,73 @@ def log_placement_one_line_per_node():
     expect(code == 0, err)
     lines = [l for l in err.splitlines() if l.startswith("placement: ")]
     expect(len(lines) == len(doc["nodes"]), f"{len(lines)} lines for {len(doc['nodes'])} nodes")
-    expect("placement: wv (matmul) -> cpu (gpu:0 unavailable: graphrun was built without CUDA support)" in lines, lines)
+    expect(f"placement: wv (matmul) -> cpu (gpu:0 unavailable: {WHY_NO_GPU})" in lines, lines)
     expect(any(l.startswith("placement: norm (sqrt) -> cpu") for l in lines), lines)
 
 
-@test
+@no_gpu_test
 def devices_says_why_no_gpu():
     code, out, _ = run("devices")
     expect(code == 0, f"exit {code}")
-    expect("cpu:" in out and "without CUDA support" in out, out)
+    expect("cpu:" in out and WHY_NO_GPU, out)
+    _, version, _ = run("--version")
+    if "not built in" in version:
+        expect(WHY_NO_GPU == "graphrun was built without CUDA support", WHY_NO_GPU)
+    else:
+        expect("CUDA toolkit" in version, version)
+        known = ("no CUDA driver", "no CUDA device", "CUDA driver is older", "CUDA libraries are not installed")
+        expect(any(k in WHY_NO_GPU for k in known), "an unexplained cause: " + WHY_NO_GPU)
+
+
+def run_env(env_extra, *args):
+    env = dict(os.environ, **env_extra)
+    p = subprocess.run([BIN, *args], capture_output=True, timeout=60, env=env)
+    return p.returncode, p.stdout.decode("utf-8", "replace"), p.stderr.decode("utf-8", "replace")
+
+
+@test
+def main_binary_links_no_cuda_library():
+    p = subprocess.run(["ldd", BIN], capture_output=True, text=True)
+    for lib in ("libcuda.so", "libcudart", "libcublas", "libnvidia-ml"):
+        expect(lib not in p.stdout, f"graphrun itself needs {lib}:\n{p.stdout}")
+
+
+@test
+def cpu_graphs_run_with_the_cuda_plugin_missing_or_broken():
+    with tempfile.TemporaryDirectory() as d:
+        broken = os.path.join(d, "libgraphrun_cuda.so")
+        with open(broken, "wb") as f:
+            f.write(b"not a shared object")
+        for plugin, cause in ((os.path.join(d, "missing.so"), "is missing"), (broken, "could not be loaded")):
+            env = {"GRAPHRUN_CUDA_PLUGIN": plugin}
+            code, out, _ = run_env(env, "devices")
+            expect(code == 0 and "gpu: none usable:" in out and cause in out, out)
+            code, out, err = run_env(env, "run", os.path.join(EXAMPLES, "placement.graph"), "--check-leaks")
+            expect(code == 0, err)
+            expect("(cpu)" in out and "gpu:0 unavailable" in err and cause in err, err)
+            code, _, err = run_env(env, "run", os.path.join(EXAMPLES, "add.graph"), "--device=gpu",
+                                   "--no-soft-placement")
+            expect(code == 1 and cause in err and "gpu:0" in err, err)
+
+
+@test
+def cpu_graphs_run_with_cuda_libraries_hidden():
+    """Hides the CUDA toolkit and driver directories in a private mount
+    namespace (needs unshare; skipped where it is refused)."""
+    hide = [p for p in ("/usr/local/cuda", "/usr/local/cuda-13.0", "/usr/lib/x86_64-linux-gnu/nvidia") if os.path.isdir(p)]
+    if not hide or subprocess.run(["sh", "-c", "command -v unshare"], capture_output=True).returncode != 0:
+        print("     (skipped: nothing to hide or no unshare)")
+        return
+    with tempfile.TemporaryDirectory() as empty:
+        mounts = " && ".join(f"mount --bind {empty} {h}" for h in hide)
+        script = f"{mounts} && {BIN} run {os.path.join(EXAMPLES, 'mlp.graph')} --check-leaks && {BIN} devices"
+        p = subprocess.run(["unshare", "-m", "--propagation", "private", "sh", "-c", script],
+                           capture_output=True, text=True, timeout=60)
+        if "unshare failed" in p.stderr or "Operation not permitted" in p.stderr or "permission denied" in p.stderr.lower():
+            print("     (skipped: unshare is refused here: " + p.stderr.strip().splitlines()[0] + ")")
+            return
+        expect(p.returncode == 0, p.stderr)
+        expect("memory after teardown" in p.stdout and "gpu: none usable:" in p.stdout, p.stdout)
 
 
 @test

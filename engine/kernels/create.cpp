@@ -64,7 +64,7 @@ class FillKernel final : public KernelBase {
             T v;
             std::memcpy(&v, value_, sizeof v);
             T* o = static_cast<T*>(out.data);
-            parallel_for(out.numel, ctx.threads, kFillGrain, [o, v](int64_t lo, int64_t hi) {
+            parallel_for(ctx, out.numel, kFillGrain, [o, v](int64_t lo, int64_t hi) {
                 T* __restrict p = o + lo;
                 blocked_loop(hi - lo, [p, v](int64_t i) { p[i] = v; });
             });
@@ -142,7 +142,7 @@ class RandomKernel final : public KernelBase {
         const philox::Key key = key_;
         if (normal_) {
             const double mean = a_, stddev = b_;
-            parallel_for(n, ctx.threads, kRandomGrain, [=](int64_t lo, int64_t hi) {
+            parallel_for(ctx, n, kRandomGrain, [=](int64_t lo, int64_t hi) {
                 for (int64_t i = lo; i < hi; ++i) {
                     double u1, u2;
                     philox::normal_uniforms(static_cast<uint64_t>(i), key, u1, u2);
@@ -155,7 +155,7 @@ class RandomKernel final : public KernelBase {
         const T lo_v = static_cast<T>(a_);
         const T d = static_cast<T>(static_cast<T>(b_) - lo_v);
         // philox::uniform_f32/f64 element by element, one block per 4 (2) elements.
-        parallel_for(n, ctx.threads, kRandomGrain, [=](int64_t lo, int64_t hi) {
+        parallel_for(ctx, n, kRandomGrain, [=](int64_t lo, int64_t hi) {
             constexpr int64_t per_block = std::is_same_v<T, float> ? 4 : 2;
             for (int64_t i = lo; i < hi;) {
                 const auto c = static_cast<uint64_t>(i / per_block);
@@ -182,7 +182,7 @@ class RandomKernel final : public KernelBase {
 
 }  // namespace
 
-std::unique_ptr<CpuKernel> make_creation_kernel(const Graph& g, const Node& n) {
+std::unique_ptr<Kernel> make_creation_kernel(const Graph& g, const Node& n) {
     switch (n.op) {
         case OpKind::Const:
             return std::make_unique<ConstKernel>(g, n);

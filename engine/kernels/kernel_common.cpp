@@ -122,7 +122,7 @@ std::string KernelBase::run(const TensorRef* inputs, size_t n_inputs, TensorRef&
 
 namespace {
 
-class ErrorKernel final : public CpuKernel {
+class ErrorKernel final : public Kernel {
   public:
     explicit ErrorKernel(std::string message) : message_(std::move(message)) {}
     std::string run(const TensorRef*, size_t, TensorRef&, const KernelContext&) override {
@@ -135,7 +135,7 @@ class ErrorKernel final : public CpuKernel {
 
 }  // namespace
 
-std::unique_ptr<CpuKernel> make_error_kernel(std::string message) {
+std::unique_ptr<Kernel> make_error_kernel(std::string message) {
     return std::make_unique<ErrorKernel>(std::move(message));
 }
 

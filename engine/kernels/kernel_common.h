@@ -46,7 +46,7 @@ int64_t numel_of(const Shape& s);  // 0 for an overflowing shape (validation ref
 // inputs and output, and checks the executor's buffers against them before
 // compute() touches memory. run() never throws: an escaping exception (only
 // std::bad_alloc could) becomes an error message.
-class KernelBase : public CpuKernel {
+class KernelBase : public Kernel {
   public:
     KernelBase(const Graph& g, const Node& n);
     std::string run(const TensorRef* inputs, size_t n_inputs, TensorRef& out,
@@ -71,7 +71,7 @@ class KernelBase : public CpuKernel {
 };
 
 // A kernel that only reports an error when run (unsupported op or dtype).
-std::unique_ptr<CpuKernel> make_error_kernel(std::string message);
+std::unique_ptr<Kernel> make_error_kernel(std::string message);
 
 // Calls f(tag) with tag a value of the C++ type for t (bool as uint8_t).
 template <class F>

@@ -6,7 +6,7 @@
 
 namespace graphrun {
 
-std::unique_ptr<CpuKernel> make_cpu_kernel(const Graph& g, const Node& n) {
+std::unique_ptr<Kernel> make_cpu_kernel(const Graph& g, const Node& n) {
     using namespace kernels;
     switch (n.op) {
         case OpKind::Const:

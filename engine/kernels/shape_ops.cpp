@@ -202,8 +202,8 @@ class CastKernel final : public KernelBase {
 };
 
 template <class From>
-std::unique_ptr<CpuKernel> make_cast_from(const Graph& g, const Node& n) {
-    return dispatch_dtype(n.dtype, [&](auto tag) -> std::unique_ptr<CpuKernel> {
+std::unique_ptr<Kernel> make_cast_from(const Graph& g, const Node& n) {
+    return dispatch_dtype(n.dtype, [&](auto tag) -> std::unique_ptr<Kernel> {
         return std::make_unique<CastKernel<decltype(tag), From>>(g, n);
     });
 }
@@ -262,23 +262,23 @@ class ConcatKernel final : public KernelBase {
 
 }  // namespace
 
-std::unique_ptr<CpuKernel> make_transpose_kernel(const Graph& g, const Node& n) {
+std::unique_ptr<Kernel> make_transpose_kernel(const Graph& g, const Node& n) {
     return std::make_unique<TransposeKernel>(g, n);
 }
 
-std::unique_ptr<CpuKernel> make_copy_kernel(const Graph& g, const Node& n) {
+std::unique_ptr<Kernel> make_copy_kernel(const Graph& g, const Node& n) {
     return std::make_unique<CopyKernel>(g, n);
 }
 
-std::unique_ptr<CpuKernel> make_cast_kernel(const Graph& g, const Node& n) {
+std::unique_ptr<Kernel> make_cast_kernel(const Graph& g, const Node& n) {
     if (n.inputs.size() != 1) return make_error_kernel("internal error: cast needs one input");
     return dispatch_dtype(g.node(n.inputs[0].id).dtype,
-                          [&](auto tag) -> std::unique_ptr<CpuKernel> {
+                          [&](auto tag) -> std::unique_ptr<Kernel> {
                               return make_cast_from<decltype(tag)>(g, n);
                           });
 }
 
-std::unique_ptr<CpuKernel> make_concat_kernel(const Graph& g, const Node& n) {
+std::unique_ptr<Kernel> make_concat_kernel(const Graph& g, const Node& n) {
     return std::make_unique<ConcatKernel>(g, n);
 }
 

@@ -1,0 +1,217 @@
+// The CUDA device of one session: opening (stream, pool, cuBLAS, workspace,
+// error flag), copies, synchronisation and teardown in reverse order.
+#include "gpu/cuda_device.h"
+
+#include "gpu/cuda_check.h"
+
+namespace graphrun::gpu {
+namespace {
+
+constexpr uint64_t kMiB = uint64_t{1} << 20;
+
+// The text of a failed call, in CudaError's words: what, the call, the place.
+std::string cuda_message(cudaError_t err, const char* expr, const char* file, int line) {
+    return CudaError(
+               std::string("CUDA error ") + cudaGetErrorName(err) + ": " + cudaGetErrorString(err),
+               expr, file, line)
+        .what();
+}
+
+}  // namespace
+}  // namespace graphrun::gpu
+
+// For the Device entry points that answer "" or an error message.
+#define GR_CUDA_RETURN_MESSAGE(expr)                                                  \
+    do {                                                                              \
+        cudaError_t gr_err_ = (expr);                                                 \
+        if (gr_err_ != cudaSuccess)                                                   \
+            return ::graphrun::gpu::cuda_message(gr_err_, #expr, __FILE__, __LINE__); \
+    } while (0)
+
+namespace graphrun::gpu {
+
+void StreamDestroyer::operator()(cudaStream_t s) const noexcept {
+    GR_CUDA_LOG(cudaStreamDestroy(s));
+}
+
+void CublasDestroyer::operator()(cublasHandle_t h) const noexcept {
+    cublasStatus_t st = cublasDestroy(h);
+    if (st != CUBLAS_STATUS_SUCCESS)
+        log_cuda_failure(std::string("cuBLAS error ") + cublas_status_name(st), "cublasDestroy(h)",
+                         __FILE__, __LINE__);
+}
+
+DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& o) noexcept {
+    if (this != &o) {
+        reset();
+        alloc_ = o.alloc_;
+        p_ = o.p_;
+        bytes_ = o.bytes_;
+        o.p_ = nullptr;
+        o.bytes_ = 0;
+    }
+    return *this;
+}
+
+void DeviceBuffer::reset() noexcept {
+    if (p_ && alloc_) alloc_->release_scratch(p_, bytes_);
+    p_ = nullptr;
+    bytes_ = 0;
+}
+
+CudaDevice::CudaDevice(int index, const GpuDeviceOptions& opts)
+    : index_(index), name_("gpu:" + std::to_string(index)), reset_device_(opts.reset_device) {
+    // Makes the device current and creates its primary context.
+    GR_CUDA_THROW(cudaSetDevice(index_));
+
+    int major = 0, minor = 0, pools = 0;
+    GR_CUDA_THROW(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, index_));
+    GR_CUDA_THROW(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, index_));
+    if (major < kMinComputeCapabilityMajor)
+        throw CudaError("the GPU has compute capability " + std::to_string(major) + "." +
+                            std::to_string(minor) + "; this build of graphrun has kernels for " +
+                            std::to_string(kMinComputeCapabilityMajor) + ".0 and newer",
+                        "cudaDevAttrComputeCapabilityMajor", __FILE__, __LINE__);
+    GR_CUDA_THROW(cudaDeviceGetAttribute(&pools, cudaDevAttrMemoryPoolsSupported, index_));
+    if (!pools)
+        throw CudaError("the GPU (or its driver) does not support stream-ordered memory pools",
+                        "cudaDevAttrMemoryPoolsSupported", __FILE__, __LINE__);
+
+    // The memory limit: --memory-limit, else what is free now that the
+    // context exists (so the context itself is not counted as available).
+    uint64_t limit = opts.memory_limit;
+    if (limit == 0) {
+        size_t free_bytes = 0, total_bytes = 0;
+        GR_CUDA_THROW(cudaMemGetInfo(&free_bytes, &total_bytes));
+        limit = free_bytes;
+    }
+
+    // Non-blocking: the session's stream never waits for the legacy default
+    // stream that libraries or other code in the process may use.
+    cudaStream_t stream = nullptr;
+    GR_CUDA_THROW(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    stream_.reset(stream);
+
+    allocator_ = std::make_unique<CudaAllocator>(index_, stream, limit);
+
+    cublasHandle_t handle = nullptr;
+    GR_CUBLAS_THROW(cublasCreate(&handle));
+    cublas_.reset(handle);
+    // cublasSetStream resets the workspace to cuBLAS's own: set the stream first.
+    GR_CUBLAS_THROW(cublasSetStream(handle, stream));
+    GR_CUBLAS_THROW(cublasSetMathMode(
+        handle, opts.allow_tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
+
+    // The cuBLAS workspace comes from the counting allocator, so that no
+    // buffer bypasses it (otherwise cuBLAS cudaMallocs its own). Size: what
+    // the cuBLAS documentation recommends, 32 MiB on Hopper and newer, 4 MiB
+    // before, but never more than an eighth of the memory limit, so that a
+    // small --memory-limit is left to the graph; below 64 KiB none at all
+    // (cuBLAS then runs without a workspace, on slower algorithms).
+    uint64_t workspace = major >= 9 ? 32 * kMiB : 4 * kMiB;
+    while (workspace >= 128 * 1024 && workspace * 8 > limit) workspace /= 2;
+    if (workspace * 8 > limit) workspace = 0;
+    if (workspace > 0) {
+        // Pool blocks are aligned to at least 256 bytes, as cuBLAS requires.
+        void* p = allocator_->allocate_untested(workspace);
+        if (p) workspace_ = DeviceBuffer(allocator_.get(), p, workspace);
+    }
+    GR_CUBLAS_THROW(cublasSetWorkspace(handle, workspace_.get(), workspace_.bytes()));
+
+    // The flag a kernel raises for a data error (integer division by zero).
+    constexpr uint64_t kFlagBytes = 64;  // one int, counted in the 64-byte granule
+    void* flag = allocator_->allocate_untested(kFlagBytes);
+    if (!flag)
+        throw CudaError("no room for the device's 64-byte error flag within the memory limit of " +
+                            std::to_string(limit) + " bytes",
+                        "allocator_->allocate_untested(kFlagBytes)", __FILE__, __LINE__);
+    error_flag_ = DeviceBuffer(allocator_.get(), flag, kFlagBytes);
+    GR_CUDA_THROW(cudaMemsetAsync(flag, 0, kFlagBytes, stream));
+    GR_CUDA_THROW(cudaStreamSynchronize(stream));
+
+    ctx_.device = index_;
+    ctx_.stream = stream;
+    ctx_.cublas = handle;
+    ctx_.allow_tf32 = opts.allow_tf32;
+    CudaAllocator* alloc = allocator_.get();
+    ctx_.scratch_alloc = [alloc](uint64_t bytes) { return alloc->allocate(round_up_64(bytes)); };
+    ctx_.scratch_free = [alloc](void* p, uint64_t bytes) {
+        alloc->release_scratch(p, round_up_64(bytes));
+    };
+    ctx_.error_flag = static_cast<int*>(flag);
+}
+
+CudaDevice::~CudaDevice() {
+    close();
+}
+
+bool CudaDevice::supports(OpKind op, DType dtype) const {
+    return gpu_supports(op, dtype);
+}
+
+std::unique_ptr<Kernel> CudaDevice::make_kernel(const Graph& g, const Node& n) {
+    return make_gpu_kernel(g, n, ctx_);
+}
+
+std::string CudaDevice::copy_from_host(void* dst, const void* src, uint64_t bytes) {
+    if (bytes == 0) return "";
+    if (closed_) return name_ + " is closed";
+    GR_CUDA_RETURN_MESSAGE(cudaSetDevice(index_));
+    GR_CUDA_RETURN_MESSAGE(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream_.get()));
+    // The caller may free the host source as soon as this returns.
+    GR_CUDA_RETURN_MESSAGE(cudaStreamSynchronize(stream_.get()));
+    return "";
+}
+
+std::string CudaDevice::copy_to_host(void* dst, const void* src, uint64_t bytes) {
+    if (bytes == 0) return "";
+    if (closed_) return name_ + " is closed";
+    GR_CUDA_RETURN_MESSAGE(cudaSetDevice(index_));
+    GR_CUDA_RETURN_MESSAGE(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, stream_.get()));
+    GR_CUDA_RETURN_MESSAGE(cudaStreamSynchronize(stream_.get()));
+    return "";
+}
+
+std::string CudaDevice::synchronize() {
+    if (closed_) return "";
+    GR_CUDA_RETURN_MESSAGE(cudaSetDevice(index_));
+    GR_CUDA_RETURN_MESSAGE(cudaStreamSynchronize(stream_.get()));
+    // A launch error that a kernel did not check for itself.
+    GR_CUDA_RETURN_MESSAGE(cudaGetLastError());
+    return "";
+}
+
+void CudaDevice::close() {
+    if (closed_) return;
+    closed_ = true;
+    GR_CUDA_LOG(cudaSetDevice(index_));
+    // A fault of the session's kernels (cudaErrorIllegalAddress, ...) is
+    // sticky: it leaves the process's context on this device unusable, so
+    // that every later session in this process (the next FILE) would fail
+    // too. Only ending the context clears it.
+    bool faulted = false;
+    if (stream_) {
+        cudaError_t err = cudaStreamSynchronize(stream_.get());
+        if (err != cudaSuccess) {
+            faulted = true;
+            log_cuda_failure(std::string("CUDA error ") + cudaGetErrorName(err) + ": " +
+                                 cudaGetErrorString(err) + "; " + name_ +
+                                 " is reset at the end of its teardown",
+                             "cudaStreamSynchronize(stream_.get())", __FILE__, __LINE__);
+        }
+    }
+    ctx_ = GpuContext{};
+    ctx_.device = index_;
+    // Reverse order of creation. The allocator object itself stays: the
+    // session reads its statistics after teardown.
+    error_flag_.reset();
+    workspace_.reset();
+    cublas_.reset();
+    if (allocator_) allocator_->destroy();
+    stream_.reset();
+    // Ends the process's CUDA context on this device (--reset-device), so that
+    // the driver's used-memory figure after teardown shows nothing of graphrun.
+    if (reset_device_ || faulted) GR_CUDA_LOG(cudaDeviceReset());
+}
+
+}  // namespace graphrun::gpu

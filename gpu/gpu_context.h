@@ -1,0 +1,41 @@
+// What a GPU kernel gets from the session's device: the stream it runs on,
+// the cuBLAS handle, and scratch memory from the session's counting allocator
+// (no buffer bypasses it). Shared by gpu/cuda_device.cpp and the kernels.
+#pragma once
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+
+#include "engine/graph.h"
+#include "engine/kernel.h"
+#include "engine/ops.h"
+
+namespace graphrun::gpu {
+
+struct GpuContext {
+    int device = 0;
+    cudaStream_t stream = nullptr;
+    cublasHandle_t cublas = nullptr;
+    bool allow_tf32 = false;
+    // Stream-ordered scratch memory, counted by the session's GPU allocator.
+    // scratch_alloc returns nullptr when the memory limit is reached.
+    std::function<void*(uint64_t bytes)> scratch_alloc;
+    std::function<void(void* p, uint64_t bytes)> scratch_free;
+    // One device int, zeroed at open, that a kernel sets to report a data
+    // error (integer division by zero); the kernel checks it after its launch.
+    int* error_flag = nullptr;
+};
+
+// Whether a GPU kernel exists for this op and output dtype.
+bool gpu_supports(OpKind op, DType dtype);
+
+// The GPU kernel for a validated node placed on the GPU. Inputs and output
+// are device pointers. run() enqueues work on ctx.stream and returns "" or an
+// error message naming what failed (a CudaError's text, a data error); it
+// never throws. An unsupported node gets a kernel that reports why.
+std::unique_ptr<Kernel> make_gpu_kernel(const Graph& g, const Node& n, GpuContext& ctx);
+
+}  // namespace graphrun::gpu

@@ -1,0 +1,264 @@
+// Binary elementwise ops with NumPy broadcasting, computed exactly as the CPU
+// kernels do (engine/kernels/elementwise.cpp): integer arithmetic wraps (done
+// in unsigned), division truncates, INT_MIN / -1 is INT_MIN, maximum/minimum
+// propagate NaN. Integer division by zero and integer negative powers (base
+// other than 1 or -1) set the device error flag; only those two ops wait for
+// the stream to read it back.
+#include <type_traits>
+
+#include "engine/kernels/kernel_common.h"
+#include "gpu/kernels/binary.cuh"
+
+namespace graphrun::gpu {
+
+namespace {
+
+constexpr int kFlagDivByZero = 1;
+constexpr int kFlagNegativePower = 2;
+
+template <class T>
+using Unsigned = std::make_unsigned_t<T>;
+template <class T>
+constexpr bool kIsInt = std::is_integral_v<T>;
+
+struct AddOp {
+    template <class T>
+    __device__ static T apply(T a, T b, int*) {
+        if constexpr (kIsInt<T>)
+            return static_cast<T>(static_cast<Unsigned<T>>(a) + static_cast<Unsigned<T>>(b));
+        else
+            return a + b;
+    }
+};
+struct SubOp {
+    template <class T>
+    __device__ static T apply(T a, T b, int*) {
+        if constexpr (kIsInt<T>)
+            return static_cast<T>(static_cast<Unsigned<T>>(a) - static_cast<Unsigned<T>>(b));
+        else
+            return a - b;
+    }
+};
+struct MulOp {
+    template <class T>
+    __device__ static T apply(T a, T b, int*) {
+        if constexpr (kIsInt<T>)
+            return static_cast<T>(static_cast<Unsigned<T>>(a) * static_cast<Unsigned<T>>(b));
+        else
+            return a * b;
+    }
+};
+struct DivOp {
+    template <class T>
+    __device__ static T apply(T a, T b, int* flag) {
+        if constexpr (kIsInt<T>) {
+            if (b == 0) {
+                *flag = kFlagDivByZero;
+                return 0;
+            }
+            if (b == -1) return static_cast<T>(Unsigned<T>{0} - static_cast<Unsigned<T>>(a));
+            return static_cast<T>(a / b);
+        } else {
+            return a / b;  // IEEE division: nvcc's default -prec-div=true
+        }
+    }
+};
+struct MaxOp {
+    template <class T>
+    __device__ static T apply(T a, T b, int*) {
+        if constexpr (kIsInt<T>)
+            return a > b ? a : b;
+        else
+            return (a > b || a != a) ? a : b;
+    }
+};
+struct MinOp {
+    template <class T>
+    __device__ static T apply(T a, T b, int*) {
+        if constexpr (kIsInt<T>)
+            return a < b ? a : b;
+        else
+            return (a < b || a != a) ? a : b;
+    }
+};
+struct PowOp {
+    template <class T>
+    __device__ static T apply(T base, T exp, int* flag) {
+        if constexpr (kIsInt<T>) {
+            using U = Unsigned<T>;
+            if (exp < 0) {
+                if (base == 1) return 1;
+                if (base == -1) return (exp & 1) ? T(-1) : T(1);
+                *flag = kFlagNegativePower;
+                return 0;
+            }
+            U result = 1, b = static_cast<U>(base);
+            for (U e = static_cast<U>(exp); e != 0; e >>= 1) {
+                if (e & 1) result *= b;
+                b *= b;
+            }
+            return static_cast<T>(result);
+        } else if constexpr (std::is_same_v<T, float>) {
+            // In double, then rounded: nearly always the correctly rounded powf
+            // that the CPU's libm gives (CUDA's powf may be 4 ulp off).
+            return static_cast<float>(pow(static_cast<double>(base), static_cast<double>(exp)));
+        } else {
+            return pow(base, exp);
+        }
+    }
+};
+
+// Output element i reads a[offset_a(i)] and b[offset_b(i)]: the broadcast,
+// with size-1 dims dropped and neighbours merged, innermost dim first.
+struct Broadcast {
+    int rank = 0;
+    int64_t size[kMaxRank] = {};
+    int64_t sa[kMaxRank] = {};
+    int64_t sb[kMaxRank] = {};
+};
+
+template <class T, class Op>
+__global__ void binary_kernel(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ o,
+                              int64_t n, const __grid_constant__ Broadcast p, int* flag) {
+    for (int64_t i = thread_index(); i < n; i += thread_count()) {
+        int64_t rest = i, oa = 0, ob = 0;
+        for (int d = 0; d + 1 < p.rank; ++d) {
+            const int64_t q = rest / p.size[d];
+            const int64_t r = rest - q * p.size[d];
+            oa += r * p.sa[d];
+            ob += r * p.sb[d];
+            rest = q;
+        }
+        if (p.rank > 0) {
+            oa += rest * p.sa[p.rank - 1];
+            ob += rest * p.sb[p.rank - 1];
+        }
+        o[i] = Op::apply(a[oa], b[ob], flag);
+    }
+}
+
+// The CPU's make_plan (elementwise.cpp), innermost first.
+bool make_broadcast(const Shape& a, const Shape& b, const Shape& out, Broadcast& p) {
+    struct Dim {
+        int64_t size, sa, sb;
+    };
+    std::vector<Dim> dims;
+    int64_t stride_a = 1, stride_b = 1;
+    const size_t r = out.size();
+    for (size_t k = 0; k < r; ++k) {
+        const int64_t ad = k < a.size() ? a[a.size() - 1 - k] : 1;
+        const int64_t bd = k < b.size() ? b[b.size() - 1 - k] : 1;
+        const int64_t od = out[r - 1 - k];
+        const int64_t sa = ad == 1 ? 0 : stride_a, sb = bd == 1 ? 0 : stride_b;
+        stride_a *= ad;
+        stride_b *= bd;
+        if (od == 1) continue;
+        if (!dims.empty()) {
+            Dim& last = dims.back();
+            if (sa == last.sa * last.size && sb == last.sb * last.size) {
+                last.size *= od;
+                continue;
+            }
+        }
+        dims.push_back({od, sa, sb});
+    }
+    if (dims.size() > static_cast<size_t>(kMaxRank)) return false;
+    p.rank = static_cast<int>(dims.size());
+    for (size_t k = 0; k < dims.size(); ++k) {
+        p.size[k] = dims[k].size;
+        p.sa[k] = dims[k].sa;
+        p.sb[k] = dims[k].sb;
+    }
+    return true;
+}
+
+template <class T, class Op>
+class BinaryKernel final : public GpuKernel {
+  public:
+    BinaryKernel(const Graph& g, const Node& n, GpuContext& ctx) : GpuKernel(g, n, ctx) {
+        ok_ = in_shapes_.size() == 2 &&
+              make_broadcast(in_shapes_[0], in_shapes_[1], out_shape_, plan_);
+    }
+
+  protected:
+    void compute(const TensorRef* in, TensorRef& out) override {
+        if (!ok_) throw std::runtime_error("internal error: broadcast rank too large");
+        if (out.numel == 0) return;
+        constexpr bool checked =
+            kIsInt<T> && (std::is_same_v<Op, DivOp> || std::is_same_v<Op, PowOp>);
+        int* flag = ctx_.error_flag;
+        if (checked && !flag)
+            throw std::runtime_error("internal error: the GPU context has no error flag");
+        binary_kernel<T, Op><<<grid_for(out.numel), kBlock, 0, ctx_.stream>>>(
+            static_cast<const T*>(in[0].data), static_cast<const T*>(in[1].data),
+            static_cast<T*>(out.data), out.numel, plan_, flag);
+        GR_CHECK_LAUNCH();
+        if constexpr (checked) {
+            const int f = take_error_flag(ctx_);
+            if (f == kFlagDivByZero) throw DataError("integer division by zero");
+            if (f == kFlagNegativePower)
+                throw DataError("integers to negative integer powers are not allowed");
+            if (f != 0)
+                throw DataError("internal error: unknown device error flag " + std::to_string(f));
+        }
+    }
+
+  private:
+    bool ok_ = true;
+    Broadcast plan_;
+};
+
+template <class Op>
+std::unique_ptr<Kernel> make_typed(const Graph& g, const Node& n, GpuContext& ctx) {
+    switch (n.dtype) {
+        case DType::F32:
+            return std::make_unique<BinaryKernel<float, Op>>(g, n, ctx);
+        case DType::F64:
+            return std::make_unique<BinaryKernel<double, Op>>(g, n, ctx);
+        case DType::I32:
+            return std::make_unique<BinaryKernel<int32_t, Op>>(g, n, ctx);
+        case DType::I64:
+            return std::make_unique<BinaryKernel<int64_t, Op>>(g, n, ctx);
+        case DType::Bool:
+            break;
+    }
+    return nullptr;
+}
+
+}  // namespace
+
+std::unique_ptr<Kernel> make_binary_kernel(const Graph& g, const Node& n, GpuContext& ctx) {
+    std::unique_ptr<Kernel> k;
+    if (n.inputs.size() == 2) {
+        switch (n.op) {
+            case OpKind::Add:
+                k = make_typed<AddOp>(g, n, ctx);
+                break;
+            case OpKind::Sub:
+                k = make_typed<SubOp>(g, n, ctx);
+                break;
+            case OpKind::Mul:
+                k = make_typed<MulOp>(g, n, ctx);
+                break;
+            case OpKind::Div:
+                k = make_typed<DivOp>(g, n, ctx);
+                break;
+            case OpKind::Maximum:
+                k = make_typed<MaxOp>(g, n, ctx);
+                break;
+            case OpKind::Minimum:
+                k = make_typed<MinOp>(g, n, ctx);
+                break;
+            case OpKind::Pow:
+                k = make_typed<PowOp>(g, n, ctx);
+                break;
+            default:
+                break;
+        }
+    }
+    if (k) return k;
+    return kernels::make_error_kernel(std::string("internal error: no GPU kernel for ") +
+                                      op_name(n.op) + " on " + dtype_name(n.dtype));
+}
+
+}  // namespace graphrun::gpu

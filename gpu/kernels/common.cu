@@ -1,0 +1,89 @@
+// The shared base of the GPU kernels: buffer checks, the non-throwing run(),
+// scratch memory and the error flag (common.cuh).
+#include "engine/kernels/kernel_common.h"
+#include "gpu/kernels/common.cuh"
+
+namespace graphrun::gpu {
+
+GpuKernel::GpuKernel(const Graph& g, const Node& n, GpuContext& ctx)
+    : ctx_(ctx),
+      op_(n.op),
+      out_dtype_(n.dtype),
+      out_shape_(n.shape),
+      out_numel_(kernels::numel_of(n.shape)) {
+    for (const Input& in : n.inputs) {
+        const Node& x = g.node(in.id);
+        in_dtypes_.push_back(x.dtype);
+        in_shapes_.push_back(x.shape);
+        in_numel_.push_back(kernels::numel_of(x.shape));
+    }
+}
+
+std::string GpuKernel::check(const TensorRef* inputs, size_t n_inputs, const TensorRef& out) const {
+    auto where = [&] { return std::string("internal error: ") + op_name(op_) + " GPU kernel: "; };
+    if (n_inputs != in_dtypes_.size())
+        return where() + "expected " + std::to_string(in_dtypes_.size()) + " inputs, got " +
+               std::to_string(n_inputs);
+    for (size_t k = 0; k < n_inputs; ++k) {
+        const TensorRef& t = inputs[k];
+        if (t.dtype != in_dtypes_[k] || t.numel != in_numel_[k] || (t.numel > 0 && !t.data))
+            return where() + "input " + std::to_string(k) + " is " + dtype_name(t.dtype) +
+                   " with " + std::to_string(t.numel) + " elements, expected " +
+                   dtype_name(in_dtypes_[k]) + " with " + std::to_string(in_numel_[k]);
+    }
+    if (out.dtype != out_dtype_ || out.numel != out_numel_ || (out.numel > 0 && !out.data))
+        return where() + "output is " + dtype_name(out.dtype) + " with " +
+               std::to_string(out.numel) + " elements, expected " + dtype_name(out_dtype_) +
+               " with " + std::to_string(out_numel_);
+    return "";
+}
+
+std::string GpuKernel::run(const TensorRef* inputs, size_t n_inputs, TensorRef& out,
+                           const KernelContext&) {
+    try {
+        std::string problem = check(inputs, n_inputs, out);
+        if (!problem.empty()) return problem;
+        // The session may run nodes on a thread where another device is current.
+        GR_CUDA_THROW(cudaSetDevice(ctx_.device));
+        compute(inputs, out);
+        return "";
+    } catch (const std::exception& e) {
+        try {
+            return e.what();
+        } catch (...) {
+            return "out of memory";
+        }
+    } catch (...) {
+        return "internal error: unknown exception in a GPU kernel";
+    }
+}
+
+Scratch::Scratch(GpuContext& ctx, uint64_t bytes, const char* what) : ctx_(ctx), bytes_(bytes) {
+    if (bytes == 0) return;
+    if (ctx.scratch_alloc) p_ = ctx.scratch_alloc(bytes);
+    if (!p_)
+        throw std::runtime_error("out of GPU memory: " + std::to_string(bytes) +
+                                 " bytes of scratch for " + what);
+}
+
+Scratch::~Scratch() {
+    if (!p_) return;
+    try {
+        if (ctx_.scratch_free) ctx_.scratch_free(p_, bytes_);
+    } catch (...) {
+        // A destructor never throws; the allocator reports what it could not free.
+    }
+}
+
+int take_error_flag(GpuContext& ctx) {
+    if (!ctx.error_flag)
+        throw std::runtime_error("internal error: the GPU context has no error flag");
+    int flag = 0;
+    GR_CUDA_THROW(
+        cudaMemcpyAsync(&flag, ctx.error_flag, sizeof flag, cudaMemcpyDeviceToHost, ctx.stream));
+    GR_CUDA_THROW(cudaStreamSynchronize(ctx.stream));
+    if (flag != 0) GR_CUDA_THROW(cudaMemsetAsync(ctx.error_flag, 0, sizeof flag, ctx.stream));
+    return flag;
+}
+
+}  // namespace graphrun::gpu

@@ -1,0 +1,118 @@
+// What every GPU kernel family shares: the checked, non-throwing run() of a
+// node's kernel, grid-stride launch geometry, the fixed-rank stride tables
+// passed by value to kernels, stream-ordered scratch memory and the device
+// error flag.
+#pragma once
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "engine/graph.h"
+#include "engine/kernel.h"
+#include "gpu/cuda_check.h"
+#include "gpu/gpu_context.h"
+
+namespace graphrun::gpu {
+
+// Validation caps ranks at 32; merged stride tables never have more dims.
+constexpr int kMaxRank = 32;
+constexpr int kBlock = 256;          // threads per block of the elementwise kernels
+constexpr int64_t kMaxGrid = 65535;  // blocks of a grid-stride launch, at most
+
+// A data error of the computation (integer division by zero): run() returns
+// its text unchanged.
+class DataError : public std::runtime_error {
+  public:
+    using std::runtime_error::runtime_error;
+};
+
+// A walk over some dims of a contiguous tensor, outermost first: flat index ->
+// element offset. Passed to kernels by value (as a __grid_constant__).
+struct Dims {
+    int rank = 0;
+    int64_t size[kMaxRank] = {};
+    int64_t stride[kMaxRank] = {};
+};
+
+// The element offset of flat index i (row-major over d's sizes). The
+// outermost dim takes the quotient unreduced, so a one-dim walk divides nothing.
+__device__ inline int64_t dims_offset(const Dims& d, int64_t i) {
+    int64_t off = 0;
+    for (int k = d.rank - 1; k > 0; --k) {
+        const int64_t q = i / d.size[k];
+        off += (i - q * d.size[k]) * d.stride[k];
+        i = q;
+    }
+    if (d.rank > 0) off += i * d.stride[0];
+    return off;
+}
+
+__device__ inline int64_t thread_index() {
+    return static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+}
+__device__ inline int64_t thread_count() {
+    return static_cast<int64_t>(gridDim.x) * blockDim.x;
+}
+
+// Blocks for a grid-stride loop over n items with `block` threads each.
+inline unsigned grid_for(int64_t n, int block = kBlock) {
+    int64_t blocks = (n + block - 1) / block;
+    if (blocks < 1) blocks = 1;
+    if (blocks > kMaxGrid) blocks = kMaxGrid;
+    return static_cast<unsigned>(blocks);
+}
+
+// Throws a CudaError if the launch just made failed.
+#define GR_CHECK_LAUNCH() GR_CUDA_THROW(cudaGetLastError())
+
+// The base of every GPU kernel: records the node's input and output types,
+// checks the executor's buffers before compute() launches anything, makes
+// the context's device current, and turns any exception into run()'s error.
+class GpuKernel : public Kernel {
+  public:
+    GpuKernel(const Graph& g, const Node& n, GpuContext& ctx);
+    std::string run(const TensorRef* inputs, size_t n_inputs, TensorRef& out,
+                    const KernelContext& kctx) final;
+
+  protected:
+    // Enqueues the work on ctx_.stream. Throws CudaError on a CUDA failure,
+    // DataError on a data error. Called only with checked buffers.
+    virtual void compute(const TensorRef* inputs, TensorRef& out) = 0;
+
+    GpuContext& ctx_;
+    OpKind op_;
+    std::vector<DType> in_dtypes_;
+    std::vector<Shape> in_shapes_;
+    std::vector<int64_t> in_numel_;
+    DType out_dtype_;
+    Shape out_shape_;
+    int64_t out_numel_;
+
+  private:
+    std::string check(const TensorRef* inputs, size_t n_inputs, const TensorRef& out) const;
+};
+
+// Stream-ordered scratch memory from the session's counting allocator,
+// released when the owner goes out of scope (after the launches that use it
+// have been enqueued). Throws when the allocator refuses.
+class Scratch {
+  public:
+    Scratch(GpuContext& ctx, uint64_t bytes, const char* what);
+    ~Scratch();
+    Scratch(const Scratch&) = delete;
+    Scratch& operator=(const Scratch&) = delete;
+    void* get() const { return p_; }
+
+  private:
+    GpuContext& ctx_;
+    void* p_ = nullptr;
+    uint64_t bytes_ = 0;
+};
+
+// Waits for the stream, returns the device error flag and clears it.
+int take_error_flag(GpuContext& ctx);
+
+}  // namespace graphrun::gpu

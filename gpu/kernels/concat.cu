@@ -1,0 +1,101 @@
+// concat: viewed around the axis, the output is `outer` rows, and row o is
+// the inputs' rows o side by side. Each input is copied by one launch into
+// its column band of the output (one cudaMemcpyAsync when outer is 1).
+#include "engine/kernels/kernel_common.h"
+#include "gpu/kernels/concat.cuh"
+
+namespace graphrun::gpu {
+
+namespace {
+
+// src is outer x width (contiguous); dst rows are `pitch` elements apart.
+template <class E>
+__global__ void band_kernel(const E* __restrict__ src, E* __restrict__ dst, int64_t outer,
+                            int64_t width, int64_t pitch) {
+    const int64_t n = outer * width;
+    for (int64_t i = thread_index(); i < n; i += thread_count()) {
+        const int64_t o = i / width, j = i - o * width;
+        dst[o * pitch + j] = src[i];
+    }
+}
+
+class ConcatKernel final : public GpuKernel {
+  public:
+    ConcatKernel(const Graph& g, const Node& n, GpuContext& ctx) : GpuKernel(g, n, ctx) {
+        const size_t r = out_shape_.size();
+        const int64_t axis = kernels::normalize_axis(kernels::int_attr(n, "axis", 0), r);
+        if (axis < 0 || in_shapes_.empty()) {
+            ok_ = false;
+            return;
+        }
+        const auto ax = static_cast<size_t>(axis);
+        int64_t inner = 1;
+        for (size_t d = ax + 1; d < r; ++d) inner *= out_shape_[d];
+        for (size_t d = 0; d < ax; ++d) outer_ *= out_shape_[d];
+        int64_t total = 0;
+        for (const Shape& s : in_shapes_) {
+            if (s.size() != r) {
+                ok_ = false;
+                return;
+            }
+            widths_.push_back(s[ax] * inner);
+            total += s[ax];
+        }
+        pitch_ = total * inner;
+        if (total != out_shape_[ax]) ok_ = false;
+    }
+
+  protected:
+    void compute(const TensorRef* in, TensorRef& out) override {
+        if (!ok_) throw std::runtime_error("internal error: concat inputs do not match the output");
+        if (out.numel == 0) return;
+        switch (dtype_size(out.dtype)) {
+            case 1:
+                launch<uint8_t>(in, out.data);
+                break;
+            case 4:
+                launch<uint32_t>(in, out.data);
+                break;
+            case 8:
+                launch<uint64_t>(in, out.data);
+                break;
+            default:
+                throw std::runtime_error("internal error: concat of an unknown element size");
+        }
+    }
+
+  private:
+    template <class E>
+    void launch(const TensorRef* in, void* dst_v) {
+        E* dst = static_cast<E*>(dst_v);
+        int64_t column = 0;
+        for (size_t k = 0; k < widths_.size(); ++k) {
+            const int64_t width = widths_[k];
+            if (width == 0) continue;
+            const E* src = static_cast<const E*>(in[k].data);
+            if (outer_ == 1) {
+                GR_CUDA_THROW(cudaMemcpyAsync(dst + column, src,
+                                              static_cast<size_t>(width) * sizeof(E),
+                                              cudaMemcpyDeviceToDevice, ctx_.stream));
+            } else {
+                band_kernel<E><<<grid_for(outer_ * width), kBlock, 0, ctx_.stream>>>(
+                    src, dst + column, outer_, width, pitch_);
+                GR_CHECK_LAUNCH();
+            }
+            column += width;
+        }
+    }
+
+    bool ok_ = true;
+    int64_t outer_ = 1;
+    int64_t pitch_ = 0;            // elements per output row
+    std::vector<int64_t> widths_;  // elements per row of each input
+};
+
+}  // namespace
+
+std::unique_ptr<Kernel> make_concat_kernel(const Graph& g, const Node& n, GpuContext& ctx) {
+    return std::make_unique<ConcatKernel>(g, n, ctx);
+}
+
+}  // namespace graphrun::gpu

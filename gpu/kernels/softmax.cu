@@ -1,0 +1,141 @@
+// softmax(x) = exp(x - max) / sum(exp(x - max)) along one axis, in double as
+// the CPU does (engine/kernels/reduce.cpp), including its rounding of
+// exp(x - max) to the dtype before the division. The input is viewed as
+// [outer, len, inner]. Along the last axis (inner == 1) one block per row
+// reduces max and sum in shared-memory trees; otherwise one thread per
+// (outer, inner) column walks the axis, neighbouring threads reading
+// neighbouring addresses. A NaN, or an infinite maximum, makes the slice NaN.
+#include <algorithm>
+#include <limits>
+
+#include "engine/kernels/kernel_common.h"
+#include "gpu/kernels/softmax.cuh"
+
+namespace graphrun::gpu {
+
+namespace {
+
+constexpr int kRowBlock = 256;  // threads of the row kernel, at most (a power of two)
+
+__device__ inline double nan_max(double m, double x) {
+    return (x > m || x != x) ? x : m;  // once m is NaN it stays NaN
+}
+
+// Each block takes rows blockIdx.x, blockIdx.x + gridDim.x, ...; blockDim.x
+// is a power of two <= kRowBlock.
+template <class T>
+__global__ void softmax_rows(const T* __restrict__ x, T* __restrict__ o, int64_t rows,
+                             int64_t len) {
+    __shared__ double buf[kRowBlock];
+    const int tid = static_cast<int>(threadIdx.x), width = static_cast<int>(blockDim.x);
+    for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
+        const T* xr = x + row * len;
+        T* orow = o + row * len;
+        double m = -std::numeric_limits<double>::infinity();
+        for (int64_t k = tid; k < len; k += width) m = nan_max(m, static_cast<double>(xr[k]));
+        buf[tid] = m;
+        __syncthreads();
+        for (int w = width / 2; w > 0; w >>= 1) {
+            if (tid < w) buf[tid] = nan_max(buf[tid], buf[tid + w]);
+            __syncthreads();
+        }
+        m = buf[0];
+        __syncthreads();
+        double sum = 0;
+        for (int64_t k = tid; k < len; k += width) sum += exp(static_cast<double>(xr[k]) - m);
+        buf[tid] = sum;
+        __syncthreads();
+        for (int w = width / 2; w > 0; w >>= 1) {
+            if (tid < w) buf[tid] += buf[tid + w];
+            __syncthreads();
+        }
+        sum = buf[0];
+        __syncthreads();
+        for (int64_t k = tid; k < len; k += width) {
+            const T e = static_cast<T>(exp(static_cast<double>(xr[k]) - m));
+            orow[k] = static_cast<T>(static_cast<double>(e) / sum);
+        }
+    }
+}
+
+// One thread per column (outer index, inner index); element k of the column
+// is at (outer * len + k) * inner + j.
+template <class T>
+__global__ void softmax_columns(const T* __restrict__ x, T* __restrict__ o, int64_t outer,
+                                int64_t len, int64_t inner) {
+    const int64_t columns = outer * inner;
+    for (int64_t c = thread_index(); c < columns; c += thread_count()) {
+        const int64_t b = c / inner, j = c - b * inner;
+        const T* xc = x + b * len * inner + j;
+        T* oc = o + b * len * inner + j;
+        double m = -std::numeric_limits<double>::infinity();
+        for (int64_t k = 0; k < len; ++k) m = nan_max(m, static_cast<double>(xc[k * inner]));
+        double sum = 0;
+        for (int64_t k = 0; k < len; ++k) sum += exp(static_cast<double>(xc[k * inner]) - m);
+        for (int64_t k = 0; k < len; ++k) {
+            const T e = static_cast<T>(exp(static_cast<double>(xc[k * inner]) - m));
+            oc[k * inner] = static_cast<T>(static_cast<double>(e) / sum);
+        }
+    }
+}
+
+template <class T>
+class SoftmaxKernel final : public GpuKernel {
+  public:
+    SoftmaxKernel(const Graph& g, const Node& n, GpuContext& ctx) : GpuKernel(g, n, ctx) {
+        if (in_shapes_.size() != 1) {
+            ok_ = false;
+            return;
+        }
+        const Shape& s = in_shapes_[0];
+        const int64_t axis = kernels::normalize_axis(kernels::int_attr(n, "axis", -1), s.size());
+        if (axis < 0) {
+            ok_ = false;
+            return;
+        }
+        for (size_t d = 0; d < s.size(); ++d) {
+            const auto k = static_cast<int64_t>(d);
+            if (k < axis)
+                outer_ *= s[d];
+            else if (k == axis)
+                len_ = s[d];
+            else
+                inner_ *= s[d];
+        }
+    }
+
+  protected:
+    void compute(const TensorRef* in, TensorRef& out) override {
+        if (!ok_) throw std::runtime_error("internal error: softmax axis does not match the input");
+        if (out.numel == 0) return;
+        const T* x = static_cast<const T*>(in[0].data);
+        T* o = static_cast<T*>(out.data);
+        if (inner_ == 1) {
+            int width = 32;  // the smallest power of two >= len, within [32, kRowBlock]
+            while (width < kRowBlock && width < len_) width *= 2;
+            const unsigned blocks = static_cast<unsigned>(std::min(outer_, kMaxGrid));
+            softmax_rows<T><<<blocks, width, 0, ctx_.stream>>>(x, o, outer_, len_);
+        } else {
+            softmax_columns<T>
+                <<<grid_for(outer_ * inner_), kBlock, 0, ctx_.stream>>>(x, o, outer_, len_, inner_);
+        }
+        GR_CHECK_LAUNCH();
+    }
+
+  private:
+    bool ok_ = true;
+    int64_t outer_ = 1, len_ = 1, inner_ = 1;
+};
+
+}  // namespace
+
+std::unique_ptr<Kernel> make_softmax_kernel(const Graph& g, const Node& n, GpuContext& ctx) {
+    if (n.inputs.size() == 1) {
+        if (n.dtype == DType::F32) return std::make_unique<SoftmaxKernel<float>>(g, n, ctx);
+        if (n.dtype == DType::F64) return std::make_unique<SoftmaxKernel<double>>(g, n, ctx);
+    }
+    return kernels::make_error_kernel(std::string("internal error: no GPU kernel for softmax on ") +
+                                      dtype_name(n.dtype));
+}
+
+}  // namespace graphrun::gpu

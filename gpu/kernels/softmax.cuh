@@ -1,0 +1,9 @@
+// softmax along any axis, f32 and f64.
+#pragma once
+#include "gpu/kernels/common.cuh"
+
+namespace graphrun::gpu {
+
+std::unique_ptr<Kernel> make_softmax_kernel(const Graph& g, const Node& n, GpuContext& ctx);
+
+}  // namespace graphrun::gpu

@@ -1,0 +1,168 @@
+// transpose: the output axes with their input strides, size-1 axes dropped
+// and neighbours that stay neighbours in the input merged (as the CPU's
+// engine/kernels/shape_ops.cpp). When the two innermost output axes are
+// swapped in the input, 32x32 tiles go through shared memory so that both
+// the reads and the writes are coalesced; otherwise each output element
+// gathers its input element. Elements move as 1-, 4- or 8-byte words.
+#include "engine/kernels/kernel_common.h"
+#include "gpu/kernels/transpose.cuh"
+
+namespace graphrun::gpu {
+
+namespace {
+
+constexpr int kTile = 32;
+constexpr int kTileRows = 8;  // a tile block is kTile x kTileRows threads
+
+// Output element i (row-major over out.size) reads src[dims_offset(out, i)].
+template <class E>
+__global__ void gather_kernel(const E* __restrict__ src, E* __restrict__ dst, int64_t n,
+                              const __grid_constant__ Dims out) {
+    for (int64_t i = thread_index(); i < n; i += thread_count()) dst[i] = src[dims_offset(out, i)];
+}
+
+// Output [batch..., rows, cols] where element (b, i, j) is
+// src[dims_offset(batch, b) + i + j * col_stride]. One tile per loop step.
+template <class E>
+__global__ void tiled_kernel(const E* __restrict__ src, E* __restrict__ dst, int64_t rows,
+                             int64_t cols, int64_t col_stride, int64_t tiles_i, int64_t tiles_j,
+                             int64_t tiles, const __grid_constant__ Dims batch) {
+    __shared__ E tile[kTile][kTile + 1];
+    const int tx = static_cast<int>(threadIdx.x), ty = static_cast<int>(threadIdx.y);
+    for (int64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
+        const int64_t tj = t % tiles_j;
+        const int64_t rest = t / tiles_j;
+        const int64_t ti = rest % tiles_i;
+        const int64_t b = rest / tiles_i;
+        const int64_t i0 = ti * kTile, j0 = tj * kTile;
+        const E* s = src + dims_offset(batch, b);
+        E* d = dst + b * rows * cols;
+        // Read: neighbouring threads take neighbouring i, contiguous in the input.
+        for (int jj = ty; jj < kTile; jj += kTileRows) {
+            const int64_t i = i0 + tx, j = j0 + jj;
+            if (i < rows && j < cols) tile[jj][tx] = s[i + j * col_stride];
+        }
+        __syncthreads();
+        // Write: neighbouring threads take neighbouring j, contiguous in the output.
+        for (int ii = ty; ii < kTile; ii += kTileRows) {
+            const int64_t i = i0 + ii, j = j0 + tx;
+            if (i < rows && j < cols) d[i * cols + j] = tile[tx][ii];
+        }
+        __syncthreads();
+    }
+}
+
+class TransposeKernel final : public GpuKernel {
+  public:
+    TransposeKernel(const Graph& g, const Node& n, GpuContext& ctx) : GpuKernel(g, n, ctx) {
+        if (in_shapes_.size() != 1) {
+            ok_ = false;
+            return;
+        }
+        const Shape& s = in_shapes_[0];
+        const size_t r = s.size();
+        std::vector<int64_t> perm;
+        if (auto given = kernels::ints_attr(n, "perm")) {
+            perm = *given;
+        } else {
+            for (size_t k = r; k > 0; --k) perm.push_back(static_cast<int64_t>(k - 1));
+        }
+        if (perm.size() != r) {
+            ok_ = false;
+            return;
+        }
+        std::vector<int64_t> in_stride(r, 1);
+        for (size_t k = r; k > 1; --k) in_stride[k - 2] = in_stride[k - 1] * s[k - 1];
+        std::vector<int64_t> size, stride;
+        std::vector<bool> used(r, false);
+        for (int64_t p : perm) {
+            const int64_t axis = kernels::normalize_axis(p, r);
+            if (axis < 0 || used[static_cast<size_t>(axis)]) {
+                ok_ = false;
+                return;
+            }
+            used[static_cast<size_t>(axis)] = true;
+            const int64_t d = s[static_cast<size_t>(axis)];
+            const int64_t st = in_stride[static_cast<size_t>(axis)];
+            if (d == 1) continue;
+            if (!size.empty() && stride.back() == st * d) {
+                size.back() *= d;
+                stride.back() = st;
+                continue;
+            }
+            size.push_back(d);
+            stride.push_back(st);
+        }
+        if (size.size() > static_cast<size_t>(kMaxRank)) {
+            ok_ = false;
+            return;
+        }
+        out_.rank = static_cast<int>(size.size());
+        for (int k = 0; k < out_.rank; ++k) {
+            out_.size[k] = size[static_cast<size_t>(k)];
+            out_.stride[k] = stride[static_cast<size_t>(k)];
+        }
+    }
+
+  protected:
+    void compute(const TensorRef* in, TensorRef& out) override {
+        if (!ok_)
+            throw std::runtime_error("internal error: transpose perm does not match the input");
+        if (out.numel == 0) return;
+        switch (dtype_size(out.dtype)) {
+            case 1:
+                launch<uint8_t>(in[0].data, out.data, out.numel);
+                break;
+            case 4:
+                launch<uint32_t>(in[0].data, out.data, out.numel);
+                break;
+            case 8:
+                launch<uint64_t>(in[0].data, out.data, out.numel);
+                break;
+            default:
+                throw std::runtime_error("internal error: transpose of an unknown element size");
+        }
+    }
+
+  private:
+    template <class E>
+    void launch(const void* src_v, void* dst_v, int64_t n) {
+        const E* src = static_cast<const E*>(src_v);
+        E* dst = static_cast<E*>(dst_v);
+        const int r = out_.rank;
+        if (r <= 1) {  // only size-1 axes moved: the bytes are unchanged
+            GR_CUDA_THROW(cudaMemcpyAsync(dst, src, static_cast<size_t>(n) * sizeof(E),
+                                          cudaMemcpyDeviceToDevice, ctx_.stream));
+            return;
+        }
+        if (out_.stride[r - 2] == 1) {
+            Dims batch;
+            batch.rank = r - 2;
+            for (int k = 0; k < r - 2; ++k) {
+                batch.size[k] = out_.size[k];
+                batch.stride[k] = out_.stride[k];
+            }
+            const int64_t rows = out_.size[r - 2], cols = out_.size[r - 1];
+            const int64_t tiles_i = (rows + kTile - 1) / kTile,
+                          tiles_j = (cols + kTile - 1) / kTile;
+            const int64_t tiles = n / (rows * cols) * tiles_i * tiles_j;
+            const unsigned blocks = static_cast<unsigned>(tiles < kMaxGrid ? tiles : kMaxGrid);
+            tiled_kernel<E><<<blocks, dim3(kTile, kTileRows), 0, ctx_.stream>>>(
+                src, dst, rows, cols, out_.stride[r - 1], tiles_i, tiles_j, tiles, batch);
+        } else {
+            gather_kernel<E><<<grid_for(n), kBlock, 0, ctx_.stream>>>(src, dst, n, out_);
+        }
+        GR_CHECK_LAUNCH();
+    }
+
+    bool ok_ = true;
+    Dims out_;  // output axes, outermost first, with their input strides
+};
+
+}  // namespace
+
+std::unique_ptr<Kernel> make_transpose_kernel(const Graph& g, const Node& n, GpuContext& ctx) {
+    return std::make_unique<TransposeKernel>(g, n, ctx);
+}
+
+}  // namespace graphrun::gpu

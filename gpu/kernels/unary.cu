@@ -1,0 +1,195 @@
+// Unary elementwise ops, computed as the CPU kernels do
+// (engine/kernels/elementwise.cpp): integer neg/abs/square wrap, relu keeps
+// NaN. f32 transcendentals are evaluated in double and rounded once, which
+// gives the correctly rounded value the CPU's libm gives nearly always
+// (CUDA's single-precision expf/sinf/tanhf may be 2 ulp off); sqrt and
+// division are IEEE-exact on both devices, so rsqrt = 1/sqrt(x) matches bit
+// for bit.
+#include <type_traits>
+
+#include "engine/kernels/kernel_common.h"
+#include "gpu/kernels/unary.cuh"
+
+namespace graphrun::gpu {
+
+namespace {
+
+template <class T>
+using Unsigned = std::make_unsigned_t<T>;
+template <class T>
+constexpr bool kIsInt = std::is_integral_v<T>;
+
+// f(x) in double, rounded to T.
+#define GR_VIA_DOUBLE(fn) static_cast<T>(fn(static_cast<double>(x)))
+
+struct NegOp {
+    template <class T>
+    __device__ static T apply(T x) {
+        if constexpr (kIsInt<T>)
+            return static_cast<T>(Unsigned<T>{0} - static_cast<Unsigned<T>>(x));
+        else
+            return -x;
+    }
+};
+struct AbsOp {
+    template <class T>
+    __device__ static T apply(T x) {
+        if constexpr (kIsInt<T>)
+            return x < 0 ? NegOp::apply(x) : x;  // abs(INT_MIN) wraps to INT_MIN
+        else
+            return fabs(x);
+    }
+};
+struct SquareOp {
+    template <class T>
+    __device__ static T apply(T x) {
+        if constexpr (kIsInt<T>)
+            return static_cast<T>(static_cast<Unsigned<T>>(x) * static_cast<Unsigned<T>>(x));
+        else
+            return x * x;
+    }
+};
+struct ReluOp {
+    template <class T>
+    __device__ static T apply(T x) {
+        return x < 0 ? T(0) : x;
+    }
+};
+struct ExpOp {
+    template <class T>
+    __device__ static T apply(T x) {
+        return GR_VIA_DOUBLE(exp);
+    }
+};
+struct LogOp {
+    template <class T>
+    __device__ static T apply(T x) {
+        return GR_VIA_DOUBLE(log);
+    }
+};
+struct SqrtOp {
+    template <class T>
+    __device__ static T apply(T x) {
+        return sqrt(x);  // IEEE: nvcc's default -prec-sqrt=true
+    }
+};
+struct RsqrtOp {
+    template <class T>
+    __device__ static T apply(T x) {
+        return T(1) / sqrt(x);
+    }
+};
+struct TanhOp {
+    template <class T>
+    __device__ static T apply(T x) {
+        return GR_VIA_DOUBLE(tanh);
+    }
+};
+// The CPU's formula: exp of a non-positive argument only.
+struct SigmoidOp {
+    template <class T>
+    __device__ static T apply(T x) {
+        if (x >= 0) {
+            const T e = ExpOp::apply(-x);
+            return T(1) / (T(1) + e);
+        }
+        const T e = ExpOp::apply(x);
+        return e / (T(1) + e);
+    }
+};
+struct SinOp {
+    template <class T>
+    __device__ static T apply(T x) {
+        return GR_VIA_DOUBLE(sin);
+    }
+};
+struct CosOp {
+    template <class T>
+    __device__ static T apply(T x) {
+        return GR_VIA_DOUBLE(cos);
+    }
+};
+
+#undef GR_VIA_DOUBLE
+
+template <class T, class Op>
+__global__ void unary_kernel(const T* __restrict__ x, T* __restrict__ o, int64_t n) {
+    for (int64_t i = thread_index(); i < n; i += thread_count()) o[i] = Op::apply(x[i]);
+}
+
+template <class T, class Op>
+class UnaryKernel final : public GpuKernel {
+  public:
+    UnaryKernel(const Graph& g, const Node& n, GpuContext& ctx) : GpuKernel(g, n, ctx) {}
+
+  protected:
+    void compute(const TensorRef* in, TensorRef& out) override {
+        if (out.numel == 0) return;
+        unary_kernel<T, Op><<<grid_for(out.numel), kBlock, 0, ctx_.stream>>>(
+            static_cast<const T*>(in[0].data), static_cast<T*>(out.data), out.numel);
+        GR_CHECK_LAUNCH();
+    }
+};
+
+// Float-only ops are not instantiated for the integer types.
+template <class Op, bool FloatOnly = false>
+std::unique_ptr<Kernel> make_typed(const Graph& g, const Node& n, GpuContext& ctx) {
+    switch (n.dtype) {
+        case DType::F32:
+            return std::make_unique<UnaryKernel<float, Op>>(g, n, ctx);
+        case DType::F64:
+            return std::make_unique<UnaryKernel<double, Op>>(g, n, ctx);
+        case DType::I32:
+            if constexpr (!FloatOnly) return std::make_unique<UnaryKernel<int32_t, Op>>(g, n, ctx);
+            break;
+        case DType::I64:
+            if constexpr (!FloatOnly) return std::make_unique<UnaryKernel<int64_t, Op>>(g, n, ctx);
+            break;
+        case DType::Bool:
+            break;
+    }
+    return nullptr;
+}
+
+std::unique_ptr<Kernel> make_for_op(const Graph& g, const Node& n, GpuContext& ctx) {
+    switch (n.op) {
+        case OpKind::Neg:
+            return make_typed<NegOp>(g, n, ctx);
+        case OpKind::Abs:
+            return make_typed<AbsOp>(g, n, ctx);
+        case OpKind::Square:
+            return make_typed<SquareOp>(g, n, ctx);
+        case OpKind::Relu:
+            return make_typed<ReluOp>(g, n, ctx);
+        case OpKind::Exp:
+            return make_typed<ExpOp, true>(g, n, ctx);
+        case OpKind::Log:
+            return make_typed<LogOp, true>(g, n, ctx);
+        case OpKind::Sqrt:
+            return make_typed<SqrtOp, true>(g, n, ctx);
+        case OpKind::Rsqrt:
+            return make_typed<RsqrtOp, true>(g, n, ctx);
+        case OpKind::Tanh:
+            return make_typed<TanhOp, true>(g, n, ctx);
+        case OpKind::Sigmoid:
+            return make_typed<SigmoidOp, true>(g, n, ctx);
+        case OpKind::Sin:
+            return make_typed<SinOp, true>(g, n, ctx);
+        case OpKind::Cos:
+            return make_typed<CosOp, true>(g, n, ctx);
+        default:
+            return nullptr;
+    }
+}
+
+}  // namespace
+
+std::unique_ptr<Kernel> make_unary_kernel(const Graph& g, const Node& n, GpuContext& ctx) {
+    std::unique_ptr<Kernel> k;
+    if (n.inputs.size() == 1) k = make_for_op(g, n, ctx);
+    if (k) return k;
+    return kernels::make_error_kernel(std::string("internal error: no GPU kernel for ") +
+                                      op_name(n.op) + " on " + dtype_name(n.dtype));
+}
+
+}  // namespace graphrun::gpu
