@@ -2,6 +2,7 @@
 #include "cli/app.h"
 
 #include <CLI/CLI.hpp>
+#include <functional>
 #include <iostream>
 #include <thread>
 
@@ -29,7 +30,8 @@ void add_placement_options(CLI::App* cmd, PlacementOptions& p) {
 
 int run_app(int argc, char** argv) {
     CLI::App app{"graphrun: run tensor graph scripts and see what they do with memory", "graphrun"};
-    app.set_version_flag("--version", version_string());
+    // Called only for --version: asking the plugin for its toolkit loads cuBLAS.
+    app.set_version_flag("--version", std::function<std::string()>(version_string));
     app.require_subcommand(1);
     app.footer("Exit codes: 0 success, 1 runtime error, 2 usage error, 3 invalid graph, 4 leak found.\n"
                "See graphrun(1) for the script language, JSON format and statistics.");

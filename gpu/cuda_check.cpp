@@ -2,6 +2,8 @@
 // the warning line that teardown code logs instead of throwing.
 #include "gpu/cuda_check.h"
 
+#include "gpu/cublas_api.h"
+
 #include <cstdio>
 
 namespace graphrun::gpu {
@@ -30,7 +32,8 @@ const char* cublas_status_name(cublasStatus_t s) {
             return "CUBLAS_STATUS_LICENSE_ERROR";
     }
     // A status added by a later cuBLAS: the library knows its own name.
-    return cublasGetStatusName(s);
+    if (const CublasApi* api = cublas_api(nullptr)) return api->get_status_name(s);
+    return "an unknown cuBLAS status";
 }
 
 void log_cuda_failure(const std::string& what, const char* expr, const char* file, int line) {

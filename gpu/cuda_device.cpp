@@ -2,6 +2,7 @@
 // error flag), copies, synchronisation and teardown in reverse order.
 #include "gpu/cuda_device.h"
 
+#include "gpu/cublas_api.h"
 #include "gpu/cuda_check.h"
 
 namespace graphrun::gpu {
@@ -35,7 +36,9 @@ void StreamDestroyer::operator()(cudaStream_t s) const noexcept {
 }
 
 void CublasDestroyer::operator()(cublasHandle_t h) const noexcept {
-    cublasStatus_t st = cublasDestroy(h);
+    // A handle exists only where cuBLAS was loaded.
+    const CublasApi* api = cublas_api(nullptr);
+    cublasStatus_t st = api ? api->destroy(h) : CUBLAS_STATUS_NOT_INITIALIZED;
     if (st != CUBLAS_STATUS_SUCCESS)
         log_cuda_failure(std::string("cuBLAS error ") + cublas_status_name(st), "cublasDestroy(h)",
                          __FILE__, __LINE__);
@@ -61,6 +64,8 @@ void DeviceBuffer::reset() noexcept {
 
 CudaDevice::CudaDevice(int index, const GpuDeviceOptions& opts)
     : index_(index), name_("gpu:" + std::to_string(index)), reset_device_(opts.reset_device) {
+    std::string no_cublas;
+    if (!cublas_api(&no_cublas)) throw CudaError(no_cublas, "cublas_api()", __FILE__, __LINE__);
     // Makes the device current and creates its primary context.
     GR_CUDA_THROW(cudaSetDevice(index_));
 
@@ -95,11 +100,11 @@ CudaDevice::CudaDevice(int index, const GpuDeviceOptions& opts)
     allocator_ = std::make_unique<CudaAllocator>(index_, stream, limit);
 
     cublasHandle_t handle = nullptr;
-    GR_CUBLAS_THROW(cublasCreate(&handle));
+    GR_CUBLAS_THROW(cublas().create(&handle));
     cublas_.reset(handle);
     // cublasSetStream resets the workspace to cuBLAS's own: set the stream first.
-    GR_CUBLAS_THROW(cublasSetStream(handle, stream));
-    GR_CUBLAS_THROW(cublasSetMathMode(
+    GR_CUBLAS_THROW(cublas().set_stream(handle, stream));
+    GR_CUBLAS_THROW(cublas().set_math_mode(
         handle, opts.allow_tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
 
     // The cuBLAS workspace comes from the counting allocator, so that no
@@ -116,7 +121,7 @@ CudaDevice::CudaDevice(int index, const GpuDeviceOptions& opts)
         void* p = allocator_->allocate_untested(workspace);
         if (p) workspace_ = DeviceBuffer(allocator_.get(), p, workspace);
     }
-    GR_CUBLAS_THROW(cublasSetWorkspace(handle, workspace_.get(), workspace_.bytes()));
+    GR_CUBLAS_THROW(cublas().set_workspace(handle, workspace_.get(), workspace_.bytes()));
 
     // The flag a kernel raises for a data error (integer division by zero).
     constexpr uint64_t kFlagBytes = 64;  // one int, counted in the 64-byte granule

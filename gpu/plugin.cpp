@@ -2,7 +2,6 @@
 // device discovery with the exact reason when no GPU is usable, the driver's
 // used-memory figure through NVML, and opening a session's device. The one
 // symbol the plugin exports is graphrun_gpu_runtime_v1.
-#include <cublas_v2.h>
 #include <cuda_runtime.h>
 #include <dlfcn.h>
 
@@ -13,6 +12,7 @@
 #include <vector>
 
 #include "engine/device.h"
+#include "gpu/cublas_api.h"
 #include "gpu/cuda_check.h"
 #include "gpu/cuda_device.h"
 #include "gpu/gpu_context.h"
@@ -112,12 +112,14 @@ class CudaRuntime final : public GpuRuntime {
     std::string toolkit_version() const override {
         int runtime = 0, major = 0, minor = 0, patch = 0;
         (void)cudaRuntimeGetVersion(&runtime);
-        (void)cublasGetProperty(MAJOR_VERSION, &major);
-        (void)cublasGetProperty(MINOR_VERSION, &minor);
-        (void)cublasGetProperty(PATCH_LEVEL, &patch);
-        return std::string("CUDA ") + GRAPHRUN_CUDA_VERSION + " (runtime " +
-               std::to_string(runtime) + "), cuBLAS " + std::to_string(major) + "." +
-               std::to_string(minor) + "." + std::to_string(patch);
+        std::string s = std::string("CUDA ") + GRAPHRUN_CUDA_VERSION + " (runtime " + std::to_string(runtime) + "), ";
+        std::string why;
+        const CublasApi* api = cublas_api(&why);
+        if (!api) return s + "cuBLAS not loadable: " + why;
+        (void)api->get_property(MAJOR_VERSION, &major);
+        (void)api->get_property(MINOR_VERSION, &minor);
+        (void)api->get_property(PATCH_LEVEL, &patch);
+        return s + "cuBLAS " + std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(patch);
     }
 
     std::string driver_version() override {
@@ -224,6 +226,9 @@ class CudaRuntime final : public GpuRuntime {
                          std::to_string(kMinComputeCapabilityMajor) + ".0 and newer";
             return;
         }
+        // cuBLAS is loaded only now, where there is a GPU to use it on.
+        if (!cublas_api(&count_why_)) return;
+        count_why_.clear();
         count_ = n;
         bus_ids_.assign(static_cast<size_t>(n), std::string());
     }

@@ -251,6 +251,19 @@ def main_binary_links_no_cuda_library():
 
 
 @test
+def cpu_runs_load_no_cublas():
+    """cuBLAS (over 500 MB of library) is loaded only where a GPU is found: a
+    CPU run on a machine without one must not pay its start-up and memory."""
+    if GPU_USABLE:
+        print("     (skipped: a GPU is usable here)")
+        return
+    code, _, err = run_env({"LD_DEBUG": "files"}, "run", os.path.join(EXAMPLES, "add.graph"))
+    expect(code == 0, err)
+    expect("libcublas" not in err, "a CPU run loaded cuBLAS:\n" +
+           "\n".join(l for l in err.splitlines() if "cublas" in l))
+
+
+@test
 def cpu_graphs_run_with_the_cuda_plugin_missing_or_broken():
     with tempfile.TemporaryDirectory() as d:
         broken = os.path.join(d, "libgraphrun_cuda.so")

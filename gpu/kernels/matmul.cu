@@ -10,6 +10,7 @@
 #include <algorithm>
 
 #include "engine/kernels/kernel_common.h"
+#include "gpu/cublas_api.h"
 #include "gpu/kernels/matmul.cuh"
 
 namespace graphrun::gpu {
@@ -23,8 +24,8 @@ cublasStatus_t gemm_batched(cublasHandle_t h, cublasOperation_t ta, cublasOperat
                             const float* b, int64_t ldb, int64_t stride_b, float* c, int64_t ldc,
                             int64_t stride_c, int64_t count) {
     const float alpha = 1.0f, beta = 0.0f;
-    return cublasSgemmStridedBatched_64(h, ta, tb, m, n, k, &alpha, a, lda, stride_a, b, ldb,
-                                        stride_b, &beta, c, ldc, stride_c, count);
+    return cublas().sgemm_strided_batched(h, ta, tb, m, n, k, &alpha, a, lda, stride_a, b, ldb,
+                                          stride_b, &beta, c, ldc, stride_c, count);
 }
 
 cublasStatus_t gemm_batched(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int64_t m,
@@ -32,8 +33,8 @@ cublasStatus_t gemm_batched(cublasHandle_t h, cublasOperation_t ta, cublasOperat
                             const double* b, int64_t ldb, int64_t stride_b, double* c, int64_t ldc,
                             int64_t stride_c, int64_t count) {
     const double alpha = 1.0, beta = 0.0;
-    return cublasDgemmStridedBatched_64(h, ta, tb, m, n, k, &alpha, a, lda, stride_a, b, ldb,
-                                        stride_b, &beta, c, ldc, stride_c, count);
+    return cublas().dgemm_strided_batched(h, ta, tb, m, n, k, &alpha, a, lda, stride_a, b, ldb,
+                                          stride_b, &beta, c, ldc, stride_c, count);
 }
 
 struct BatchDim {
@@ -104,10 +105,10 @@ class MatmulKernel final : public GpuKernel {
         const T* b = static_cast<const T*>(in[1].data);
         cublasHandle_t h = ctx_.cublas;
         if (!h) throw std::runtime_error("internal error: the GPU context has no cuBLAS handle");
-        GR_CUBLAS_THROW(cublasSetStream(h, ctx_.stream));
-        GR_CUBLAS_THROW(cublasSetPointerMode(h, CUBLAS_POINTER_MODE_HOST));
-        GR_CUBLAS_THROW(cublasSetMathMode(
-            h, ctx_.allow_tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
+        // The handle is the session's: its stream, math mode and workspace were
+        // set when the device opened. Setting the stream again here would reset
+        // the workspace to one cuBLAS allocates itself, outside the counting
+        // allocator (cublasSetStream's documented behaviour).
 
         // The innermost merged batch dim goes to cuBLAS; the outer ones are walked here.
         const BatchDim inner = batch_.empty() ? BatchDim{1, 0, 0} : batch_.front();
