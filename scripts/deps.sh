@@ -11,6 +11,8 @@ ls /usr/include/*/openblas-pthread/cblas.h >/dev/null 2>&1 || need+=(libopenblas
 command -v cmake   >/dev/null 2>&1            || need+=(cmake)
 command -v g++     >/dev/null 2>&1            || need+=(g++)
 command -v python3 >/dev/null 2>&1            || need+=(python3)
+# The benchmarks (scripts/bench) compare with NumPy under the system Python.
+/usr/bin/python3 -c "import numpy" >/dev/null 2>&1 || need+=(python3-numpy)
 
 if [ ${#need[@]} -eq 0 ]; then
     exit 0
