@@ -19,7 +19,7 @@ alignas(64) unsigned char g_empty_buffer[64];
 CpuAllocator::CpuAllocator(uint64_t limit_bytes) : limit_(limit_bytes) {}
 
 CpuAllocator::~CpuAllocator() {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::lock_guard<BriefMutex> lock(mu_);
     trim_locked();
 }
 
@@ -27,14 +27,14 @@ void* CpuAllocator::allocate(uint64_t bytes) {
     if (g_fail_allocation_countdown.load(std::memory_order_relaxed) > 0 &&
         g_fail_allocation_countdown.fetch_sub(1) == 1)
         return nullptr;
-    std::lock_guard<std::mutex> lock(mu_);
+    std::lock_guard<BriefMutex> lock(mu_);
     if (s_.in_use + bytes > limit_ || s_.in_use + bytes < s_.in_use) return nullptr;
     void* p = nullptr;
     if (bytes == 0) {
         p = g_empty_buffer;
-    } else if (auto it = cache_.find(bytes); it != cache_.end()) {
-        p = it->second;
-        cache_.erase(it);
+    } else if (auto it = cache_.find(bytes); it != cache_.end() && !it->second.empty()) {
+        p = it->second.back();
+        it->second.pop_back();
         cached_bytes_ -= bytes;
     } else {
         // Keep what the allocator holds from the system within the limit too.
@@ -55,19 +55,39 @@ void* CpuAllocator::allocate(uint64_t bytes) {
 }
 
 void CpuAllocator::add_pending(uint64_t bytes) {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::lock_guard<BriefMutex> lock(mu_);
     s_.pending += bytes;
     s_.pending_peak = std::max(s_.pending_peak, s_.pending);
 }
 
 void CpuAllocator::release(void* p, uint64_t bytes) {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::lock_guard<BriefMutex> lock(mu_);
     s_.pending -= std::min(s_.pending, bytes);
     release_locked(p, bytes);
 }
 
+void CpuAllocator::release_batch(const PendingRelease* items, size_t n) {
+    // In slices, so that the executor, allocating meanwhile, never waits long.
+    constexpr size_t kSlice = 32;
+    for (size_t first = 0; first < n; first += kSlice) {
+        std::lock_guard<BriefMutex> lock(mu_);
+        for (size_t i = first; i < std::min(n, first + kSlice); ++i) {
+            s_.pending -= std::min(s_.pending, items[i].bytes);
+            release_locked(items[i].data, items[i].bytes);
+        }
+    }
+}
+
+void CpuAllocator::release_unreferenced(const PendingRelease* items, size_t n) {
+    std::lock_guard<BriefMutex> lock(mu_);
+    uint64_t bytes = 0;
+    for (size_t i = 0; i < n; ++i) bytes += items[i].bytes;
+    s_.pending_peak = std::max(s_.pending_peak, s_.pending + bytes);
+    for (size_t i = 0; i < n; ++i) release_locked(items[i].data, items[i].bytes);
+}
+
 void CpuAllocator::release_scratch(void* p, uint64_t bytes) {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::lock_guard<BriefMutex> lock(mu_);
     release_locked(p, bytes);
 }
 
@@ -76,31 +96,31 @@ void CpuAllocator::release_locked(void* p, uint64_t bytes) {
     ++s_.frees;
     --s_.live;
     if (bytes == 0) return;
-    cache_.emplace(bytes, p);
+    cache_[bytes].push_back(p);
     cached_bytes_ += bytes;
 }
 
 void CpuAllocator::trim_locked() {
-    for (auto& [size, p] : cache_) {
-        std::free(p);
-        s_.reserved -= size;
+    for (auto& [size, blocks] : cache_) {
+        for (void* p : blocks) std::free(p);
+        s_.reserved -= size * blocks.size();
     }
     cache_.clear();
     cached_bytes_ = 0;
 }
 
 void CpuAllocator::trim() {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::lock_guard<BriefMutex> lock(mu_);
     trim_locked();
 }
 
 MemoryStats CpuAllocator::stats() const {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::lock_guard<BriefMutex> lock(mu_);
     return s_;
 }
 
 void CpuAllocator::add_copied_in(uint64_t bytes) {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::lock_guard<BriefMutex> lock(mu_);
     s_.copied_in += bytes;
 }
 

@@ -3,9 +3,10 @@
 #pragma once
 #include <atomic>
 #include <cstdint>
-#include <map>
 #include <mutex>
 #include <string>
+#include <unordered_map>
+#include <vector>
 
 namespace graphrun {
 
@@ -24,6 +25,13 @@ struct MemoryStats {
 // Rounds a byte count up to the 64-byte granule every buffer is counted in.
 inline uint64_t round_up_64(uint64_t bytes) { return (bytes + 63) / 64 * 64; }
 
+// A pending buffer on its way back to its allocator.
+struct PendingRelease {
+    void* data;
+    uint64_t bytes;
+    class Allocator* alloc;
+};
+
 // The device allocator interface: one entry point to allocate and one to
 // release, both counted; the backlog accounting the cleanup strategies use.
 // Thread-safe: the background reclaimer releases while the executor allocates.
@@ -34,6 +42,20 @@ public:
     // (or the system has no memory); the caller decides what that means.
     virtual void* allocate(uint64_t bytes) = 0;
     virtual void release(void* p, uint64_t bytes) = 0;
+    // release() for each of n pending buffers of this allocator; one lock for
+    // the lot where the allocator can (the reclaimer's batches).
+    virtual void release_batch(const PendingRelease* items, size_t n) {
+        for (size_t i = 0; i < n; ++i) release(items[i].data, items[i].bytes);
+    }
+    // n buffers that became unreferenced since the last call and go back now
+    // (the safepoint strategy): counted as pending together (pending_peak sees
+    // them) and released, under one lock where the allocator can.
+    virtual void release_unreferenced(const PendingRelease* items, size_t n) {
+        uint64_t bytes = 0;
+        for (size_t i = 0; i < n; ++i) bytes += items[i].bytes;
+        add_pending(bytes);
+        release_batch(items, n);
+    }
     // Releases a buffer that never became pending: a node's scratch copy of an
     // input from another device, released as soon as the node has run.
     virtual void release_scratch(void* p, uint64_t bytes) {
@@ -53,6 +75,29 @@ public:
 // count to zero fails. Counts every allocation of every allocator.
 extern std::atomic<int64_t> g_fail_allocation_countdown;
 
+// A mutex for critical sections of a few hundred nanoseconds that two threads
+// take often (the executor allocating, the reclaimer releasing): it spins a
+// little before it sleeps, since a sleep and wake-up cost a hundred times the
+// wait (glibc's plain mutex sleeps at once). TSan understands it as a mutex.
+class BriefMutex {
+public:
+    void lock() {
+        for (int i = 0; i < kSpins; ++i) {
+            if (m_.try_lock()) return;
+#if defined(__x86_64__) || defined(__i386__)
+            __builtin_ia32_pause();
+#endif
+        }
+        m_.lock();
+    }
+    bool try_lock() { return m_.try_lock(); }
+    void unlock() { m_.unlock(); }
+
+private:
+    static constexpr int kSpins = 100;  // a few microseconds
+    std::mutex m_;
+};
+
 // Host memory: 64-byte aligned, freed blocks cached by size for reuse (that
 // is what `reserved` shows), everything returned to the system by trim().
 class CpuAllocator final : public Allocator {
@@ -64,6 +109,8 @@ public:
 
     void* allocate(uint64_t bytes) override;
     void release(void* p, uint64_t bytes) override;
+    void release_batch(const PendingRelease* items, size_t n) override;
+    void release_unreferenced(const PendingRelease* items, size_t n) override;
     void release_scratch(void* p, uint64_t bytes) override;
     void add_pending(uint64_t bytes) override;
     void trim() override;
@@ -76,9 +123,12 @@ private:
     void release_locked(void* p, uint64_t bytes);
 
     const uint64_t limit_;
-    mutable std::mutex mu_;
+    mutable BriefMutex mu_;
     MemoryStats s_;
-    std::multimap<uint64_t, void*> cache_;  // size -> free block
+    // Free blocks by size. A size's list keeps its capacity when emptied, so
+    // that the steady state of a run (release a block, allocate one of the
+    // same size) costs no heap allocation of its own.
+    std::unordered_map<uint64_t, std::vector<void*>> cache_;
     uint64_t cached_bytes_ = 0;
 };
 

@@ -22,9 +22,15 @@ const char* cleanup_name(CleanupStrategy s) {
 
 namespace {
 // The background strategy hands buffers to the reclaimer once a batch holds
-// this many buffers or bytes, and at the end of every pass.
-constexpr size_t kBatchBuffers = 32;
+// this many buffers or bytes, and at the end of every pass: a hand-over wakes
+// the reclaimer (a system call), so a chain of tiny tensors must not pay one
+// every few nodes.
+constexpr size_t kBatchBuffers = 256;
 constexpr uint64_t kBatchBytes = uint64_t{1} << 20;
+// The backlog may always reach this before the executing thread waits, even
+// when one pass's static peak is smaller: otherwise a graph of tiny tensors
+// would wait for the reclaimer (two thread switches) at every hand-over.
+constexpr uint64_t kMinBacklogBytes = 4 * kBatchBytes;
 
 double ms_since(std::chrono::steady_clock::time_point t0) {
     return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
@@ -40,18 +46,30 @@ Session::Session(const Graph& g, const Plan& plan, SessionOptions opts) : g_(g),
         ctx_.pool = pool_.get();
     }
     size_t max_inputs = 0;
-    node_dev_.assign(g.nodes.size(), nullptr);
-    numel_.resize(g.nodes.size());
-    for (size_t i = 0; i < g.nodes.size(); ++i) numel_[i] = checked_numel(g.nodes[i].shape).value_or(0);
+    exec_.resize(g.nodes.size());
     kernels_.resize(g.nodes.size());
+    auto numel = [&](NodeId id) { return checked_numel(g.node(id).shape).value_or(0); };
     for (const PlanStep& s : plan.steps) {
         if (s.kind != PlanStep::Kind::Run) continue;
         const Node& n = g.node(s.arg);
+        ExecNode& e = exec_[static_cast<size_t>(s.arg)];
+        if (e.dev) continue;  // compiled already
         Device* dev = device_for(n.placed);
         if (!dev) break;  // open_error_ says why; run() reports it
-        node_dev_[static_cast<size_t>(s.arg)] = dev;
-        if (!aliases_input(g, n) && !kernels_[static_cast<size_t>(s.arg)])
+        e.dev = dev;
+        e.bytes = plan.node_bytes[static_cast<size_t>(s.arg)];
+        e.out = TensorRef{nullptr, n.dtype, &n.shape, numel(s.arg)};
+        e.first_input = static_cast<uint32_t>(exec_inputs_.size());
+        e.n_inputs = static_cast<uint32_t>(n.inputs.size());
+        for (const Input& in : n.inputs)
+            exec_inputs_.push_back(ExecInput{in.id, TensorRef{nullptr, g.node(in.id).dtype, &g.node(in.id).shape,
+                                                              numel(in.id)}});
+        if (aliases_input(g, n)) {
+            e.alias_of = n.inputs[0].id;
+        } else {
             kernels_[static_cast<size_t>(s.arg)] = dev->make_kernel(g, n);
+            e.kernel = kernels_[static_cast<size_t>(s.arg)].get();
+        }
         max_inputs = std::max(max_inputs, n.inputs.size());
     }
     scratch_inputs_.resize(max_inputs);
@@ -59,8 +77,10 @@ Session::Session(const Graph& g, const Plan& plan, SessionOptions opts) : g_(g),
     value_buf_.assign(g.nodes.size(), -1);
     passes_left_.assign(plan.loops.size(), 0);
     bufs_.reserve(64);
-    // The backlog may grow to one pass's static peak before the executing thread waits.
-    for (const auto& [dev, bytes] : plan.static_peak) backlog_limit_ = std::max(backlog_limit_, bytes);
+    // The backlog may grow to one pass's static peak (and at least
+    // kMinBacklogBytes) before the executing thread waits.
+    for (const auto& [dev, bytes] : plan.static_peak) static_peak_ = std::max(static_peak_, bytes);
+    backlog_limit_ = std::max(static_peak_, kMinBacklogBytes);
     if (opts_.profile) {
         op_profile_.resize(static_cast<size_t>(OpKind::Invalid) + 1);
         for (size_t k = 0; k < op_profile_.size(); ++k) op_profile_[k].op = op_name(static_cast<OpKind>(k));
@@ -135,22 +155,48 @@ void Session::drop(NodeId v) {
 void Session::unreferenced(int32_t b) {
     Buffer& buf = bufs_[static_cast<size_t>(b)];
     Allocator& a = buf.dev->allocator();
-    a.add_pending(buf.bytes);
+    if (opts_.cleanup == CleanupStrategy::Safepoint) pending_unmarked_ = true;
+    else a.add_pending(buf.bytes);
     pending_.push_back(Freed{buf.data, buf.bytes, &a});
     batch_bytes_ += buf.bytes;
     buf = Buffer{};
     free_bufs_.push_back(b);
 }
 
+// Releases a list of pending buffers, one release_batch per run of the same allocator.
+void Session::release_all(const std::vector<Freed>& items, bool marked) {
+    for (size_t i = 0; i < items.size();) {
+        size_t j = i + 1;
+        while (j < items.size() && items[j].alloc == items[i].alloc) ++j;
+        if (marked)
+            items[i].alloc->release_batch(items.data() + i, j - i);
+        else
+            items[i].alloc->release_unreferenced(items.data() + i, j - i);
+        i = j;
+    }
+}
+
+void Session::mark_pending() {
+    if (!pending_unmarked_) return;
+    for (const Freed& f : pending_) f.alloc->add_pending(f.bytes);
+    pending_unmarked_ = false;
+}
+
 void Session::release_pending_now() {
-    for (const Freed& f : pending_) f.alloc->release(f.data, f.bytes);
+    // Under safepoint a buffer is released at the safe point after it became
+    // unreferenced, and is counted as pending only then, with the others of
+    // that safe point: one allocator call per safe point instead of two per
+    // buffer. A run that stops between two safe points (an error, a signal)
+    // counts what is left with mark_pending(), before anyone reads the figures.
+    release_all(pending_, !pending_unmarked_);
+    pending_unmarked_ = false;
     pending_.clear();
     batch_bytes_ = 0;
 }
 
-// Hands the batch to the reclaimer (one lock per batch, not per buffer). Waits
-// when asked to, or when the backlog has outgrown one pass's static peak.
-void Session::flush_to_reclaimer(bool wait_until_drained) {
+// Hands the batch to the reclaimer (one lock per batch, not per buffer), then
+// waits when the backlog is over `wait_above` (0: always).
+void Session::flush_to_reclaimer(uint64_t wait_above) {
     std::unique_lock<std::mutex> lock(mu_);
     if (!pending_.empty()) {
         if (queue_.empty()) queue_.swap(pending_);
@@ -162,8 +208,7 @@ void Session::flush_to_reclaimer(bool wait_until_drained) {
         batch_bytes_ = 0;
         cv_work_.notify_one();
     }
-    if (!wait_until_drained) wait_until_drained = queued_bytes_ > backlog_limit_;
-    if (wait_until_drained) cv_drained_.wait(lock, [this] { return queue_.empty() && !busy_; });
+    if (queued_bytes_ > wait_above || wait_above == 0) cv_drained_.wait(lock, [this] { return queue_.empty() && !busy_; });
 }
 
 void Session::reclaimer_loop() {
@@ -176,10 +221,8 @@ void Session::reclaimer_loop() {
         busy_ = true;
         lock.unlock();
         uint64_t done = 0;
-        for (const Freed& f : work) {
-            f.alloc->release(f.data, f.bytes);
-            done += f.bytes;
-        }
+        for (const Freed& f : work) done += f.bytes;
+        release_all(work, true);
         work.clear();
         lock.lock();
         queued_bytes_ -= done;
@@ -194,7 +237,7 @@ void Session::safe_point() {
         case CleanupStrategy::Safepoint: release_pending_now(); break;
         case CleanupStrategy::Background:
             // Hand over in batches: one lock per batch, not per buffer.
-            if (pending_.size() >= kBatchBuffers || batch_bytes_ >= kBatchBytes) flush_to_reclaimer(false);
+            if (pending_.size() >= kBatchBuffers || batch_bytes_ >= kBatchBytes) flush_to_reclaimer(backlog_limit_);
             break;
         case CleanupStrategy::Close: break;
     }
@@ -219,7 +262,7 @@ void* Session::allocate_on(Device& dev, uint64_t bytes) {
     Allocator& a = dev.allocator();
     void* data = a.allocate(bytes);
     if (!data && opts_.cleanup == CleanupStrategy::Background && a.stats().in_use + bytes > a.limit()) {
-        flush_to_reclaimer(true);
+        flush_to_reclaimer(0);
         data = a.allocate(bytes);
     }
     return data;
@@ -266,30 +309,33 @@ void Session::release_scratch() {
 }
 
 std::optional<RunError> Session::run_node(NodeId id) {
-    const Node& n = g_.node(id);
+    const ExecNode& e = exec_[static_cast<size_t>(id)];
     safe_point();  // just before dispatch, before the output is allocated
-    if (aliases_input(g_, n)) {
-        share(id, n.inputs[0].id);
+    if (e.alias_of != kNoNode) {
+        share(id, e.alias_of);
         return std::nullopt;
     }
-    Device& dev = *node_dev_[static_cast<size_t>(id)];
-    for (size_t i = 0; i < n.inputs.size(); ++i) {
-        const Node& in = g_.node(n.inputs[i].id);
-        int32_t ib = value_buf_[static_cast<size_t>(n.inputs[i].id)];
-        const Buffer* src = ib >= 0 ? &bufs_[static_cast<size_t>(ib)] : nullptr;
-        scratch_inputs_[i] = TensorRef{src ? src->data : nullptr, in.dtype, &in.shape,
-                                       numel_[static_cast<size_t>(n.inputs[i].id)]};
-        if (src && src->dev != &dev) {
-            if (auto e = copy_input(n, in, *src, dev, scratch_inputs_[i])) {
+    Device& dev = *e.dev;
+    for (uint32_t i = 0; i < e.n_inputs; ++i) {
+        const ExecInput& in = exec_inputs_[e.first_input + i];
+        TensorRef& ref = scratch_inputs_[i];
+        ref = in.ref;
+        int32_t ib = value_buf_[static_cast<size_t>(in.id)];
+        if (ib < 0) continue;
+        const Buffer& src = bufs_[static_cast<size_t>(ib)];
+        ref.data = src.data;
+        if (src.dev != &dev) {
+            if (auto err = copy_input(g_.node(id), g_.node(in.id), src, dev, ref)) {
                 release_scratch();
-                return e;
+                return err;
             }
         }
     }
-    uint64_t bytes = plan_.node_bytes[static_cast<size_t>(id)];
+    const uint64_t bytes = e.bytes;
     void* data = allocate_on(dev, bytes);
     if (!data) {
         release_scratch();
+        const Node& n = g_.node(id);
         return RunError{oom_message(n, bytes, dev.allocator(), type_string(n.dtype, n.shape)), n.loc};
     }
     int32_t b;
@@ -303,11 +349,14 @@ std::optional<RunError> Session::run_node(NodeId id) {
     bufs_[static_cast<size_t>(b)] = Buffer{data, bytes, 1, &dev};
     value_buf_[static_cast<size_t>(id)] = b;
 
-    TensorRef out{data, n.dtype, &n.shape, numel_[static_cast<size_t>(id)]};
-    std::string err = kernels_[static_cast<size_t>(id)]->run(scratch_inputs_.data(), n.inputs.size(), out, ctx_);
-    release_scratch();
-    if (!err.empty())
+    TensorRef out = e.out;
+    out.data = data;
+    std::string err = e.kernel->run(scratch_inputs_.data(), e.n_inputs, out, ctx_);
+    if (!scratch_.empty()) release_scratch();
+    if (!err.empty()) {
+        const Node& n = g_.node(id);
         return RunError{"node '" + n.display + "' (" + op_name(n.op) + ") on " + n.placed + ": " + err, n.loc};
+    }
     return std::nullopt;
 }
 
@@ -331,7 +380,7 @@ std::optional<RunError> Session::run_pass() {
                     auto e = run_node(s.arg);
                     const Node& n = g_.node(s.arg);
                     // A GPU kernel returns before it has run: wait, so the time is its own.
-                    if (Device* d = node_dev_[static_cast<size_t>(s.arg)]; !e && d && d->name() != "cpu") {
+                    if (Device* d = exec_[static_cast<size_t>(s.arg)].dev; !e && d && d->name() != "cpu") {
                         if (std::string se = d->synchronize(); !se.empty())
                             e = RunError{"node '" + n.display + "' (" + op_name(n.op) + ") on " + n.placed + ": " + se,
                                          n.loc};
@@ -368,7 +417,7 @@ std::optional<RunError> Session::run_pass() {
         }
     }
     safe_point();  // the end of the pass
-    if (opts_.cleanup == CleanupStrategy::Background && !pending_.empty()) flush_to_reclaimer(false);
+    if (opts_.cleanup == CleanupStrategy::Background) flush_to_reclaimer(static_peak_);
     return std::nullopt;
 }
 
@@ -383,6 +432,7 @@ std::optional<RunError> Session::run(int64_t iterations, const std::vector<Outpu
             for (NodeId v : plan_.held) drop(v);
         err = run_pass();
     }
+    mark_pending();  // what a stopped run left unreferenced shows as pending
     // The run ends when the devices have finished its work (and said whether it failed).
     for (auto& [name, dev] : devices_) {
         std::string e = dev->synchronize();

@@ -95,11 +95,7 @@ private:
         int32_t refs = 0;
         Device* dev = nullptr;
     };
-    struct Freed {
-        void* data;
-        uint64_t bytes;
-        Allocator* alloc;
-    };
+    using Freed = PendingRelease;
 
     std::optional<RunError> run_pass();
     std::optional<RunError> run_node(NodeId id);
@@ -108,7 +104,13 @@ private:
     void unreferenced(int32_t b);
     void safe_point();
     void release_pending_now();
-    void flush_to_reclaimer(bool wait_until_drained);
+    void mark_pending();
+    // Releases pending buffers, one call per run of the same allocator;
+    // `marked`: add_pending was called for them (every strategy but safepoint).
+    static void release_all(const std::vector<Freed>& items, bool marked);
+    // Hands the batch over; then, if more than `wait_above` bytes are still
+    // queued, waits until the reclaimer has released them all.
+    void flush_to_reclaimer(uint64_t wait_above);
     void reclaimer_loop();
     Device* device_for(const std::string& name);
     void* allocate_on(Device& dev, uint64_t bytes);
@@ -121,22 +123,45 @@ private:
     SessionOptions opts_;
     std::map<std::string, std::unique_ptr<Device>> devices_;
     std::optional<RunError> open_error_;  // a device that could not be opened
-    std::vector<Device*> node_dev_;       // per node
+    // What the per-node path reads, per node, compiled once: one record and
+    // its inputs' fixed parts back to back, so that a chain of tiny nodes
+    // touches a few cache lines per node rather than the Graph's nodes.
+    struct ExecNode {
+        Kernel* kernel = nullptr;  // null for an alias (and for a node that never runs)
+        Device* dev = nullptr;
+        uint64_t bytes = 0;        // of the output buffer, as the static plan counts it
+        TensorRef out;             // dtype, shape, numel; data set per run
+        uint32_t first_input = 0;  // into exec_inputs_
+        uint32_t n_inputs = 0;
+        NodeId alias_of = kNoNode;  // reshape/identity sharing its input's buffer
+    };
+    struct ExecInput {
+        NodeId id;
+        TensorRef ref;  // dtype, shape, numel; data set per run
+    };
+    std::vector<ExecNode> exec_;          // per node
+    std::vector<ExecInput> exec_inputs_;
     std::vector<std::unique_ptr<Kernel>> kernels_;
     std::vector<Freed> scratch_;          // the running node's copies of inputs from other devices
     std::vector<TensorRef> scratch_inputs_;
-    std::vector<int64_t> numel_;  // per node, computed once: no shape walks per run
     std::vector<Buffer> bufs_;
     std::vector<int32_t> free_bufs_;
     std::vector<int32_t> value_buf_;  // per node: index into bufs_, -1 when it holds none
     std::vector<int64_t> passes_left_;
     std::unique_ptr<ThreadPool> pool_;  // the CPU kernels' workers (--threads)
     KernelContext ctx_;
-    uint64_t backlog_limit_ = 0;  // background: hand-over waits when pending exceeds it
+    // background: a hand-over inside a pass waits when the backlog exceeds
+    // backlog_limit_ (the static peak, at least kMinBacklogBytes); the one at
+    // the end of a pass when it exceeds static_peak_, so that no pass starts
+    // with more than one static peak of garbage and the peak cannot grow with
+    // the iterations.
+    uint64_t backlog_limit_ = 0;
+    uint64_t static_peak_ = 0;
 
     // safepoint and close: the pending list; background: the batch to hand over.
     std::vector<Freed> pending_;
     uint64_t batch_bytes_ = 0;  // bytes in pending_
+    bool pending_unmarked_ = false;  // safepoint: pending_ is not yet counted as pending
 
     // The reclaimer thread (background only).
     std::thread reclaimer_;

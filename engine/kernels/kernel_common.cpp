@@ -112,8 +112,11 @@ std::string KernelBase::check(const TensorRef* inputs, size_t n_inputs,
 std::string KernelBase::run(const TensorRef* inputs, size_t n_inputs, TensorRef& out,
                             const KernelContext& ctx) {
     try {
-        std::string problem = check(inputs, n_inputs, out);
-        if (!problem.empty()) return problem;
+        if (!checked_) {
+            std::string problem = check(inputs, n_inputs, out);
+            if (!problem.empty()) return problem;
+            checked_ = true;
+        }
         return compute(inputs, out, ctx);
     } catch (...) {
         return "out of memory";  // fits the small-string buffer: returning it cannot throw

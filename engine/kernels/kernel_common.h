@@ -44,7 +44,7 @@ int64_t numel_of(const Shape& s);  // 0 for an overflowing shape (validation ref
 
 // The base of every CPU kernel: records the dtypes and sizes of the node's
 // inputs and output, and checks the executor's buffers against them before
-// compute() touches memory. run() never throws: an escaping exception (only
+// compute() first touches memory. run() never throws: an escaping exception (only
 // std::bad_alloc could) becomes an error message.
 class KernelBase : public Kernel {
   public:
@@ -68,6 +68,10 @@ class KernelBase : public Kernel {
 
   private:
     std::string check(const TensorRef* inputs, size_t n_inputs, const TensorRef& out) const;
+    // The executor hands a kernel buffers of the same dtypes and sizes on
+    // every run (they come from the same validated node), so the check runs
+    // on the first: later runs skip the walk over the inputs' records.
+    bool checked_ = false;
 };
 
 // A kernel that only reports an error when run (unsupported op or dtype).
