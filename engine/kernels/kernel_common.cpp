@@ -69,6 +69,25 @@ std::optional<DType> dtype_attr(const Node& n, std::string_view name) {
     return parse_dtype(a->value.s);
 }
 
+std::string check_buffers(OpKind op, const char* what, const std::vector<DType>& in_dtypes,
+                          const std::vector<int64_t>& in_numel, DType out_dtype, int64_t out_numel,
+                          const TensorRef* inputs, size_t n_inputs, const TensorRef& out) {
+    auto where = [&] { return std::string("internal error: ") + op_name(op) + " " + what + ": "; };
+    if (n_inputs != in_dtypes.size())
+        return where() + "expected " + std::to_string(in_dtypes.size()) + " inputs, got " + std::to_string(n_inputs);
+    for (size_t k = 0; k < n_inputs; ++k) {
+        const TensorRef& t = inputs[k];
+        if (t.dtype != in_dtypes[k] || t.numel != in_numel[k] || (t.numel > 0 && !t.data))
+            return where() + "input " + std::to_string(k) + " is " + dtype_name(t.dtype) + " with " +
+                   std::to_string(t.numel) + " elements, expected " + dtype_name(in_dtypes[k]) + " with " +
+                   std::to_string(in_numel[k]);
+    }
+    if (out.dtype != out_dtype || out.numel != out_numel || (out.numel > 0 && !out.data))
+        return where() + "output is " + dtype_name(out.dtype) + " with " + std::to_string(out.numel) +
+               " elements, expected " + dtype_name(out_dtype) + " with " + std::to_string(out_numel);
+    return "";
+}
+
 int64_t normalize_axis(int64_t axis, size_t rank) {
     const auto r = static_cast<int64_t>(rank);
     if (axis < -r || axis >= r) return -1;
@@ -91,22 +110,7 @@ KernelBase::KernelBase(const Graph& g, const Node& n)
 
 std::string KernelBase::check(const TensorRef* inputs, size_t n_inputs,
                               const TensorRef& out) const {
-    auto where = [&] { return std::string("internal error: ") + op_name(op_) + " kernel: "; };
-    if (n_inputs != in_dtypes_.size())
-        return where() + "expected " + std::to_string(in_dtypes_.size()) + " inputs, got " +
-               std::to_string(n_inputs);
-    for (size_t k = 0; k < n_inputs; ++k) {
-        const TensorRef& t = inputs[k];
-        if (t.dtype != in_dtypes_[k] || t.numel != in_numel_[k] || (t.numel > 0 && !t.data))
-            return where() + "input " + std::to_string(k) + " is " + dtype_name(t.dtype) +
-                   " with " + std::to_string(t.numel) + " elements, expected " +
-                   dtype_name(in_dtypes_[k]) + " with " + std::to_string(in_numel_[k]);
-    }
-    if (out.dtype != out_dtype_ || out.numel != out_numel_ || (out.numel > 0 && !out.data))
-        return where() + "output is " + dtype_name(out.dtype) + " with " +
-               std::to_string(out.numel) + " elements, expected " + dtype_name(out_dtype_) +
-               " with " + std::to_string(out_numel_);
-    return "";
+    return check_buffers(op_, "kernel", in_dtypes_, in_numel_, out_dtype_, out_numel_, inputs, n_inputs, out);
 }
 
 std::string KernelBase::run(const TensorRef* inputs, size_t n_inputs, TensorRef& out,

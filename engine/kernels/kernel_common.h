@@ -38,6 +38,13 @@ bool bool_attr(const Node& n, std::string_view name, bool def);
 std::optional<std::vector<int64_t>> ints_attr(const Node& n, std::string_view name);
 std::optional<DType> dtype_attr(const Node& n, std::string_view name);
 
+// The executor's buffers against what a kernel was built for (as many inputs,
+// each of its dtype and element count, data non-null when numel > 0): "" or
+// "internal error: <op> <what>: ...". Shared by the CPU and GPU kernels.
+std::string check_buffers(OpKind op, const char* what, const std::vector<DType>& in_dtypes,
+                          const std::vector<int64_t>& in_numel, DType out_dtype, int64_t out_numel,
+                          const TensorRef* inputs, size_t n_inputs, const TensorRef& out);
+
 // `axis` in [-rank, rank) made non-negative, or -1 when out of range.
 int64_t normalize_axis(int64_t axis, size_t rank);
 int64_t numel_of(const Shape& s);  // 0 for an overflowing shape (validation refuses those)

@@ -20,22 +20,8 @@ GpuKernel::GpuKernel(const Graph& g, const Node& n, GpuContext& ctx)
 }
 
 std::string GpuKernel::check(const TensorRef* inputs, size_t n_inputs, const TensorRef& out) const {
-    auto where = [&] { return std::string("internal error: ") + op_name(op_) + " GPU kernel: "; };
-    if (n_inputs != in_dtypes_.size())
-        return where() + "expected " + std::to_string(in_dtypes_.size()) + " inputs, got " +
-               std::to_string(n_inputs);
-    for (size_t k = 0; k < n_inputs; ++k) {
-        const TensorRef& t = inputs[k];
-        if (t.dtype != in_dtypes_[k] || t.numel != in_numel_[k] || (t.numel > 0 && !t.data))
-            return where() + "input " + std::to_string(k) + " is " + dtype_name(t.dtype) +
-                   " with " + std::to_string(t.numel) + " elements, expected " +
-                   dtype_name(in_dtypes_[k]) + " with " + std::to_string(in_numel_[k]);
-    }
-    if (out.dtype != out_dtype_ || out.numel != out_numel_ || (out.numel > 0 && !out.data))
-        return where() + "output is " + dtype_name(out.dtype) + " with " +
-               std::to_string(out.numel) + " elements, expected " + dtype_name(out_dtype_) +
-               " with " + std::to_string(out_numel_);
-    return "";
+    return kernels::check_buffers(op_, "GPU kernel", in_dtypes_, in_numel_, out_dtype_, out_numel_, inputs,
+                                  n_inputs, out);
 }
 
 std::string GpuKernel::run(const TensorRef* inputs, size_t n_inputs, TensorRef& out,
