@@ -23,9 +23,13 @@ constexpr int64_t kNever = -1;
 class PlanBuilder {
 public:
     PlanBuilder(const Graph& g, const std::vector<NodeId>& outputs) : g_(g) {
-        held_.insert(outputs.begin(), outputs.end());
-        plan_.held.assign(held_.begin(), held_.end());
-        std::sort(plan_.held.begin(), plan_.held.end());
+        held_.assign(g.nodes.size(), false);
+        for (NodeId v : outputs) held_[static_cast<size_t>(v)] = true;
+        for (size_t i = 0; i < held_.size(); ++i)
+            if (held_[i]) plan_.held.push_back(static_cast<NodeId>(i));
+        stamp_.assign(g.nodes.size(), 0);
+        last_.assign(g.nodes.size(), kNever);
+        defined_at_.assign(g.nodes.size(), kNever);
         plan_.loops.resize(g.repeats.size());
         update_of_.assign(g.repeats.size(), {});
         for (size_t r = 0; r < g.repeats.size(); ++r)
@@ -84,101 +88,120 @@ private:
     }
 
     bool keep(NodeId v, int32_t r) const {
-        if (r == -1) return held_.count(v) > 0;
+        if (r == -1) return held_[static_cast<size_t>(v)];
         return update_of_[static_cast<size_t>(r)].count(v) > 0;
     }
 
     void drop(NodeId v) { plan_.steps.push_back(PlanStep{PlanStep::Kind::Drop, v}); }
 
     // Emits block `stmts` (body of repeat `r`, or the top level for -1).
+    // Per-value state lives in vectors indexed by node id, valid for the
+    // values homed in this block (stamp_ says which): a million-node block
+    // costs no hash map. It is all read before the recursion into a loop body
+    // reuses it.
     void emit_block(const std::vector<Stmt>& stmts, int32_t r) {
-        // Last use of each value homed here.
-        std::unordered_map<NodeId, int64_t> last;
+        const uint32_t gen = ++generation_;
         std::vector<NodeId> homed;  // in order of definition
+        auto home = [&](NodeId v, int64_t defined) {
+            const auto i = static_cast<size_t>(v);
+            stamp_[i] = gen;
+            last_[i] = kNever;
+            defined_at_[i] = defined;
+            homed.push_back(v);
+        };
+        auto use = [&](NodeId v, int64_t pos) {
+            const auto i = static_cast<size_t>(v);
+            if (stamp_[i] == gen) last_[i] = std::max(last_[i], pos);
+        };
         if (r >= 0)
-            for (const Carry& c : g_.repeats[static_cast<size_t>(r)].carries) {
-                last[c.param] = kNever;
-                homed.push_back(c.param);
-            }
+            for (const Carry& c : g_.repeats[static_cast<size_t>(r)].carries) home(c.param, kNever);
         for (size_t k = 0; k < stmts.size(); ++k) {
             const Stmt& s = stmts[k];
             auto pos_begin = static_cast<int64_t>(2 * k), pos_end = pos_begin + 1;
-            auto use = [&](NodeId v, int64_t pos) {
-                auto it = last.find(v);
-                if (it != last.end()) it->second = std::max(it->second, pos);
-            };
             if (s.kind == Stmt::Kind::Node) {
                 for (const Input& in : g_.node(s.index).inputs) use(in.id, pos_end);
-                last[s.index] = kNever;
-                homed.push_back(s.index);
+                home(s.index, pos_end);
             } else {
                 std::unordered_map<NodeId, bool> fv;
                 free_values(s.index, fv);
                 for (const auto& [v, late] : fv) use(v, late ? pos_end : pos_begin);
-                for (const Carry& c : g_.repeats[static_cast<size_t>(s.index)].carries) {
-                    last[c.param] = kNever;
-                    homed.push_back(c.param);
-                }
+                for (const Carry& c : g_.repeats[static_cast<size_t>(s.index)].carries) home(c.param, pos_end);
             }
         }
-        // Drop points: after the last use, else where the value is defined.
-        std::unordered_map<int64_t, std::vector<NodeId>> drops_at;
+        // Drop points: after the last use, else where the value is defined; in
+        // position order, values of one position in the order they were homed.
+        std::vector<std::pair<int64_t, NodeId>> drops;
         std::vector<NodeId> drops_at_start;
-        std::unordered_map<NodeId, int64_t> defined_at;
-        for (size_t k = 0; k < stmts.size(); ++k) {
-            const Stmt& s = stmts[k];
-            auto pos_end = static_cast<int64_t>(2 * k + 1);
-            if (s.kind == Stmt::Kind::Node) defined_at[s.index] = pos_end;
-            else
-                for (const Carry& c : g_.repeats[static_cast<size_t>(s.index)].carries) defined_at[c.param] = pos_end;
-        }
         for (NodeId v : homed) {
             if (keep(v, r)) continue;
-            int64_t at = last[v];
-            if (at == kNever) {
-                auto d = defined_at.find(v);
-                if (d == defined_at.end()) {  // a parameter of this body with no reader in it
-                    drops_at_start.push_back(v);
-                    continue;
-                }
-                at = d->second;
+            const auto i = static_cast<size_t>(v);
+            int64_t at = last_[i] != kNever ? last_[i] : defined_at_[i];
+            if (at == kNever) {  // a parameter of this body with no reader in it
+                drops_at_start.push_back(v);
+                continue;
             }
-            drops_at[at].push_back(v);
+            drops.emplace_back(at, v);
         }
+        std::stable_sort(drops.begin(), drops.end(),
+                         [](const auto& a, const auto& b) { return a.first < b.first; });
+        size_t next = 0;
+        auto take = [&](int64_t pos, std::vector<NodeId>* into) {
+            for (; next < drops.size() && drops[next].first == pos; ++next)
+                if (into) into->push_back(drops[next].second);
+                else drop(drops[next].second);
+        };
         for (NodeId v : drops_at_start) drop(v);
         for (size_t k = 0; k < stmts.size(); ++k) {
             const Stmt& s = stmts[k];
             auto pos_begin = static_cast<int64_t>(2 * k), pos_end = pos_begin + 1;
             if (s.kind == Stmt::Kind::Node) {
+                std::vector<NodeId> none;  // no value is last used at a node's begin
+                take(pos_begin, &none);
                 plan_.steps.push_back(PlanStep{PlanStep::Kind::Run, s.index});
             } else {
                 LoopPlan& lp = plan_.loops[static_cast<size_t>(s.index)];
                 lp.repeat = s.index;
                 lp.begin = static_cast<int32_t>(plan_.steps.size());
                 plan_.steps.push_back(PlanStep{PlanStep::Kind::LoopBegin, s.index});
-                if (auto it = drops_at.find(pos_begin); it != drops_at.end())
-                    plan_.loops[static_cast<size_t>(s.index)].drop_at_begin = it->second;
-                plan_.loops[static_cast<size_t>(s.index)].body_start = static_cast<int32_t>(plan_.steps.size());
+                take(pos_begin, &lp.drop_at_begin);
+                lp.body_start = static_cast<int32_t>(plan_.steps.size());
                 emit_block(g_.repeats[static_cast<size_t>(s.index)].body, s.index);
-                plan_.loops[static_cast<size_t>(s.index)].end = static_cast<int32_t>(plan_.steps.size());
+                LoopPlan& after = plan_.loops[static_cast<size_t>(s.index)];
+                after.end = static_cast<int32_t>(plan_.steps.size());
                 plan_.steps.push_back(PlanStep{PlanStep::Kind::LoopEnd, s.index});
             }
-            if (auto it = drops_at.find(pos_end); it != drops_at.end())
-                for (NodeId v : it->second) drop(v);
+            take(pos_end, nullptr);
         }
     }
 
     const Graph& g_;
     Plan plan_;
-    std::unordered_set<NodeId> held_;
+    std::vector<bool> held_;  // per node: an output of the pass
     std::vector<std::unordered_set<NodeId>> update_of_;
+    // emit_block's per-node scratch (see there).
+    uint32_t generation_ = 0;
+    std::vector<uint32_t> stamp_;
+    std::vector<int64_t> last_, defined_at_;
     std::unordered_map<int32_t, std::unordered_map<NodeId, bool>> free_cache_;
 };
 
 // Runs the steps with sizes instead of data: the same moves the executor makes.
 class PeakSimulator {
 public:
-    PeakSimulator(const Graph& g, const Plan& p) : g_(g), p_(p), value_buf_(g.nodes.size(), -1) {}
+    PeakSimulator(const Graph& g, const Plan& p) : g_(g), p_(p), value_buf_(g.nodes.size(), -1) {
+        // Devices by number, so that a step costs no string compare.
+        device_of_.assign(g.nodes.size(), 0);
+        for (size_t i = 0; i < g.nodes.size(); ++i) {
+            const std::string& d = g.nodes[i].placed;
+            size_t k = 0;
+            while (k < devices_.size() && devices_[k] != d) ++k;
+            if (k == devices_.size()) devices_.push_back(d);
+            device_of_[i] = static_cast<uint32_t>(k);
+        }
+        live_.assign(devices_.size(), 0);
+        peak_.assign(devices_.size(), 0);
+        touched_.assign(devices_.size(), false);
+    }
 
     bool run(std::map<std::string, uint64_t>& peak) {
         std::vector<int64_t> passes_left(p_.loops.size(), 0);
@@ -210,18 +233,20 @@ public:
                 }
             }
         }
-        for (const auto& [dev, bytes] : peak_) peak[dev] = bytes;
+        for (size_t k = 0; k < devices_.size(); ++k)
+            if (touched_[k]) peak[devices_[k]] = peak_[k];
         return true;
     }
 
 private:
     struct Buffer {
         uint64_t bytes;
-        std::string device;
+        uint32_t device;
         int64_t refs;
     };
 
-    void alloc(const std::string& dev, uint64_t bytes) {
+    void alloc(uint32_t dev, uint64_t bytes) {
+        touched_[dev] = true;
         uint64_t& live = live_[dev];
         live += bytes;
         uint64_t& pk = peak_[dev];
@@ -230,13 +255,14 @@ private:
 
     void run_node(NodeId id) {
         const Node& n = g_.node(id);
+        const uint32_t dev = device_of_[static_cast<size_t>(id)];
         // Inputs from another device are copied in for the node and dropped after it.
         uint64_t copies = 0;
         for (const Input& in : n.inputs) {
             int64_t b = value_buf_[static_cast<size_t>(in.id)];
-            if (b >= 0 && bufs_[static_cast<size_t>(b)].device != n.placed) copies += bufs_[static_cast<size_t>(b)].bytes;
+            if (b >= 0 && bufs_[static_cast<size_t>(b)].device != dev) copies += bufs_[static_cast<size_t>(b)].bytes;
         }
-        if (copies) alloc(n.placed, copies);
+        if (copies) alloc(dev, copies);
         if (aliases_input(g_, n)) {
             share(id, n.inputs[0].id);
         } else {
@@ -245,15 +271,15 @@ private:
             if (!free_.empty()) {
                 b = free_.back();
                 free_.pop_back();
-                bufs_[static_cast<size_t>(b)] = Buffer{bytes, n.placed, 1};
+                bufs_[static_cast<size_t>(b)] = Buffer{bytes, dev, 1};
             } else {
                 b = static_cast<int64_t>(bufs_.size());
-                bufs_.push_back(Buffer{bytes, n.placed, 1});
+                bufs_.push_back(Buffer{bytes, dev, 1});
             }
             value_buf_[static_cast<size_t>(id)] = b;
-            alloc(n.placed, bytes);
+            alloc(dev, bytes);
         }
-        if (copies) live_[n.placed] -= copies;
+        if (copies) live_[dev] -= copies;
     }
 
     void share(NodeId to, NodeId from) {
@@ -278,7 +304,10 @@ private:
     std::vector<int64_t> value_buf_;
     std::vector<Buffer> bufs_;
     std::vector<int64_t> free_;  // slots of released buffers, reused
-    std::map<std::string, uint64_t> live_, peak_;
+    std::vector<std::string> devices_;  // placed names seen
+    std::vector<uint32_t> device_of_;   // per node: index into devices_
+    std::vector<uint64_t> live_, peak_;  // per device
+    std::vector<bool> touched_;          // per device: allocated on at least once
 };
 
 }  // namespace
