@@ -1,4 +1,5 @@
 // `graphrun check`: parse, validate, place and plan; print nodes, outputs and the static peak.
+#include <cstring>
 #include <iomanip>
 #include <nlohmann/json.hpp>
 #include <ostream>
@@ -26,43 +27,70 @@ void print_text(const Graph& g, const Plan& plan, std::ostream& out) {
         << (count == 1 ? "" : "s");
     if (!g.repeats.empty()) out << ", " << g.repeats.size() << " repeat" << (g.repeats.size() == 1 ? "" : "s");
     out << "\n\nnodes:\n";
+    // Types are computed once: a million-node graph prints a million of them.
+    // Lines are built in one buffer, written in large pieces: formatting
+    // through the stream field by field cost more than parsing the graph.
+    std::vector<std::string> types(g.nodes.size());
     size_t wname = 4, wop = 2, wtype = 4, wdev = 6;
-    for (const Node& n : g.nodes) {
+    for (size_t i = 0; i < g.nodes.size(); ++i) {
+        const Node& n = g.nodes[i];
         if (n.op == OpKind::LoopParam) continue;
+        types[i] = type_string(n.dtype, n.shape);
         wname = std::max(wname, n.display.size());
-        wop = std::max(wop, std::string(op_name(n.op)).size());
-        wtype = std::max(wtype, type_string(n.dtype, n.shape).size());
+        wop = std::max(wop, std::strlen(op_name(n.op)));
+        wtype = std::max(wtype, types[i].size());
         wdev = std::max(wdev, n.placed.size());
     }
     wname = std::min<size_t>(wname, 40);
     wtype = std::min<size_t>(wtype, 40);
+    std::string buf;
+    auto flush = [&](bool force) {
+        if (force || buf.size() >= (size_t{1} << 16)) {
+            out.write(buf.data(), static_cast<std::streamsize>(buf.size()));
+            buf.clear();
+        }
+    };
+    auto field = [&](std::string_view text, size_t width) {  // left-aligned, as std::setw with std::left
+        buf += text;
+        if (text.size() < width) buf.append(width - text.size(), ' ');
+    };
     auto print_block = [&](auto& self, const std::vector<Stmt>& stmts, int depth) -> void {
-        std::string indent(2 + 2 * static_cast<size_t>(depth), ' ');
+        const std::string indent(2 + 2 * static_cast<size_t>(depth), ' ');
         for (const Stmt& s : stmts) {
             if (s.kind == Stmt::Kind::Repeat) {
                 const Repeat& r = g.repeats[static_cast<size_t>(s.index)];
-                out << indent << "repeat " << r.count << " {";
+                buf += indent;
+                buf += "repeat " + std::to_string(r.count) + " {";
                 if (!r.carries.empty()) {
-                    out << "  # carries";
-                    for (const Carry& c : r.carries) out << " " << c.name;
+                    buf += "  # carries";
+                    for (const Carry& c : r.carries) buf += " " + c.name;
                 }
-                out << "\n";
+                buf += "\n";
                 self(self, r.body, depth + 1);
-                out << indent << "}\n";
+                buf += indent + "}\n";
                 continue;
             }
             const Node& n = g.node(s.index);
-            std::string ins;
-            for (const Input& in : n.inputs) ins += (ins.empty() ? "" : ", ") + g.node(in.id).display;
-            out << indent << std::left << std::setw(static_cast<int>(wname)) << n.display << "  "
-                << std::setw(static_cast<int>(wop)) << op_name(n.op) << "  " << std::setw(static_cast<int>(wtype))
-                << type_string(n.dtype, n.shape) << "  " << std::setw(static_cast<int>(wdev)) << n.placed << "  "
-                << where(n);
-            if (!ins.empty()) out << "  <- " << ins;
-            out << "\n";
+            buf += indent;
+            field(n.display, wname);
+            buf += "  ";
+            field(op_name(n.op), wop);
+            buf += "  ";
+            field(types[static_cast<size_t>(s.index)], wtype);
+            buf += "  ";
+            field(n.placed, wdev);
+            buf += "  ";
+            buf += where(n);
+            for (size_t k = 0; k < n.inputs.size(); ++k) {
+                buf += k == 0 ? "  <- " : ", ";
+                buf += g.node(n.inputs[k].id).display;
+            }
+            buf += "\n";
+            flush(false);
         }
     };
     print_block(print_block, g.top, 0);
+    flush(true);
     out << "\noutputs:\n";
     for (const Output& o : g.outputs) {
         const Node& n = g.node(o.id);
