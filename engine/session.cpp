@@ -2,6 +2,7 @@
 #include "engine/session.h"
 
 #include "engine/cpu_device.h"
+#include "engine/kernels/cpu_kernel.h"
 #include "engine/device_name.h"
 
 #include <cblas.h>
@@ -40,7 +41,9 @@ double ms_since(std::chrono::steady_clock::time_point t0) {
 Session::Session(const Graph& g, const Plan& plan, SessionOptions opts) : g_(g), plan_(plan), opts_(opts) {
     if (opts_.cpu_memory_limit == 0) opts_.cpu_memory_limit = default_cpu_memory_limit();
     ctx_.threads = std::max(1, opts_.threads);
-    openblas_set_num_threads(ctx_.threads);
+    bool uses_blas = false;
+    for (const Node& n : g.nodes) uses_blas |= n.op == OpKind::Matmul && n.placed == "cpu";
+    set_blas_threads(ctx_.threads, uses_blas);
     if (ctx_.threads > 1) {
         pool_ = std::make_unique<ThreadPool>(ctx_.threads);
         ctx_.pool = pool_.get();

@@ -12,4 +12,9 @@ namespace graphrun {
 // when they alias.
 std::unique_ptr<Kernel> make_cpu_kernel(const Graph& g, const Node& n);
 
+// OpenBLAS's threads for a session: `threads` workers for gemm, and, when no
+// node of the graph runs a matmul on the CPU, its idle workers stopped.
+// OpenBLAS's state is the process's: sessions call this one at a time.
+void set_blas_threads(int threads, bool graph_uses_blas);
+
 }  // namespace graphrun

@@ -22,6 +22,9 @@
 extern "C" {
 void gotoblas_dynamic_init(void) __attribute__((weak));
 void gotoblas_dynamic_quit(void) __attribute__((weak));
+// OpenBLAS's own fork handler: joins its worker threads; the next parallel
+// gemm starts them again (blas_thread_init, "lazy re-init after fork").
+void blas_thread_shutdown_(void) __attribute__((weak));
 }
 
 namespace graphrun::kernels {
@@ -202,3 +205,17 @@ std::unique_ptr<Kernel> make_matmul_kernel(const Graph& g, const Node& n) {
 }
 
 }  // namespace graphrun::kernels
+
+namespace graphrun {
+
+void set_blas_threads(int threads, bool graph_uses_blas) {
+    openblas_set_num_threads(threads);
+    // OpenBLAS starts its workers when the library loads, and each spins
+    // (sched_yield) for about 2^28 cycles after its last job: a tenth of a
+    // second of a core at every start of the process, taken from the
+    // executor and the reclaimer thread on a small machine. A graph with no
+    // CPU matmul stops them; the first gemm of a later session restarts them.
+    if (!graph_uses_blas && blas_thread_shutdown_) blas_thread_shutdown_();
+}
+
+}  // namespace graphrun
