@@ -130,29 +130,7 @@ struct BroadcastPlan {
 };
 
 BroadcastPlan make_plan(const Shape& a, const Shape& b, const Shape& out) {
-    struct Dim {
-        int64_t size, sa, sb;
-    };
-    std::vector<Dim> dims;  // innermost first
-    int64_t stride_a = 1, stride_b = 1;
-    const size_t r = out.size();
-    for (size_t k = 0; k < r; ++k) {
-        const int64_t ad = k < a.size() ? a[a.size() - 1 - k] : 1;
-        const int64_t bd = k < b.size() ? b[b.size() - 1 - k] : 1;
-        const int64_t od = out[r - 1 - k];
-        const int64_t sa = ad == 1 ? 0 : stride_a, sb = bd == 1 ? 0 : stride_b;
-        stride_a *= ad;
-        stride_b *= bd;
-        if (od == 1) continue;
-        if (!dims.empty()) {
-            Dim& last = dims.back();
-            if (sa == last.sa * last.size && sb == last.sb * last.size) {
-                last.size *= od;
-                continue;
-            }
-        }
-        dims.push_back({od, sa, sb});
-    }
+    const std::vector<BroadcastDim> dims = broadcast_dims(a, b, out);
     BroadcastPlan p;
     if (dims.size() > static_cast<size_t>(kMaxDims) + 1) {
         p.ok = false;

@@ -88,6 +88,31 @@ std::string check_buffers(OpKind op, const char* what, const std::vector<DType>&
     return "";
 }
 
+std::vector<BroadcastDim> broadcast_dims(const Shape& a, const Shape& b, const Shape& out) {
+    using Dim = BroadcastDim;
+    std::vector<Dim> dims;
+    int64_t stride_a = 1, stride_b = 1;
+    const size_t r = out.size();
+    for (size_t k = 0; k < r; ++k) {
+        const int64_t ad = k < a.size() ? a[a.size() - 1 - k] : 1;
+        const int64_t bd = k < b.size() ? b[b.size() - 1 - k] : 1;
+        const int64_t od = out[r - 1 - k];
+        const int64_t sa = ad == 1 ? 0 : stride_a, sb = bd == 1 ? 0 : stride_b;
+        stride_a *= ad;
+        stride_b *= bd;
+        if (od == 1) continue;
+        if (!dims.empty()) {
+            Dim& last = dims.back();
+            if (sa == last.sa * last.size && sb == last.sb * last.size) {
+                last.size *= od;
+                continue;
+            }
+        }
+        dims.push_back({od, sa, sb});
+    }
+    return dims;
+}
+
 int64_t normalize_axis(int64_t axis, size_t rank) {
     const auto r = static_cast<int64_t>(rank);
     if (axis < -r || axis >= r) return -1;

@@ -45,6 +45,16 @@ std::string check_buffers(OpKind op, const char* what, const std::vector<DType>&
                           const std::vector<int64_t>& in_numel, DType out_dtype, int64_t out_numel,
                           const TensorRef* inputs, size_t n_inputs, const TensorRef& out);
 
+// The broadcast of operands a and b onto `out` (NumPy's rules), innermost
+// dimension first, with dimensions of size 1 dropped and neighbours that stay
+// contiguous in all three merged: equal shapes give one dimension, a scalar
+// operand stride 0. Strides are in elements of a and b; the output is dense.
+// Shared by the CPU's and the GPU's elementwise kernels.
+struct BroadcastDim {
+    int64_t size, sa, sb;
+};
+std::vector<BroadcastDim> broadcast_dims(const Shape& a, const Shape& b, const Shape& out);
+
 // `axis` in [-rank, rank) made non-negative, or -1 when out of range.
 int64_t normalize_axis(int64_t axis, size_t rank);
 int64_t numel_of(const Shape& s);  // 0 for an overflowing shape (validation refuses those)

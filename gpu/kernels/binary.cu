@@ -137,31 +137,9 @@ __global__ void binary_kernel(const T* __restrict__ a, const T* __restrict__ b, 
     }
 }
 
-// The CPU's make_plan (elementwise.cpp), innermost first.
+// The merged dimensions of kernels::broadcast_dims, as the kernel takes them.
 bool make_broadcast(const Shape& a, const Shape& b, const Shape& out, Broadcast& p) {
-    struct Dim {
-        int64_t size, sa, sb;
-    };
-    std::vector<Dim> dims;
-    int64_t stride_a = 1, stride_b = 1;
-    const size_t r = out.size();
-    for (size_t k = 0; k < r; ++k) {
-        const int64_t ad = k < a.size() ? a[a.size() - 1 - k] : 1;
-        const int64_t bd = k < b.size() ? b[b.size() - 1 - k] : 1;
-        const int64_t od = out[r - 1 - k];
-        const int64_t sa = ad == 1 ? 0 : stride_a, sb = bd == 1 ? 0 : stride_b;
-        stride_a *= ad;
-        stride_b *= bd;
-        if (od == 1) continue;
-        if (!dims.empty()) {
-            Dim& last = dims.back();
-            if (sa == last.sa * last.size && sb == last.sb * last.size) {
-                last.size *= od;
-                continue;
-            }
-        }
-        dims.push_back({od, sa, sb});
-    }
+    const std::vector<kernels::BroadcastDim> dims = kernels::broadcast_dims(a, b, out);
     if (dims.size() > static_cast<size_t>(kMaxRank)) return false;
     p.rank = static_cast<int>(dims.size());
     for (size_t k = 0; k < dims.size(); ++k) {
