@@ -113,6 +113,85 @@ std::vector<BroadcastDim> broadcast_dims(const Shape& a, const Shape& b, const S
     return dims;
 }
 
+namespace {
+std::vector<int64_t> contiguous_strides(const Shape& s) {
+    std::vector<int64_t> stride(s.size(), 1);
+    for (size_t k = s.size(); k > 1; --k) stride[k - 2] = stride[k - 1] * s[k - 1];
+    return stride;
+}
+}  // namespace
+
+std::optional<std::vector<StridedDim>> transpose_dims(const Node& n, const Shape& s) {
+    const size_t r = s.size();
+    std::vector<int64_t> perm;
+    if (auto given = ints_attr(n, "perm")) {
+        perm = *given;
+    } else {
+        for (size_t k = r; k > 0; --k) perm.push_back(static_cast<int64_t>(k - 1));
+    }
+    if (perm.size() != r) return std::nullopt;
+    const std::vector<int64_t> in_stride = contiguous_strides(s);
+    std::vector<StridedDim> dims;
+    std::vector<bool> used(r, false);
+    for (int64_t p : perm) {
+        const int64_t axis = normalize_axis(p, r);
+        if (axis < 0 || used[static_cast<size_t>(axis)]) return std::nullopt;
+        used[static_cast<size_t>(axis)] = true;
+        const int64_t d = s[static_cast<size_t>(axis)], st = in_stride[static_cast<size_t>(axis)];
+        if (d == 1) continue;
+        if (!dims.empty() && dims.back().stride == st * d) {  // neighbours in the input too
+            dims.back().size *= d;
+            dims.back().stride = st;
+            continue;
+        }
+        dims.push_back({d, st});
+    }
+    return dims;
+}
+
+std::optional<ReduceDims> reduce_dims(const Node& n, const Shape& s) {
+    const size_t r = s.size();
+    std::vector<bool> reduced(r, true);  // axes absent: every axis
+    if (auto axes = ints_attr(n, "axes")) {
+        reduced.assign(r, false);
+        for (int64_t a : *axes) {
+            const int64_t k = normalize_axis(a, r);
+            if (k < 0) return std::nullopt;
+            reduced[static_cast<size_t>(k)] = true;
+        }
+    }
+    // The input is contiguous, so a merged run keeps a single stride.
+    ReduceDims out;
+    const std::vector<int64_t> stride = contiguous_strides(s);
+    for (size_t k = 0; k < r; ++k) {
+        if (reduced[k]) out.count *= s[k];
+        if (s[k] == 1) continue;
+        if (!out.dims.empty() && out.dims.back().reduced == reduced[k]) {
+            out.dims.back().size *= s[k];
+            out.dims.back().stride = stride[k];
+            continue;
+        }
+        out.dims.push_back({s[k], stride[k], reduced[k]});
+    }
+    return out;
+}
+
+std::optional<AxisSplit> softmax_split(const Node& n, const Shape& s) {
+    const int64_t axis = normalize_axis(int_attr(n, "axis", -1), s.size());
+    if (axis < 0) return std::nullopt;
+    AxisSplit split;
+    for (size_t d = 0; d < s.size(); ++d) {
+        const auto k = static_cast<int64_t>(d);
+        if (k < axis)
+            split.outer *= s[d];
+        else if (k == axis)
+            split.len = s[d];
+        else
+            split.inner *= s[d];
+    }
+    return split;
+}
+
 int64_t normalize_axis(int64_t axis, size_t rank) {
     const auto r = static_cast<int64_t>(rank);
     if (axis < -r || axis >= r) return -1;

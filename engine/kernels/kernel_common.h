@@ -55,6 +55,35 @@ struct BroadcastDim {
 };
 std::vector<BroadcastDim> broadcast_dims(const Shape& a, const Shape& b, const Shape& out);
 
+// The host-side plans shared by the CPU's and the GPU's kernels. Each gives
+// the dimensions a kernel walks over a contiguous input, outermost first,
+// with size-1 axes dropped and neighbours merged where one stride serves both.
+struct StridedDim {
+    int64_t size, stride;  // stride in elements of the input
+};
+// transpose: the output's axes with their input strides; nullopt when the
+// node's perm (default: reversed) is not a permutation of the input's axes.
+std::optional<std::vector<StridedDim>> transpose_dims(const Node& n, const Shape& in);
+
+struct ReduceDim {
+    int64_t size, stride;
+    bool reduced;
+};
+struct ReduceDims {
+    std::vector<ReduceDim> dims;  // neighbours of one kind merged
+    int64_t count = 1;            // input elements per output
+};
+// reduce_*: the input's axes, reduced or kept per the node's axes (default:
+// all); nullopt for an axis out of range.
+std::optional<ReduceDims> reduce_dims(const Node& n, const Shape& in);
+
+// softmax: the input as [outer, len, inner] around the node's axis (default
+// -1); nullopt for an axis out of range.
+struct AxisSplit {
+    int64_t outer = 1, len = 1, inner = 1;
+};
+std::optional<AxisSplit> softmax_split(const Node& n, const Shape& in);
+
 // `axis` in [-rank, rank) made non-negative, or -1 when out of range.
 int64_t normalize_axis(int64_t axis, size_t rank);
 int64_t numel_of(const Shape& s);  // 0 for an overflowing shape (validation refuses those)

@@ -139,39 +139,13 @@ template <class T, ReduceKind K>
 class ReduceKernel final : public KernelBase {
   public:
     ReduceKernel(const Graph& g, const Node& n) : KernelBase(g, n) {
-        const Shape& s = in_shapes_[0];
-        const size_t r = s.size();
-        std::vector<bool> reduced(r, true);  // axes absent: every axis
-        if (auto axes = ints_attr(n, "axes")) {
-            reduced.assign(r, false);
-            for (int64_t a : *axes) {
-                const int64_t k = normalize_axis(a, r);
-                if (k < 0) {
-                    ok_ = false;
-                    return;
-                }
-                reduced[static_cast<size_t>(k)] = true;
-            }
+        auto rd = reduce_dims(n, in_shapes_[0]);
+        if (!rd) {
+            ok_ = false;
+            return;
         }
-        // Merge neighbouring axes of the same kind (size-1 axes dropped): the
-        // input is contiguous, so a merged run keeps a single stride.
-        struct Dim {
-            int64_t size, stride;
-            bool reduced;
-        };
-        std::vector<Dim> dims;  // outermost first
-        std::vector<int64_t> stride(r, 1);
-        for (size_t k = r; k > 1; --k) stride[k - 2] = stride[k - 1] * s[k - 1];
-        for (size_t k = 0; k < r; ++k) {
-            if (reduced[k]) count_ *= s[k];
-            if (s[k] == 1) continue;
-            if (!dims.empty() && dims.back().reduced == reduced[k]) {
-                dims.back().size *= s[k];
-                dims.back().stride = stride[k];
-                continue;
-            }
-            dims.push_back({s[k], stride[k], reduced[k]});
-        }
+        count_ = rd->count;
+        const std::vector<ReduceDim>& dims = rd->dims;  // outermost first
         if (dims.size() > static_cast<size_t>(kMaxDims)) {
             ok_ = false;
             return;
@@ -423,21 +397,14 @@ template <class T>
 class SoftmaxKernel final : public KernelBase {
   public:
     SoftmaxKernel(const Graph& g, const Node& n) : KernelBase(g, n) {
-        const Shape& s = in_shapes_[0];
-        const int64_t axis = normalize_axis(int_attr(n, "axis", -1), s.size());
-        if (axis < 0) {
+        auto split = softmax_split(n, in_shapes_[0]);
+        if (!split) {
             ok_ = false;
             return;
         }
-        for (size_t d = 0; d < s.size(); ++d) {
-            const auto k = static_cast<int64_t>(d);
-            if (k < axis)
-                outer_ *= s[d];
-            else if (k == axis)
-                len_ = s[d];
-            else
-                inner_ *= s[d];
-        }
+        outer_ = split->outer;
+        len_ = split->len;
+        inner_ = split->inner;
     }
 
     std::string compute(const TensorRef* in, TensorRef& out, const KernelContext& ctx) override {

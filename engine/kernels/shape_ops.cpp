@@ -23,53 +23,17 @@ constexpr int64_t kTile = 32;
 class TransposeKernel final : public KernelBase {
   public:
     TransposeKernel(const Graph& g, const Node& n) : KernelBase(g, n) {
-        const Shape& s = in_shapes_[0];
-        const size_t r = s.size();
-        std::vector<int64_t> perm;
-        if (auto given = ints_attr(n, "perm")) {
-            perm = *given;
-        } else {
-            for (size_t k = r; k > 0; --k) perm.push_back(static_cast<int64_t>(k - 1));
-        }
-        if (perm.size() != r) {
+        auto dims = transpose_dims(n, in_shapes_[0]);
+        if (!dims || dims->size() > static_cast<size_t>(kMaxDims)) {
             ok_ = false;
             return;
         }
-        std::vector<int64_t> in_stride(r, 1);
-        for (size_t k = r; k > 1; --k) in_stride[k - 2] = in_stride[k - 1] * s[k - 1];
-        // Output axes in order with their input strides; size-1 axes dropped and
-        // neighbours that are neighbours in the input too merged.
-        std::vector<int64_t> size, stride;
-        std::vector<bool> used(r, false);
-        for (int64_t p : perm) {
-            const int64_t axis = normalize_axis(p, r);
-            if (axis < 0 || used[static_cast<size_t>(axis)]) {
-                ok_ = false;
-                return;
-            }
-            used[static_cast<size_t>(axis)] = true;
-            const int64_t d = s[static_cast<size_t>(axis)],
-                          st = in_stride[static_cast<size_t>(axis)];
-            if (d == 1) continue;
-            if (!size.empty() && stride.back() == st * d) {
-                size.back() *= d;
-                stride.back() = st;
-                continue;
-            }
-            size.push_back(d);
-            stride.push_back(st);
-        }
-        if (size.size() > static_cast<size_t>(kMaxDims)) {
-            ok_ = false;
-            return;
-        }
-        rank_ = static_cast<int>(size.size());
+        rank_ = static_cast<int>(dims->size());
         for (int k = 0; k < rank_; ++k) {
-            size_[k] = size[static_cast<size_t>(k)];
-            stride_[k] = stride[static_cast<size_t>(k)];
+            size_[k] = (*dims)[static_cast<size_t>(k)].size;
+            stride_[k] = (*dims)[static_cast<size_t>(k)].stride;
         }
     }
-
     std::string compute(const TensorRef* in, TensorRef& out, const KernelContext&) override {
         if (!ok_) return "internal error: transpose perm does not match the input";
         if (out.numel == 0) return "";

@@ -60,31 +60,13 @@ class CastKernel final : public GpuKernel {
     }
 };
 
-// Calls f(tag) with a value of the C++ type of t (bool as uint8_t).
-template <class F>
-std::unique_ptr<Kernel> dispatch(DType t, F&& f) {
-    switch (t) {
-        case DType::F32:
-            return f(float{});
-        case DType::F64:
-            return f(double{});
-        case DType::I32:
-            return f(int32_t{});
-        case DType::I64:
-            return f(int64_t{});
-        case DType::Bool:
-            return f(uint8_t{});
-    }
-    return nullptr;
-}
-
 }  // namespace
 
 std::unique_ptr<Kernel> make_cast_kernel(const Graph& g, const Node& n, GpuContext& ctx) {
     if (n.inputs.size() != 1)
         return kernels::make_error_kernel("internal error: cast needs one input");
-    return dispatch(g.node(n.inputs[0].id).dtype, [&](auto from) {
-        return dispatch(n.dtype, [&](auto to) -> std::unique_ptr<Kernel> {
+    return kernels::dispatch_dtype(g.node(n.inputs[0].id).dtype, [&](auto from) {
+        return kernels::dispatch_dtype(n.dtype, [&](auto to) -> std::unique_ptr<Kernel> {
             return std::make_unique<CastKernel<decltype(to), decltype(from)>>(g, n, ctx);
         });
     });

@@ -154,39 +154,15 @@ class ReduceKernel final : public GpuKernel {
             ok_ = false;
             return;
         }
-        const Shape& s = in_shapes_[0];
-        const size_t r = s.size();
-        std::vector<bool> reduced(r, true);  // axes absent: every axis
-        if (auto axes = kernels::ints_attr(n, "axes")) {
-            reduced.assign(r, false);
-            for (int64_t a : *axes) {
-                const int64_t k = kernels::normalize_axis(a, r);
-                if (k < 0) {
-                    ok_ = false;
-                    return;
-                }
-                reduced[static_cast<size_t>(k)] = true;
-            }
+        auto rd = kernels::reduce_dims(n, in_shapes_[0]);
+        if (!rd) {
+            ok_ = false;
+            return;
         }
-        struct Dim {
-            int64_t size, stride;
-            bool reduced;
-        };
-        std::vector<Dim> dims;  // outermost first, size-1 axes dropped, neighbours of a kind merged
-        std::vector<int64_t> stride(r, 1);
-        for (size_t k = r; k > 1; --k) stride[k - 2] = stride[k - 1] * s[k - 1];
-        for (size_t k = 0; k < r; ++k) {
-            if (reduced[k]) count_ *= s[k];
-            if (s[k] == 1) continue;
-            if (!dims.empty() && dims.back().reduced == reduced[k]) {
-                dims.back().size *= s[k];
-                dims.back().stride = stride[k];
-                continue;
-            }
-            dims.push_back({s[k], stride[k], reduced[k]});
-        }
+        count_ = rd->count;
+        const std::vector<kernels::ReduceDim>& dims = rd->dims;  // outermost first
         inner_reduced_ = !dims.empty() && dims.back().reduced;
-        for (const Dim& d : dims) {
+        for (const kernels::ReduceDim& d : dims) {
             Dims& walk = d.reduced ? plan_.reduced : plan_.kept;
             if (walk.rank == kMaxRank) {
                 ok_ = false;

@@ -87,21 +87,14 @@ class SoftmaxKernel final : public GpuKernel {
             ok_ = false;
             return;
         }
-        const Shape& s = in_shapes_[0];
-        const int64_t axis = kernels::normalize_axis(kernels::int_attr(n, "axis", -1), s.size());
-        if (axis < 0) {
+        auto split = kernels::softmax_split(n, in_shapes_[0]);
+        if (!split) {
             ok_ = false;
             return;
         }
-        for (size_t d = 0; d < s.size(); ++d) {
-            const auto k = static_cast<int64_t>(d);
-            if (k < axis)
-                outer_ *= s[d];
-            else if (k == axis)
-                len_ = s[d];
-            else
-                inner_ *= s[d];
-        }
+        outer_ = split->outer;
+        len_ = split->len;
+        inner_ = split->inner;
     }
 
   protected:

@@ -59,48 +59,15 @@ class TransposeKernel final : public GpuKernel {
             ok_ = false;
             return;
         }
-        const Shape& s = in_shapes_[0];
-        const size_t r = s.size();
-        std::vector<int64_t> perm;
-        if (auto given = kernels::ints_attr(n, "perm")) {
-            perm = *given;
-        } else {
-            for (size_t k = r; k > 0; --k) perm.push_back(static_cast<int64_t>(k - 1));
-        }
-        if (perm.size() != r) {
+        auto dims = kernels::transpose_dims(n, in_shapes_[0]);
+        if (!dims || dims->size() > static_cast<size_t>(kMaxRank)) {
             ok_ = false;
             return;
         }
-        std::vector<int64_t> in_stride(r, 1);
-        for (size_t k = r; k > 1; --k) in_stride[k - 2] = in_stride[k - 1] * s[k - 1];
-        std::vector<int64_t> size, stride;
-        std::vector<bool> used(r, false);
-        for (int64_t p : perm) {
-            const int64_t axis = kernels::normalize_axis(p, r);
-            if (axis < 0 || used[static_cast<size_t>(axis)]) {
-                ok_ = false;
-                return;
-            }
-            used[static_cast<size_t>(axis)] = true;
-            const int64_t d = s[static_cast<size_t>(axis)];
-            const int64_t st = in_stride[static_cast<size_t>(axis)];
-            if (d == 1) continue;
-            if (!size.empty() && stride.back() == st * d) {
-                size.back() *= d;
-                stride.back() = st;
-                continue;
-            }
-            size.push_back(d);
-            stride.push_back(st);
-        }
-        if (size.size() > static_cast<size_t>(kMaxRank)) {
-            ok_ = false;
-            return;
-        }
-        out_.rank = static_cast<int>(size.size());
+        out_.rank = static_cast<int>(dims->size());
         for (int k = 0; k < out_.rank; ++k) {
-            out_.size[k] = size[static_cast<size_t>(k)];
-            out_.stride[k] = stride[static_cast<size_t>(k)];
+            out_.size[k] = (*dims)[static_cast<size_t>(k)].size;
+            out_.stride[k] = (*dims)[static_cast<size_t>(k)].stride;
         }
     }
 
