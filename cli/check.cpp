@@ -16,7 +16,7 @@ namespace {
 
 std::string where(const Node& n) {
     if (n.loc.line) return std::to_string(n.loc.line) + ":" + std::to_string(n.loc.col);
-    return n.loc.pointer;
+    return n.loc.pointer.str();
 }
 
 void print_text(const Graph& g, const Plan& plan, std::ostream& out) {
@@ -123,7 +123,7 @@ void print_json(const Graph& g, const Plan& plan, std::ostream& out) {
             j["column"] = n.loc.col;
         } else {
             j["line"] = nullptr;
-            j["pointer"] = n.loc.pointer;
+            j["pointer"] = n.loc.pointer.view();
         }
         if (n.repeat >= 0) j["repeat"] = n.repeat;
         nodes.push_back(std::move(j));

@@ -8,6 +8,8 @@
 #include <string_view>
 #include <vector>
 
+#include "engine/compact_string.h"
+
 namespace graphrun {
 
 // A place in a graph file: line and column (1-based) for text and for
@@ -15,7 +17,7 @@ namespace graphrun {
 struct Loc {
     uint32_t line = 0;  // 0: unknown
     uint32_t col = 0;
-    std::string pointer;  // JSON pointer ("/nodes/3/inputs/1"); empty for text
+    CompactString pointer;  // JSON pointer ("/nodes/3/inputs/1"); empty for text
     bool known() const { return line != 0 || !pointer.empty(); }
 };
 

@@ -239,7 +239,7 @@ Node& GraphBuilder::new_node() {
     return n;
 }
 
-NodeId GraphBuilder::add_node(OpKind op, std::vector<Input> inputs, std::vector<NamedAttr> attrs,
+NodeId GraphBuilder::add_node(OpKind op, Inputs inputs, std::vector<NamedAttr> attrs,
                               Loc loc, std::string device, Loc device_loc) {
     auto id = static_cast<NodeId>(g_.nodes.size());
     Node& n = new_node();
@@ -336,7 +336,7 @@ std::optional<NodeId> GraphBuilder::lookup(std::string_view name, const Loc& loc
         auto local = local_names_.find(sym);
         if (local != local_names_.end()) {
             const Loc& at = local->second;
-            std::string where = at.line ? "line " + std::to_string(at.line) : at.pointer;
+            std::string where = at.line ? "line " + std::to_string(at.line) : at.pointer.str();
             diag_.error(loc, "'" + std::string(name) + "' is local to the repeat body where it is bound (" +
                                  where + "); bind it before the loop to carry its value out of the body");
             return std::nullopt;

@@ -13,6 +13,7 @@
 #include "engine/diagnostics.h"
 #include "engine/dtype.h"
 #include "engine/ops.h"
+#include "engine/small_vector.h"
 
 namespace graphrun {
 
@@ -56,11 +57,14 @@ struct Input {
     Loc loc;  // where the operand is written
 };
 
+// A node's operands: held in the node for up to two (nearly every op).
+using Inputs = SmallVector<Input, 2>;
+
 struct Node {
     // --- as written (front ends) ---
     std::string name;     // binding name; generated (`add_1`) for unnamed nodes
     std::string display;  // `x`, or `x#k` for the k-th binding of x (k >= 2)
-    std::vector<Input> inputs;
+    Inputs inputs;
     std::vector<NamedAttr> attrs;
     std::string device;  // requested device as written ("" = none); includes an enclosing `with device`
     Loc device_loc;
@@ -232,7 +236,7 @@ public:
 
     // A new node. `device` is the node's own device request ("" = none: the
     // enclosing `with device`, if any, applies). The node is unnamed until assign().
-    NodeId add_node(OpKind op, std::vector<Input> inputs, std::vector<NamedAttr> attrs, Loc loc,
+    NodeId add_node(OpKind op, Inputs inputs, std::vector<NamedAttr> attrs, Loc loc,
                     std::string device = {}, Loc device_loc = {});
     // A bare scalar literal: a const node; `weak` when it is an operand of a binary op.
     NodeId add_scalar_literal(Attr value, Loc loc, bool weak);

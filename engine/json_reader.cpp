@@ -825,7 +825,7 @@ class JsonReader {
     void read_repeat(JVal item, const std::string& pointer);
     // node -> {"name": s, "op": s, "inputs": [...], "attrs": {...}, "device": s, value/shape/dtype}
     void read_node(JVal item, const std::string& pointer);
-    void read_inputs(JVal inputs, const std::string& pointer, OpKind op, std::vector<Input>& out);
+    void read_inputs(JVal inputs, const std::string& pointer, OpKind op, Inputs& out);
     std::optional<Attr> read_attr(JVal j, const std::string& pointer);
     bool read_node_name(JVal j, const std::string& pointer, std::string& name);
     void read_outputs(JVal outputs, const std::string& pointer);
@@ -1145,7 +1145,7 @@ void JsonReader::read_node(JVal item, const std::string& pointer) {
 
     // Inputs are resolved in order, inline literals becoming nodes as they come,
     // as the operands of a call in a script.
-    std::vector<Input> inputs;
+    Inputs inputs;
     if (inputs_json) {
         // Reused from node to node: it only prefixes the inputs' own pointers.
         inputs_pointer_.assign(pointer).append("/inputs");
@@ -1168,7 +1168,7 @@ void JsonReader::read_node(JVal item, const std::string& pointer) {
 }
 
 void JsonReader::read_inputs(JVal inputs, const std::string& pointer, OpKind op,
-                             std::vector<Input>& out) {
+                             Inputs& out) {
     out.reserve(inputs.size());
     size_t i = 0;
     for (auto [unused, in] : inputs.items()) {

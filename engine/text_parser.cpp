@@ -828,7 +828,7 @@ Value TextParser::call() {
     }
     bool creation = op && is_creation(*op);
     bool binary = op && is_binary_elementwise(*op);
-    std::vector<Input> inputs;
+    Inputs inputs;
     std::vector<NamedAttr> attrs;
     std::vector<NamedAttr> positional;
     std::string device;
