@@ -2,6 +2,7 @@
 #include "engine/graph.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstring>
 
@@ -214,6 +215,28 @@ void NameBindings::remap(const std::vector<NodeId>& remap) {
         if (id >= 0) id = remap[static_cast<size_t>(id)];
 }
 
+namespace {
+
+// The op and suffix of a name of the form a generated name takes, `<op>` (0)
+// or `<op>_<k>` (k >= 1, written without leading zeros); nullopt for any
+// other name.
+std::optional<std::pair<OpKind, int64_t>> generated_name_form(std::string_view name) {
+    int64_t k = 0;
+    std::string_view base = name;
+    const size_t us = name.rfind('_');
+    if (us != std::string_view::npos && us + 1 < name.size() && name[us + 1] >= '1' && name[us + 1] <= '9') {
+        const std::string_view digits = name.substr(us + 1);
+        auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), k);
+        if (ec == std::errc() && end == digits.data() + digits.size()) base = name.substr(0, us);
+        else k = 0;
+    }
+    const std::optional<OpKind> op = find_op(base);
+    if (!op) return std::nullopt;
+    return std::make_pair(*op, k);
+}
+
+}  // namespace
+
 // ---------------------------------------------------------------------------
 
 GraphBuilder::GraphBuilder(Graph& g, Diagnostics& diag) : g_(g), diag_(diag) {
@@ -222,15 +245,16 @@ GraphBuilder::GraphBuilder(Graph& g, Diagnostics& diag) : g_(g), diag_(diag) {
     scopes_.push_back(std::move(top));
 }
 
-void GraphBuilder::reserve(size_t nodes) {
+void GraphBuilder::reserve(size_t nodes, size_t statements) {
     nodes = std::min(nodes, g_input_limits.nodes + 1);
+    statements = std::min(statements, nodes);
     g_.nodes.reserve(nodes);
     g_.top.reserve(nodes);
-    names_.reserve(nodes);
-    head_.reserve(nodes);
-    binding_count_.reserve(nodes);
-    bindings_.reserve(nodes);
-    scopes_[0].names.reserve(nodes);
+    names_.reserve(statements);
+    head_.reserve(statements);
+    binding_count_.reserve(statements);
+    bindings_.reserve(statements);
+    scopes_[0].names.reserve(statements);
 }
 
 Node& GraphBuilder::new_node() {
@@ -542,23 +566,37 @@ void GraphBuilder::finish(const Loc& eof) {
     // user's: every name bound by the program (loop parameters included) is
     // assigned, so has a binding count. Two op names never give the same
     // candidate, since no op name ends in '_' and digits, so the candidates of
-    // one op only need to avoid each other, which the rising suffix does.
-    std::vector<int64_t> next_suffix(static_cast<size_t>(OpKind::Invalid) + 1, 0);
+    // one op only need to avoid each other, which the rising suffix does, and
+    // the user's names of the same form: those are found in one pass over the
+    // names (not one table probe per candidate, a cache miss each in a big
+    // program) and skipped with a walk along their sorted suffixes.
+    const size_t op_count = static_cast<size_t>(OpKind::Invalid) + 1;
+    std::vector<std::vector<int64_t>> taken(op_count);  // per op: suffixes bound by the user (0: the bare name)
+    for (size_t id = 0; id < names.size(); ++id) {
+        if (binding_count_[id] == 0) continue;
+        const std::optional<std::pair<OpKind, int64_t>> form = generated_name_form(names.name(static_cast<int32_t>(id)));
+        if (form) taken[static_cast<size_t>(form->first)].push_back(form->second);
+    }
+    for (auto& t : taken) std::sort(t.begin(), t.end());
+    std::vector<int64_t> next_suffix(op_count, 0);
+    std::vector<size_t> next_taken(op_count, 0);
     std::string candidate;
     for (Node& n : g_.nodes) {
         if (!n.name.empty() || n.op == OpKind::Invalid || n.op == OpKind::LoopParam) continue;
-        const std::string_view base = op_name(n.op);
-        int64_t& k = next_suffix[static_cast<size_t>(n.op)];
-        for (;;) {
-            candidate = base;
-            if (k > 0) {
-                candidate += '_';
-                candidate += std::to_string(k);
-            }
-            ++k;
-            const int32_t sym = names.find(candidate);
-            if (sym < 0 || binding_count_[static_cast<size_t>(sym)] == 0) break;
+        const auto op = static_cast<size_t>(n.op);
+        int64_t& k = next_suffix[op];
+        const std::vector<int64_t>& skip = taken[op];
+        size_t& t = next_taken[op];
+        for (; t < skip.size() && skip[t] <= k; ++t)
+            if (skip[t] == k) ++k;
+        candidate = op_name(n.op);
+        if (k > 0) {
+            char digits[24];
+            auto [end, ec] = std::to_chars(digits, digits + sizeof digits, k);
+            candidate += '_';
+            candidate.append(digits, end);
         }
+        ++k;
         n.name = candidate;
         n.display = candidate;
         n.generated = true;

@@ -231,8 +231,9 @@ class GraphBuilder {
 public:
     GraphBuilder(Graph& g, Diagnostics& diag);
 
-    // Room for about `nodes` nodes, so that a big program does not regrow its node list.
-    void reserve(size_t nodes);
+    // Room for about `nodes` nodes and `statements` top-level statements (the
+    // names bound), so that a big program does not regrow its lists.
+    void reserve(size_t nodes, size_t statements);
 
     // A new node. `device` is the node's own device request ("" = none: the
     // enclosing `with device`, if any, applies). The node is unnamed until assign().

@@ -925,7 +925,7 @@ void JsonReader::read_top(JVal root) {
         error(at("/nodes"), "\"nodes\" must be an array of nodes; got " + describe(*nodes));
     } else {
         // About one node per item: room for them up front.
-        builder_.reserve(nodes->size());
+        builder_.reserve(nodes->size(), nodes->size());
         read_items(*nodes, "/nodes");
     }
     if (outputs && !stopped()) read_outputs(*outputs, "/outputs");

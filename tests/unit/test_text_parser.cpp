@@ -889,6 +889,20 @@ TEST_CASE("text generated names skip every user name, also in loops and after re
     CHECK(q->g.nodes[3].name == "z");
 }
 
+TEST_CASE("text generated names skip only the user names they would equal") {
+    // add_01 and add_0 are not a form generated names take, so they take
+    // nothing away; add_2 and add_3 do; and a name of one op (mul_1) does not
+    // touch another op's suffixes.
+    auto p = parse(
+        "add_01 = [1]\nadd_0 = [2]\nadd_3 = [3]\nadd_2 = [4]\nmul_1 = [5]\n"
+        "y = add_01 + add_0 + add_3 + add_2 + add_01 + mul_1 * mul_1\n");
+    REQUIRE(p->ok);
+    std::vector<std::string> names;
+    for (const Node& n : p->g.nodes)
+        if (n.op == OpKind::Add || n.op == OpKind::Mul) names.push_back(n.name);
+    CHECK(names == std::vector<std::string>{"add", "add_1", "add_4", "add_5", "mul", "y"});
+}
+
 TEST_CASE("text many names: lookups, rebinding and loop scopes at scale") {
     // A program large enough to grow every table several times, with loops
     // that carry some names and keep others local.
