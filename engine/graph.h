@@ -61,28 +61,30 @@ struct Input {
 using Inputs = SmallVector<Input, 2>;
 
 struct Node {
-    // --- as written (front ends) ---
-    std::string name;     // binding name; generated (`add_1`) for unnamed nodes
-    std::string display;  // `x`, or `x#k` for the k-th binding of x (k >= 2)
-    Inputs inputs;
-    std::vector<NamedAttr> attrs;
-    std::string device;  // requested device as written ("" = none); includes an enclosing `with device`
-    Loc device_loc;
-    Loc loc;             // of the node: operator, call name or JSON node
+    // The fields every pass over the nodes reads (validation, placement, the
+    // plan, the executor's compile) come first, so that a pass over a million
+    // nodes reads two cache lines of each, not five.
     OpKind op = OpKind::Invalid;
     bool generated = false;  // name chosen by the builder, not the user
     bool device_from_block = false;  // device came from an enclosing `with device`, not the call
     bool weak = false;   // a bare scalar literal that is an operand of a binary op: takes the other dtype
+    bool valid = false;  // (validation) inferred without error (and all its inputs valid)
+    DType dtype = DType::F32;  // (validation)
     int32_t repeat = -1;  // innermost repeat whose body holds it (-1: top level)
+    Inputs inputs;
+    Shape shape;         // (validation)
+    std::string placed;  // (placement) canonical device the node runs on: "cpu", "gpu:0"
+
+    // --- as written (front ends) ---
+    std::string name;     // binding name; generated (`add_1`) for unnamed nodes
+    std::string display;  // `x`, or `x#k` for the k-th binding of x (k >= 2)
+    std::vector<NamedAttr> attrs;
+    std::string device;  // requested device as written ("" = none); includes an enclosing `with device`
+    Loc device_loc;
+    Loc loc;             // of the node: operator, call name or JSON node
 
     // --- filled by validation ---
-    bool valid = false;  // inferred without error (and all its inputs valid)
-    DType dtype = DType::F32;
-    Shape shape;
     std::vector<uint8_t> literal;  // const: the values, dense, in dtype (row-major)
-
-    // --- filled by placement ---
-    std::string placed;  // canonical device the node runs on: "cpu", "gpu:0"
 
     const NamedAttr* find_attr(std::string_view attr_name) const;
 };

@@ -130,33 +130,45 @@ private:
         }
         // Drop points: after the last use, else where the value is defined; in
         // position order, values of one position in the order they were homed.
-        std::vector<std::pair<int64_t, NodeId>> drops;
+        // A counting sort by position (stable): positions are 0 .. 2 * stmts.
         std::vector<NodeId> drops_at_start;
+        std::vector<uint32_t> first_at(2 * stmts.size() + 2, 0);  // then: start of each position's run
+        std::vector<int64_t>& at_of = last_;  // reused: each homed value's drop position
         for (NodeId v : homed) {
-            if (keep(v, r)) continue;
             const auto i = static_cast<size_t>(v);
-            int64_t at = last_[i] != kNever ? last_[i] : defined_at_[i];
+            if (keep(v, r)) {
+                at_of[i] = kNever - 1;
+                continue;
+            }
+            const int64_t at = last_[i] != kNever ? last_[i] : defined_at_[i];
+            at_of[i] = at;
             if (at == kNever) {  // a parameter of this body with no reader in it
                 drops_at_start.push_back(v);
                 continue;
             }
-            drops.emplace_back(at, v);
+            ++first_at[static_cast<size_t>(at) + 1];
         }
-        std::stable_sort(drops.begin(), drops.end(),
-                         [](const auto& a, const auto& b) { return a.first < b.first; });
-        size_t next = 0;
+        for (size_t p = 1; p < first_at.size(); ++p) first_at[p] += first_at[p - 1];
+        std::vector<NodeId> drops(first_at.back());
+        {
+            std::vector<uint32_t> fill(first_at.begin(), first_at.end() - 1);
+            for (NodeId v : homed) {
+                const int64_t at = at_of[static_cast<size_t>(v)];
+                if (at >= 0) drops[fill[static_cast<size_t>(at)]++] = v;
+            }
+        }
         auto take = [&](int64_t pos, std::vector<NodeId>* into) {
-            for (; next < drops.size() && drops[next].first == pos; ++next)
-                if (into) into->push_back(drops[next].second);
-                else drop(drops[next].second);
+            const auto p = static_cast<size_t>(pos);
+            for (uint32_t k = first_at[p]; k < first_at[p + 1]; ++k)
+                if (into) into->push_back(drops[k]);
+                else drop(drops[k]);
         };
         for (NodeId v : drops_at_start) drop(v);
         for (size_t k = 0; k < stmts.size(); ++k) {
             const Stmt& s = stmts[k];
             auto pos_begin = static_cast<int64_t>(2 * k), pos_end = pos_begin + 1;
             if (s.kind == Stmt::Kind::Node) {
-                std::vector<NodeId> none;  // no value is last used at a node's begin
-                take(pos_begin, &none);
+                // No value is last used at a node's begin.
                 plan_.steps.push_back(PlanStep{PlanStep::Kind::Run, s.index});
             } else {
                 LoopPlan& lp = plan_.loops[static_cast<size_t>(s.index)];
@@ -192,11 +204,16 @@ public:
         // Devices by number, so that a step costs no string compare.
         device_of_.assign(g.nodes.size(), 0);
         for (size_t i = 0; i < g.nodes.size(); ++i) {
-            const std::string& d = g.nodes[i].placed;
+            const Node& n = g.nodes[i];
+            const std::string& d = n.placed;
             size_t k = 0;
             while (k < devices_.size() && devices_[k] != d) ++k;
-            if (k == devices_.size()) devices_.push_back(d);
+            if (k == devices_.size()) {
+                devices_.push_back(d);
+                used_.push_back(false);
+            }
             device_of_[i] = static_cast<uint32_t>(k);
+            if (n.op != OpKind::Invalid && n.op != OpKind::LoopParam && !d.empty()) used_[k] = true;
         }
         live_.assign(devices_.size(), 0);
         peak_.assign(devices_.size(), 0);
@@ -233,8 +250,9 @@ public:
                 }
             }
         }
+        // Every device a node is placed on has a figure, 0 if nothing was allocated there.
         for (size_t k = 0; k < devices_.size(); ++k)
-            if (touched_[k]) peak[devices_[k]] = peak_[k];
+            if (touched_[k] || used_[k]) peak[devices_[k]] = peak_[k];
         return true;
     }
 
@@ -308,14 +326,13 @@ private:
     std::vector<uint32_t> device_of_;   // per node: index into devices_
     std::vector<uint64_t> live_, peak_;  // per device
     std::vector<bool> touched_;          // per device: allocated on at least once
+    std::vector<bool> used_;             // per device: a node (not a loop parameter) is placed there
 };
 
 }  // namespace
 
 std::optional<Plan> compile_plan(const Graph& g, const std::vector<NodeId>& outputs, std::string* error) {
     Plan plan = PlanBuilder(g, outputs).build();
-    for (const Node& n : g.nodes)
-        if (n.op != OpKind::Invalid && n.op != OpKind::LoopParam && !n.placed.empty()) plan.static_peak[n.placed];
     // Refuse at once what the simulation could not finish: each step runs once
     // per simulated pass (at most 2) of every loop around it.
     double simulated = 0, mult = 1;
