@@ -9,6 +9,7 @@
 #include "engine/allocator.h"
 
 #include "cli/commands.h"
+#include "engine/kernels/cpu_kernel.h"
 
 namespace graphrun::cli {
 
@@ -99,6 +100,7 @@ int run_app(int argc, char** argv) {
         if (run.threads == 0) run.threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
         return run_command(run, std::cout, std::cerr);
     }
+    stop_blas_workers();  // only `run` computes
     if (check_cmd->parsed()) {
         check.format = check_format == "json" ? Format::Json : Format::Text;
         return check_command(check, std::cout, std::cerr);

@@ -146,6 +146,30 @@ def check_json_fields():
 
 
 @test
+def check_listing_of_a_large_graph_matches_its_json():
+    # From 20,000 nodes on, check renders the text listing on a second thread
+    # while the plan compiles: the listing must still be complete and in order.
+    n = 30000
+    lines = ["x0 = [1, 2]", "k = [3, 4]"]
+    lines += [f"x{i} = relu(x{i - 1} * k) + k" for i in range(1, n // 3 + 1)]
+    src = "\n".join(lines) + "\n"
+    doc = check_json("-", stdin=src.encode())
+    code, out, err = run("check", "-", stdin=src.encode())
+    expect(code == 0, err)
+    listing = out.split("\nnodes:\n", 1)[1].split("\n\noutputs:\n", 1)[0].splitlines()
+    expect(len(doc["nodes"]) > 30000, len(doc["nodes"]))
+    expect(len(listing) == len(doc["nodes"]), f"{len(listing)} listed, {len(doc['nodes'])} nodes")
+    for text, node in zip(listing, doc["nodes"]):
+        fields = text.split()
+        expect(fields[:5] == [node["name"], node["op"], f"{node['dtype']}[{','.join(map(str, node['shape']))}]",
+                              node["device"], f"{node['line']}:{node.get('column')}"], (text, node))
+        ins = text.split("<- ", 1)[1].split(", ") if "<- " in text else []
+        expect(ins == node["inputs"], (text, node))
+    tail = out.split("\nstatic peak (one pass, live tensor bytes):\n", 1)[1]
+    expect(tail.startswith(f"  cpu: {doc['static_peak']['cpu']} bytes ("), tail)
+
+
+@test
 def convert_round_trips_through_the_binary():
     with tempfile.TemporaryDirectory() as tmp:
         for path in examples(".graph"):

@@ -17,4 +17,9 @@ std::unique_ptr<Kernel> make_cpu_kernel(const Graph& g, const Node& n);
 // OpenBLAS's state is the process's: sessions call this one at a time.
 void set_blas_threads(int threads, bool graph_uses_blas);
 
+// Stops OpenBLAS's idle workers, which spin for about a tenth of a second after
+// the library loads: for commands that run no graph (check, convert), so that
+// they have every core to themselves.
+void stop_blas_workers();
+
 }  // namespace graphrun

@@ -215,7 +215,11 @@ void set_blas_threads(int threads, bool graph_uses_blas) {
     // second of a core at every start of the process, taken from the
     // executor and the reclaimer thread on a small machine. A graph with no
     // CPU matmul stops them; the first gemm of a later session restarts them.
-    if (!graph_uses_blas && blas_thread_shutdown_) blas_thread_shutdown_();
+    if (!graph_uses_blas) stop_blas_workers();
+}
+
+void stop_blas_workers() {
+    if (blas_thread_shutdown_) blas_thread_shutdown_();
 }
 
 }  // namespace graphrun
