@@ -239,6 +239,13 @@ std::optional<std::pair<OpKind, int64_t>> generated_name_form(std::string_view n
 
 // ---------------------------------------------------------------------------
 
+namespace {
+
+// A node list this large is faulted in on a second thread while it fills.
+constexpr size_t kPrefaultBytes = size_t{64} << 20;
+
+}  // namespace
+
 GraphBuilder::GraphBuilder(Graph& g, Diagnostics& diag) : g_(g), diag_(diag) {
     Scope top;
     top.stmts = &g_.top;
@@ -249,6 +256,9 @@ void GraphBuilder::reserve(size_t nodes, size_t statements) {
     nodes = std::min(nodes, g_input_limits.nodes + 1);
     statements = std::min(statements, nodes);
     g_.nodes.reserve(nodes);
+    prefault_.reset();
+    if (g_.nodes.capacity() * sizeof(Node) >= kPrefaultBytes)
+        prefault_ = std::make_unique<Prefaulter>(g_.nodes.data(), g_.nodes.capacity() * sizeof(Node));
     g_.top.reserve(nodes);
     names_.reserve(statements);
     head_.reserve(statements);
@@ -258,6 +268,10 @@ void GraphBuilder::reserve(size_t nodes, size_t statements) {
 }
 
 Node& GraphBuilder::new_node() {
+    if (prefault_ && g_.nodes.size() % 4096 == 0) {
+        if (g_.nodes.size() == g_.nodes.capacity()) prefault_.reset();  // the list moves: its old place is no use
+        else prefault_->progress(g_.nodes.size() * sizeof(Node));
+    }
     Node& n = g_.nodes.emplace_back();
     n.repeat = scopes_.back().repeat;
     return n;
@@ -518,6 +532,7 @@ void GraphBuilder::set_outputs(std::vector<std::pair<std::string, Loc>> names, L
 }
 
 void GraphBuilder::finish(const Loc& eof) {
+    prefault_.reset();
     while (scopes_.size() > 1) end_repeat();
     {
         // The table of names goes to the graph: finish() is the builder's last step.

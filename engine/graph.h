@@ -3,6 +3,7 @@
 // loop-carried values, and the outputs.
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -13,6 +14,7 @@
 #include "engine/diagnostics.h"
 #include "engine/dtype.h"
 #include "engine/ops.h"
+#include "engine/prefault.h"
 #include "engine/small_vector.h"
 
 namespace graphrun {
@@ -295,6 +297,8 @@ private:
 
     Graph& g_;
     Diagnostics& diag_;
+    // Faults the reserved node list in ahead of new_node() for big programs.
+    std::unique_ptr<Prefaulter> prefault_;
     NameTable names_;
     std::vector<int32_t> head_;           // per name: innermost binding (index into bindings_), or -1
     std::vector<int32_t> binding_count_;  // per name: times assigned (for x#k)
