@@ -158,31 +158,44 @@ void Session::drop(NodeId v) {
 void Session::unreferenced(int32_t b) {
     Buffer& buf = bufs_[static_cast<size_t>(b)];
     Allocator& a = buf.dev->allocator();
-    if (opts_.cleanup == CleanupStrategy::Safepoint) pending_unmarked_ = true;
-    else a.add_pending(buf.bytes);
+    // safepoint and background count pending_ as pending together when it
+    // goes (mark_pending): one allocator call per batch instead of one per
+    // buffer. close counts each buffer at once: its out-of-memory message
+    // says how much of what is in use is unreferenced.
     pending_.push_back(Freed{buf.data, buf.bytes, &a});
+    if (opts_.cleanup == CleanupStrategy::Close) {
+        a.add_pending(buf.bytes);
+        pending_marked_ = pending_.size();
+    }
     batch_bytes_ += buf.bytes;
     buf = Buffer{};
     free_bufs_.push_back(b);
 }
 
 // Releases a list of pending buffers, one release_batch per run of the same allocator.
-void Session::release_all(const std::vector<Freed>& items, bool marked) {
-    for (size_t i = 0; i < items.size();) {
+void Session::release_all(const Freed* items, size_t n, bool marked) {
+    for (size_t i = 0; i < n;) {
         size_t j = i + 1;
-        while (j < items.size() && items[j].alloc == items[i].alloc) ++j;
+        while (j < n && items[j].alloc == items[i].alloc) ++j;
         if (marked)
-            items[i].alloc->release_batch(items.data() + i, j - i);
+            items[i].alloc->release_batch(items + i, j - i);
         else
-            items[i].alloc->release_unreferenced(items.data() + i, j - i);
+            items[i].alloc->release_unreferenced(items + i, j - i);
         i = j;
     }
 }
 
+// Counts what pending_ holds beyond pending_marked_ as pending: one
+// add_pending per run of the same allocator.
 void Session::mark_pending() {
-    if (!pending_unmarked_) return;
-    for (const Freed& f : pending_) f.alloc->add_pending(f.bytes);
-    pending_unmarked_ = false;
+    for (size_t i = pending_marked_; i < pending_.size();) {
+        uint64_t bytes = 0;
+        size_t j = i;
+        for (; j < pending_.size() && pending_[j].alloc == pending_[i].alloc; ++j) bytes += pending_[j].bytes;
+        pending_[i].alloc->add_pending(bytes);
+        i = j;
+    }
+    pending_marked_ = pending_.size();
 }
 
 void Session::release_pending_now() {
@@ -191,8 +204,9 @@ void Session::release_pending_now() {
     // that safe point: one allocator call per safe point instead of two per
     // buffer. A run that stops between two safe points (an error, a signal)
     // counts what is left with mark_pending(), before anyone reads the figures.
-    release_all(pending_, !pending_unmarked_);
-    pending_unmarked_ = false;
+    release_all(pending_.data(), pending_marked_, true);
+    release_all(pending_.data() + pending_marked_, pending_.size() - pending_marked_, false);
+    pending_marked_ = 0;
     pending_.clear();
     batch_bytes_ = 0;
 }
@@ -200,6 +214,7 @@ void Session::release_pending_now() {
 // Hands the batch to the reclaimer (one lock per batch, not per buffer), then
 // waits when the backlog is over `wait_above` (0: always).
 void Session::flush_to_reclaimer(uint64_t wait_above) {
+    mark_pending();  // the batch counts as pending from its hand-over on
     std::unique_lock<std::mutex> lock(mu_);
     if (!pending_.empty()) {
         if (queue_.empty()) queue_.swap(pending_);
@@ -207,6 +222,7 @@ void Session::flush_to_reclaimer(uint64_t wait_above) {
             queue_.insert(queue_.end(), pending_.begin(), pending_.end());
             pending_.clear();
         }
+        pending_marked_ = 0;
         queued_bytes_ += batch_bytes_;
         batch_bytes_ = 0;
         cv_work_.notify_one();
@@ -225,7 +241,7 @@ void Session::reclaimer_loop() {
         lock.unlock();
         uint64_t done = 0;
         for (const Freed& f : work) done += f.bytes;
-        release_all(work, true);
+        release_all(work.data(), work.size(), true);
         work.clear();
         lock.lock();
         queued_bytes_ -= done;
@@ -469,10 +485,12 @@ void Session::close() {
     auto t0 = std::chrono::steady_clock::now();
     for (size_t v = 0; v < value_buf_.size(); ++v) drop(static_cast<NodeId>(v));
     if (reclaimer_.joinable()) {
+        mark_pending();
         {
             std::lock_guard<std::mutex> lock(mu_);
             queue_.insert(queue_.end(), pending_.begin(), pending_.end());
             pending_.clear();
+            pending_marked_ = 0;
             stop_ = true;
         }
         cv_work_.notify_one();
