@@ -120,6 +120,8 @@ public:
 
 private:
     void trim_locked();
+    void* take_cached(uint64_t bytes);
+    std::vector<void*>& list_for(uint64_t bytes);
     void release_locked(void* p, uint64_t bytes);
 
     const uint64_t limit_;
@@ -129,7 +131,18 @@ private:
     // that the steady state of a run (release a block, allocate one of the
     // same size) costs no heap allocation of its own.
     std::unordered_map<uint64_t, std::vector<void*>> cache_;
-    uint64_t cached_bytes_ = 0;
+    std::vector<void*>* last_list_ = nullptr;  // cache_[last_bytes_], the last list used
+    uint64_t last_bytes_ = 0;
+    uint64_t cached_bytes_ = 0;  // in cache_ and returned_
+    // Blocks release_batch returned, not yet sorted into cache_ (under mu_),
+    // and the next batch being gathered (under incoming_mu_).
+    struct Block {
+        void* p;
+        uint64_t bytes;
+    };
+    std::vector<Block> returned_;
+    std::mutex incoming_mu_;
+    std::vector<Block> incoming_;
 };
 
 // 90% of the memory the system has available (MemAvailable), the default

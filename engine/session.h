@@ -106,8 +106,8 @@ private:
     void release_pending_now();
     void mark_pending();
     // Releases pending buffers, one call per run of the same allocator;
-    // `marked`: add_pending was called for them (every strategy but safepoint).
-    static void release_all(const std::vector<Freed>& items, bool marked);
+    // `marked`: add_pending was called for them (mark_pending, or close at once).
+    static void release_all(const Freed* items, size_t n, bool marked);
     // Hands the batch over; then, if more than `wait_above` bytes are still
     // queued, waits until the reclaimer has released them all.
     void flush_to_reclaimer(uint64_t wait_above);
@@ -161,7 +161,9 @@ private:
     // safepoint and close: the pending list; background: the batch to hand over.
     std::vector<Freed> pending_;
     uint64_t batch_bytes_ = 0;  // bytes in pending_
-    bool pending_unmarked_ = false;  // safepoint: pending_ is not yet counted as pending
+    // pending_[0, pending_marked_) is counted as pending (add_pending), the
+    // rest not yet: safepoint and background count a batch when it goes.
+    size_t pending_marked_ = 0;
 
     // The reclaimer thread (background only).
     std::thread reclaimer_;
