@@ -52,18 +52,27 @@ class Bench:
             raise RuntimeError(f"graphrun {' '.join(args)} exited {p.returncode}: {p.stderr.strip()[:2000]}")
         return wall, p.stdout
 
-    def run(self, path, cleanup, iterations=1):
-        """Median over R processes: (run_ms, process wall ms, cpu peak bytes)."""
+    def run_once(self, path, cleanup, iterations=1):
+        """One process: (run_ms, process wall ms, cpu peak bytes)."""
+        wall, out = self.gr(["run", path, "--format=json", f"--cleanup={cleanup}",
+                             f"--threads={THREADS}", f"--iterations={iterations}"])
+        doc = json.loads(out.splitlines()[-1])
+        if "error" in doc:
+            raise RuntimeError(f"{path}: {doc['error']}")
+        return doc["session"]["run_ms"], wall, doc["memory"]["before_teardown"]["cpu"]["peak"]
+
+    def run(self, path, cleanup, iterations=1, between=None):
+        """Median over R processes: (run_ms, process wall ms, cpu peak bytes). `between`, if
+        given, is called after each process: the reference is measured interleaved with it,
+        so that both see the same load on a shared machine."""
         runs, walls, peaks = [], [], []
         for _ in range(self.R):
-            wall, out = self.gr(["run", path, "--format=json", f"--cleanup={cleanup}",
-                                 f"--threads={THREADS}", f"--iterations={iterations}"])
-            doc = json.loads(out.splitlines()[-1])
-            if "error" in doc:
-                raise RuntimeError(f"{path}: {doc['error']}")
-            runs.append(doc["session"]["run_ms"])
+            run, wall, peak = self.run_once(path, cleanup, iterations)
+            runs.append(run)
             walls.append(wall)
-            peaks.append(doc["memory"]["before_teardown"]["cpu"]["peak"])
+            peaks.append(peak)
+            if between:
+                between()
         return med(runs), med(walls), max(peaks)
 
     def check(self, path):
@@ -81,36 +90,42 @@ class Bench:
         tail = "y = [1, 2, 3, 4]\noutput y\n"          # fetch something tiny; every node runs anyway
         gK = self.write(f"{setup}\nrepeat {K} {{\n{body}\n}}\n{tail}")
         static = self.check(gK)["static_peak"]["cpu"]
-        np_ms = numpy_time(numpy_fn, K, self.R)
+        numpy_fn()                                # warm-up
+        np_all = []
         for s in STRATEGIES:
-            runK, wallK, peak = self.run(gK, s)
             if (setup, s) not in self._base:      # the same setup is shared by several workloads
                 g0 = self.write(f"{setup}\nrepeat 0 {{\n{body}\n}}\n{tail}")
                 self._base[setup, s] = self.run(g0, s)[0]
             run0 = self._base[setup, s]
+            nps = []                              # one NumPy round after each graphrun process
+            runK, wallK, peak = self.run(gK, s, between=lambda: nps.append(numpy_round(numpy_fn, K)))
             ms = max(runK - run0, 1e-9) / K
+            np_ms = med(nps)
             self.row(f"{name} [{s}]", ms, np_ms, f">={target}x", np_ms / ms >= target, proc=wallK)
             self.peaks.append((name, s, peak, static))
-        return np_ms
+            np_all += nps
+        return med(np_all)
+
+
+def numpy_round(fn, K):
+    """The per-call time (ms) of K calls of fn."""
+    t0 = time.perf_counter()
+    for _ in range(K):
+        fn()
+    return (time.perf_counter() - t0) * 1e3 / K
 
 
 def numpy_time(fn, K, R):
     """Median over R rounds of the per-call time (ms) of K calls of fn, after one warm-up call."""
     fn()
-    times = []
-    for _ in range(R):
-        t0 = time.perf_counter()
-        for _ in range(K):
-            fn()
-        times.append((time.perf_counter() - t0) * 1e3 / K)
-    return med(times)
+    return med([numpy_round(fn, K) for _ in range(R)])
 
 
 # ---- workloads -----------------------------------------------------------------------
 def w_overhead(b):
     """1. per-node overhead: a chain of adds/subs on 4-float tensors."""
     n = 2000 if b.quick else 20000
-    iters = 10
+    iters = 50        # 1M node runs, about as long as the NumPy round of 200,000 calls
     lines = ["x = [1, 2, 3, 4]", "y = [0.5, 0.25, 0.125, 0.0625]"]
     lines += ["x = x + y" if i % 2 == 0 else "x = x - y" for i in range(n)]
     path = b.write("\n".join(lines) + "\noutput x\n")
@@ -118,10 +133,19 @@ def w_overhead(b):
     nodes = len(chk["nodes"])                         # n add/sub + 2 const nodes, all executed per pass
     a, y, c = (np.array([1, 2, 3, 4], np.float32), np.full(4, 0.5, np.float32), np.empty(4, np.float32))
     calls = 20000 if b.quick else 200000
-    np_us = numpy_time(lambda: np.add(a, y), calls, b.R) * 1e3
-    np_out_us = numpy_time(lambda: np.add(a, y, out=c), calls, b.R) * 1e3
+    add, add_out = (lambda: np.add(a, y)), (lambda: np.add(a, y, out=c))
+    add(), add_out()                                  # warm-up
+    np_all, np_out_all = [], []
     for s in STRATEGIES:
-        run, wall, peak = b.run(path, s, iterations=iters)
+        nps, np_outs = [], []                         # NumPy rounds interleaved with the processes
+
+        def between():
+            nps.append(numpy_round(add, calls) * 1e3)
+            np_outs.append(numpy_round(add_out, calls) * 1e3)
+        run, wall, peak = b.run(path, s, iterations=iters, between=between)
+        np_us, np_out_us = med(nps), med(np_outs)
+        np_all += nps
+        np_out_all += np_outs
         us = run * 1e3 / (nodes * iters)
         ok = us <= 0.1 and np_us / us >= 3
         b.row(f"per-node overhead [{s}]", us, np_us, "<=0.1us & >=3x", ok, proc=wall, unit="us")
@@ -129,7 +153,8 @@ def w_overhead(b):
         b.extra.append(f"per-node [{s}]: {us:.3f} us/node = run_ms {run:.2f} / ({nodes} nodes "
                        f"[{nodes - 2} add/sub + 2 const] x {iters} iterations); ratio vs "
                        f"np.add(a,b,out=c) {np_out_us:.3f} us: {np_out_us / us:.2f}x")
-    b.notes.append(f"NumPy per call on 4 floats: np.add(a,b) {np_us:.3f} us, np.add(a,b,out=c) {np_out_us:.3f} us")
+    b.notes.append(f"NumPy per call on 4 floats: np.add(a,b) {med(np_all):.3f} us, "
+                   f"np.add(a,b,out=c) {med(np_out_all):.3f} us (medians over every round)")
 
 
 def w_matmul(b):
@@ -227,15 +252,17 @@ def w_parse(b):
         subprocess.run([b.bin, "convert", text_path, "--to=json"], stdout=f, check=True)
     with open(json_path) as f:
         js = f.read()
-    R = 1 if b.quick else 3
-    t_text = med([b.gr(["check", text_path], stdout=subprocess.DEVNULL)[0] for _ in range(R)])
-    t_json = med([b.gr(["check", json_path], stdout=subprocess.DEVNULL)[0] for _ in range(R)])
-    loads = []
-    for _ in range(R):
+    R = 1 if b.quick else 5
+    texts, jsons, loads = [], [], []
+    for _ in range(R):                              # interleaved: each round sees the same load
+        texts.append(b.gr(["check", text_path], stdout=subprocess.DEVNULL)[0])
+        jsons.append(b.gr(["check", json_path], stdout=subprocess.DEVNULL)[0])
         t0 = time.perf_counter()
         doc = json.loads(js)
         loads.append((time.perf_counter() - t0) * 1e3)
-    t_loads = med(loads)
+        if len(loads) < R:
+            del doc
+    t_text, t_json, t_loads = med(texts), med(jsons), med(loads)
     nodes = len(doc["nodes"])                       # every node, const literals included
     del doc
     with open(text_path) as f:
