@@ -159,7 +159,7 @@ def w_overhead(b):
 
 def w_matmul(b):
     """2. matmul f32 in a repeat loop."""
-    for n, K in ((512, 10), (1024, 4)) if b.quick else ((1024, 20), (2048, 5)):
+    for n, K in ((512, 10), (1024, 4)) if b.quick else ((1024, 20), (2048, 10)):
         x = np.random.default_rng(1).random((n, n), dtype=np.float32)
         y = np.random.default_rng(2).random((n, n), dtype=np.float32)
         setup = f"a = random_uniform([{n}, {n}], seed=1)\nb = random_uniform([{n}, {n}], seed=2)"
@@ -208,7 +208,7 @@ def w_reductions(b):
 
 def w_mlp(b):
     """5. MLP forward, batch 256, 1024-1024-1024-10, relu, softmax."""
-    batch, d, K = (256, 1024, 5) if b.quick else (256, 1024, 20)
+    batch, d, K = (256, 1024, 5) if b.quick else (256, 1024, 100)
     setup = "\n".join([
         f"x = random_uniform([{batch}, {d}], seed=1)",
         f"w1 = random_normal([{d}, {d}], stddev=0.03125, seed=2)", f"b1 = random_normal([{d}], stddev=0.01, seed=3)",
