@@ -12,6 +12,15 @@ bool aliases_input(const Graph& g, const Node& n) {
     return is_alias_op(n.op) && n.inputs.size() == 1 && g.node(n.inputs[0].id).placed == n.placed;
 }
 
+bool may_take_input_buffer(const Graph& g, const Node& n, size_t k) {
+    // The CPU kernels of these ops read each element before they write it, at
+    // the same index (elementwise.cpp); the GPU kernels are not written for it.
+    if (!is_binary_elementwise(n.op) && !is_unary_elementwise(n.op)) return false;
+    if (n.placed != "cpu" || k >= n.inputs.size()) return false;
+    const Node& in = g.node(n.inputs[k].id);
+    return in.dtype == n.dtype && in.placed == n.placed && in.shape == n.shape;
+}
+
 namespace {
 
 constexpr int64_t kNever = -1;
@@ -24,6 +33,7 @@ class PlanBuilder {
 public:
     PlanBuilder(const Graph& g, const std::vector<NodeId>& outputs) : g_(g) {
         held_.assign(g.nodes.size(), false);
+        plan_.donor.assign(g.nodes.size(), -1);
         for (NodeId v : outputs) held_[static_cast<size_t>(v)] = true;
         for (size_t i = 0; i < held_.size(); ++i)
             if (held_[i]) plan_.held.push_back(static_cast<NodeId>(i));
@@ -170,6 +180,9 @@ private:
             if (s.kind == Stmt::Kind::Node) {
                 // No value is last used at a node's begin.
                 plan_.steps.push_back(PlanStep{PlanStep::Kind::Run, s.index});
+                const auto p = static_cast<size_t>(pos_end);
+                if (first_at[p] != first_at[p + 1])
+                    note_donor(s.index, drops.data() + first_at[p], drops.data() + first_at[p + 1]);
             } else {
                 LoopPlan& lp = plan_.loops[static_cast<size_t>(s.index)];
                 lp.repeat = s.index;
@@ -184,6 +197,18 @@ private:
             }
             take(pos_end, nullptr);
         }
+    }
+
+    // Node `id` is the last reader of the values [dropped, end): the first of
+    // its inputs among them that may give it its buffer is its donor.
+    void note_donor(NodeId id, const NodeId* dropped, const NodeId* end) {
+        const Node& n = g_.node(id);
+        if (!is_binary_elementwise(n.op) && !is_unary_elementwise(n.op)) return;
+        for (size_t k = 0; k < n.inputs.size(); ++k)
+            if (std::find(dropped, end, n.inputs[k].id) != end && may_take_input_buffer(g_, n, k)) {
+                plan_.donor[static_cast<size_t>(id)] = static_cast<int8_t>(k);
+                return;
+            }
     }
 
     const Graph& g_;
@@ -283,6 +308,9 @@ private:
         if (copies) alloc(dev, copies);
         if (aliases_input(g_, n)) {
             share(id, n.inputs[0].id);
+        } else if (const int8_t k = p_.donor[static_cast<size_t>(id)];
+                   k >= 0 && takes_buffer(n.inputs[static_cast<size_t>(k)].id, dev)) {
+            share(id, n.inputs[static_cast<size_t>(k)].id);  // in place: no allocation
         } else {
             uint64_t bytes = p_.node_bytes[static_cast<size_t>(id)];
             int64_t b;
@@ -298,6 +326,13 @@ private:
             alloc(dev, bytes);
         }
         if (copies) live_[dev] -= copies;
+    }
+
+    // The executor's test (Session::run_node): the donor's buffer is referred
+    // to by the donor alone and lives on the node's device.
+    bool takes_buffer(NodeId donor, uint32_t dev) const {
+        const int64_t b = value_buf_[static_cast<size_t>(donor)];
+        return b >= 0 && bufs_[static_cast<size_t>(b)].refs == 1 && bufs_[static_cast<size_t>(b)].device == dev;
     }
 
     void share(NodeId to, NodeId from) {

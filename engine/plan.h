@@ -39,6 +39,9 @@ struct Plan {
     std::vector<LoopPlan> loops;        // by Graph::repeats index
     std::vector<NodeId> held;           // the pass's outputs: held to the next pass's first safe point
     std::vector<uint64_t> node_bytes;   // buffer bytes per node (64-byte rounded; 0 for an alias)
+    // Per node: the input whose buffer it may write its output into (-1: none);
+    // see may_take_input_buffer. Whether it does is decided when it runs.
+    std::vector<int8_t> donor;
     std::map<std::string, uint64_t> static_peak;  // per device ("cpu", "gpu:0"), for one pass
 };
 
@@ -50,6 +53,15 @@ constexpr uint64_t kMaxSimulatedSteps = uint64_t{200} * 1000 * 1000;
 // True when node `n` shares its input's buffer instead of allocating one (the
 // one rule shared by the executor and the static plan).
 bool aliases_input(const Graph& g, const Node& n);
+
+// In-place execution, the one rule shared by the executor and the static plan:
+// node n may write its output over input `k`'s buffer when n is an elementwise
+// op on the CPU, input k has n's dtype, shape and device, and n is input k's
+// last reader in the pass (the plan drops it right after n). The plan records
+// the first such input as n's donor; when n runs, it takes the donor's buffer
+// only if no other value refers to that buffer (no alias, no loop carry still
+// holding it) and the buffer lives on n's device, and then allocates nothing.
+bool may_take_input_buffer(const Graph& g, const Node& n, size_t k);
 
 // Compiles the plan of a validated, placed graph for `outputs` (the fetched
 // values). Fails only when the simulation exceeds kMaxSimulatedSteps.

@@ -75,6 +75,8 @@ Session::Session(const Graph& g, const Plan& plan, SessionOptions opts) : g_(g),
         if (aliases_input(g, n)) {
             e.alias_of = n.inputs[0].id;
         } else {
+            if (const int8_t k = plan.donor[static_cast<size_t>(s.arg)]; k >= 0)
+                e.donor = n.inputs[static_cast<size_t>(k)].id;
             kernels_[static_cast<size_t>(s.arg)] = dev->make_kernel(g, n);
             e.kernel = kernels_[static_cast<size_t>(s.arg)].get();
         }
@@ -358,23 +360,38 @@ std::optional<RunError> Session::run_node(NodeId id) {
             }
         }
     }
-    const uint64_t bytes = e.bytes;
-    void* data = allocate_on(dev, bytes);
-    if (!data) {
-        release_scratch();
-        const Node& n = g_.node(id);
-        return RunError{oom_message(n, bytes, dev.allocator(), type_string(n.dtype, n.shape)), n.loc};
-    }
-    int32_t b;
-    if (!free_bufs_.empty()) {
-        b = free_bufs_.back();
-        free_bufs_.pop_back();
+    void* data;
+    // In place (the rule of may_take_input_buffer, the same test as the static
+    // plan's): the donor dies at this node, so when nothing else refers to its
+    // buffer the output takes it; the donor's drop, right after, leaves the
+    // output its only owner.
+    int32_t db = e.donor != kNoNode ? value_buf_[static_cast<size_t>(e.donor)] : -1;
+    if (db >= 0 && bufs_[static_cast<size_t>(db)].refs == 1 && bufs_[static_cast<size_t>(db)].dev == &dev) {
+        Buffer& buf = bufs_[static_cast<size_t>(db)];
+        ++buf.refs;
+        value_buf_[static_cast<size_t>(id)] = db;
+        data = buf.data;
+        last_in_place_ = true;
     } else {
-        b = static_cast<int32_t>(bufs_.size());
-        bufs_.emplace_back();
+        const uint64_t bytes = e.bytes;
+        data = allocate_on(dev, bytes);
+        if (!data) {
+            release_scratch();
+            const Node& n = g_.node(id);
+            return RunError{oom_message(n, bytes, dev.allocator(), type_string(n.dtype, n.shape)), n.loc};
+        }
+        int32_t b;
+        if (!free_bufs_.empty()) {
+            b = free_bufs_.back();
+            free_bufs_.pop_back();
+        } else {
+            b = static_cast<int32_t>(bufs_.size());
+            bufs_.emplace_back();
+        }
+        bufs_[static_cast<size_t>(b)] = Buffer{data, bytes, 1, &dev};
+        value_buf_[static_cast<size_t>(id)] = b;
+        last_in_place_ = false;
     }
-    bufs_[static_cast<size_t>(b)] = Buffer{data, bytes, 1, &dev};
-    value_buf_[static_cast<size_t>(id)] = b;
 
     TensorRef out = e.out;
     out.data = data;
@@ -403,6 +420,7 @@ std::optional<RunError> Session::run_pass() {
                     }
                 }
                 if (opts_.profile) {
+                    last_in_place_ = false;
                     auto t0 = std::chrono::steady_clock::now();
                     auto e = run_node(s.arg);
                     const Node& n = g_.node(s.arg);
@@ -415,7 +433,8 @@ std::optional<RunError> Session::run_pass() {
                     OpProfile& p = op_profile_[static_cast<size_t>(n.op)];
                     p.ms += ms_since(t0);
                     ++p.count;
-                    if (!aliases_input(g_, n)) p.bytes += plan_.node_bytes[static_cast<size_t>(s.arg)];
+                    if (!aliases_input(g_, n) && !last_in_place_)
+                        p.bytes += plan_.node_bytes[static_cast<size_t>(s.arg)];
                     if (e) return e;
                 } else if (auto e = run_node(s.arg)) {
                     return e;

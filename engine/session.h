@@ -134,6 +134,7 @@ private:
         uint32_t first_input = 0;  // into exec_inputs_
         uint32_t n_inputs = 0;
         NodeId alias_of = kNoNode;  // reshape/identity sharing its input's buffer
+        NodeId donor = kNoNode;     // the input whose buffer it may take (Plan::donor)
     };
     struct ExecInput {
         NodeId id;
@@ -175,6 +176,7 @@ private:
     bool busy_ = false;
 
     std::vector<OpProfile> op_profile_;  // by OpKind
+    bool last_in_place_ = false;         // the last node run took its donor's buffer
 
     bool closed_ = false;
     double run_ms_ = 0, teardown_ms_ = 0;

@@ -395,7 +395,7 @@ def run_values_nan_inf_and_exact_floats():
 
 @test
 def close_grows_with_iterations_safepoint_and_background_do_not():
-    src = b"x = zeros([1024])\nrepeat 20 { x = x + 1 }\n"
+    src = b"x = zeros([1024])\nrepeat 20 { x = x + ones([1024]) }\n"  # 4 KiB of garbage per pass
     peaks = {}
     for cleanup in ("close", "safepoint", "background"):
         for m in (1, 5):
@@ -426,7 +426,7 @@ def several_files_continue_after_a_failure():
 
 @test
 def memory_limit_refuses_plan_and_reports_close_oom():
-    src = b"x = zeros([1024])\nrepeat 20 { x = x + 1 }\n"
+    src = b"x = zeros([1024])\nrepeat 20 { x = x + ones([1024]) }\n"  # 4 KiB of garbage per pass
     code, out, err = run("run", "-", "--memory-limit=4KiB", stdin=src)
     expect(code == 1 and "static plan needs" in err and "refused before running" in err, err)
     docs, err = run_json("-", "--memory-limit=64KiB", "--cleanup=close", stdin=src, want=1)

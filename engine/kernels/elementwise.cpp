@@ -206,6 +206,24 @@ void binary_run(T* __restrict o, const T* __restrict a, const T* __restrict b, i
     }
 }
 
+// One run in place: the output is also one operand (first: a, else b), and
+// `c` is the other operand, contiguous (vc) or one repeated element. Each
+// element is read before it is written, at the same index.
+template <class Op, class T>
+void binary_run_in_place(T* __restrict o, const T* __restrict c, int64_t n, bool vc, bool first) {
+    if (vc && first) {
+        blocked_loop(n, [=](int64_t i) { o[i] = Op::apply(o[i], c[i]); });
+    } else if (vc) {
+        blocked_loop(n, [=](int64_t i) { o[i] = Op::apply(c[i], o[i]); });
+    } else {
+        const T y = c[0];
+        if (first)
+            blocked_loop(n, [=](int64_t i) { o[i] = Op::apply(o[i], y); });
+        else
+            blocked_loop(n, [=](int64_t i) { o[i] = Op::apply(y, o[i]); });
+    }
+}
+
 template <class T, class Op>
 class BinaryKernel final : public KernelBase {
   public:
@@ -233,12 +251,24 @@ class BinaryKernel final : public KernelBase {
         const BroadcastPlan& p = plan_;
         const bool va = p.inner_sa != 0, vb = p.inner_sb != 0;
         constexpr bool costly = std::is_same_v<Op, PowOp> || (kIsInt<T> && std::is_same_v<Op, DivOp>);
+        // In place (Plan::donor): the output buffer is an operand's, whose
+        // shape is the output's, so its offsets are the output's (pa or pb == po).
+        const bool over_a = o == a, over_b = o == b;
         parallel_for(ctx, out.numel, costly ? kCostlyGrain : kElementwiseGrain,
                      [&](int64_t lo, int64_t hi) {
                          auto runs = [&] {
                              for_each_run(p, lo, hi,
                                           [&](int64_t po, int64_t pa, int64_t pb, int64_t len) {
-                                              binary_run<Op>(o + po, a + pa, b + pb, len, va, vb);
+                                              if (over_a && over_b) {
+                                                  T* __restrict x = o + po;
+                                                  blocked_loop(len, [=](int64_t i) { x[i] = Op::apply(x[i], x[i]); });
+                                              } else if (over_a) {
+                                                  binary_run_in_place<Op>(o + po, b + pb, len, vb, true);
+                                              } else if (over_b) {
+                                                  binary_run_in_place<Op>(o + po, a + pa, len, va, false);
+                                              } else {
+                                                  binary_run<Op>(o + po, a + pa, b + pb, len, va, vb);
+                                              }
                                           });
                          };
                          if constexpr (costly)  // a call or a division per element: nothing to vectorize
@@ -366,9 +396,14 @@ class UnaryKernel final : public KernelBase {
         constexpr bool cheap = kCheapUnary<Op>;
         parallel_for(ctx, out.numel, cheap ? kElementwiseGrain : kCostlyGrain,
                      [x, o](int64_t lo, int64_t hi) {
-                         const T* __restrict src = x + lo;
-                         T* __restrict dst = o + lo;
                          auto loop = [=] {
+                             if (x == o) {  // in place (Plan::donor)
+                                 T* __restrict d = o + lo;
+                                 blocked_loop(hi - lo, [=](int64_t i) { d[i] = Op::apply(d[i]); });
+                                 return;
+                             }
+                             const T* __restrict src = x + lo;
+                             T* __restrict dst = o + lo;
                              blocked_loop(hi - lo, [=](int64_t i) { dst[i] = Op::apply(src[i]); });
                          };
                          if constexpr (cheap)

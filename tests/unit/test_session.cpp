@@ -24,7 +24,8 @@ struct Ran {
     std::string message;
 };
 
-Ran run_script(const std::string& src, CleanupStrategy cleanup, int64_t iterations, uint64_t limit = 0) {
+Ran run_script(const std::string& src, CleanupStrategy cleanup, int64_t iterations, uint64_t limit = 0,
+               int threads = 1) {
     auto lg = load_graph_source("test.graph", src, false);
     std::string first = lg->diag.all().empty() ? "" : lg->diag.format(lg->diag.all()[0]);
     INFO(first);
@@ -41,7 +42,7 @@ Ran run_script(const std::string& src, CleanupStrategy cleanup, int64_t iteratio
     r.static_peak = plan->static_peak["cpu"];
     SessionOptions so;
     so.cleanup = cleanup;
-    so.threads = 1;
+    so.threads = threads;
     so.cpu_memory_limit = limit ? limit : uint64_t{1} << 32;
     {
         Session s(lg->graph, *plan, so);
@@ -67,10 +68,12 @@ void check_torn_down(const MemoryStats& s) {
     CHECK(s.allocs == s.frees);
 }
 
-// A chain of n adds on tensors of 1024 f32 (4096 bytes each, plus 64 for each literal).
+// A chain of n adds on tensors of 1024 f32 (4096 bytes each). Each add writes
+// its sum over x, which dies there (in place), and leaves its `ones` operand
+// unreferenced: 4096 bytes of garbage per node for the strategies to handle.
 std::string chain(int n) {
     std::string s = "x = zeros([1024])\n";
-    for (int i = 0; i < n; ++i) s += "x = x + 1\n";
+    for (int i = 0; i < n; ++i) s += "x = x + ones([1024])\n";
     return s + "output x\n";
 }
 
@@ -84,24 +87,24 @@ float first_f32(const HostTensor& t) {
 
 TEST_CASE("session: close peaks at n*m*s, safepoint at the static plan, background stays bounded") {
     const int n = 10;
-    const uint64_t pass_bytes = 4096 + n * (64 + 4096);
+    const uint64_t pass_bytes = 4096 + n * 4096;  // zeros, then one `ones` per add (the sums are in place)
     for (int64_t m : {1, 3, 8}) {
         CAPTURE(m);
         Ran c = run_script(chain(n), CleanupStrategy::Close, m);
         REQUIRE_FALSE(c.error);
         CHECK(c.before.peak == pass_bytes * static_cast<uint64_t>(m));
-        CHECK(c.before.allocs == static_cast<uint64_t>(m) * (1 + 2 * n));
+        CHECK(c.before.allocs == static_cast<uint64_t>(m) * (1 + n));
         check_torn_down(c.after);
 
         Ran sp = run_script(chain(n), CleanupStrategy::Safepoint, m);
         REQUIRE_FALSE(sp.error);
         CHECK(sp.before.peak == sp.static_peak);
-        CHECK(sp.static_peak == 4096 * 2 + 64);
+        CHECK(sp.static_peak == 4096 * 2);  // x and the `ones` being added
         // Each safe point releases the buffers that became unreferenced since
-        // the last: a chain's previous sum and the literal it added (counted
-        // as pending together, just before they go).
+        // the last: the `ones` the previous add read (and, at the start of a
+        // later pass, the previous pass's output).
         CHECK(sp.before.pending == 0);
-        CHECK(sp.before.pending_peak == 4096 + 64);
+        CHECK(sp.before.pending_peak == 4096);
         check_torn_down(sp.after);
 
         Ran bg = run_script(chain(n), CleanupStrategy::Background, m);
@@ -121,8 +124,9 @@ TEST_CASE("session: close peaks at n*m*s, safepoint at the static plan, backgrou
 
 TEST_CASE("session: close grows with the repeat count, safepoint does not") {
     auto script = [](int count) {
+        // Each pass leaves its `ones` behind (y and x are computed in place).
         return "w = ones([256])\nx = zeros([256])\nrepeat " + std::to_string(count) +
-               " { y = x * w\n x = y + 1 }\noutput x\n";
+               " { y = x * w\n x = y + ones([256]) }\noutput x\n";
     };
     Ran c2 = run_script(script(2), CleanupStrategy::Close, 1);
     Ran c20 = run_script(script(20), CleanupStrategy::Close, 1);
@@ -137,6 +141,66 @@ TEST_CASE("session: close grows with the repeat count, safepoint does not") {
     for (const Ran* r : {&c2, &c20, &s2, &s20}) check_torn_down(r->after);
 }
 
+std::vector<float> f32s(const HostTensor& t) {
+    std::vector<float> v(t.data.size() / 4);
+    std::memcpy(v.data(), t.data.data(), v.size() * 4);
+    return v;
+}
+
+TEST_CASE("session: in place, each element is read before it is written, whichever operand gives the buffer") {
+    // b gives its buffer in every node (a is broadcast, s is held): a - b writes
+    // over b as the second operand, then relu and b + b over their inputs.
+    const std::string src =
+        "a = const([[1], [2], [3]])\nb = const([[10, 20], [30, 40], [50, 60]])\n"
+        "c = a - b\nd = neg(c)\ne = d + d\nf = e / a\ns = f\noutput s, a\n";
+    for (CleanupStrategy st : {CleanupStrategy::Close, CleanupStrategy::Safepoint, CleanupStrategy::Background}) {
+        CAPTURE(cleanup_name(st));
+        Ran r = run_script(src, st, 2);
+        REQUIRE_FALSE(r.error);
+        CHECK(f32s(r.outputs[0]) == std::vector<float>{18, 38, 28, 38, 94.0f / 3, 38});
+        CHECK(f32s(r.outputs[1]) == std::vector<float>{1, 2, 3});
+        // a and b are allocated; c, d, e and f are not.
+        CHECK(r.before.allocs == 2 * 2);
+        if (st == CleanupStrategy::Safepoint) CHECK(r.before.peak == r.static_peak);
+        check_torn_down(r.after);
+    }
+}
+
+TEST_CASE("session: in place never writes over a buffer another value still reads") {
+    // x0 shares the buffer of x, and in the first pass the carried x too: the
+    // first add must allocate; the later ones, and d, are in place.
+    const std::string src = "x = zeros([16])\nx0 = x\nrepeat 3 { x = x + 1 }\nd = x - x0\noutput d, x0\n";
+    Ran r = run_script(src, CleanupStrategy::Safepoint, 1);
+    REQUIRE_FALSE(r.error);
+    CHECK(f32s(r.outputs[0]) == std::vector<float>(16, 3.0f));
+    CHECK(f32s(r.outputs[1]) == std::vector<float>(16, 0.0f));
+    CHECK(r.before.peak == r.static_peak);
+    CHECK(r.static_peak == 3 * 64);
+    // zeros, the literal 1 per pass, the first pass's sum.
+    CHECK(r.before.allocs == 1 + 3 + 1);
+    check_torn_down(r.after);
+}
+
+TEST_CASE("session: in place on tensors split across threads gives the out-of-place results") {
+    // 100000 elements: several chunks per thread. Held x keeps its buffer; y's
+    // chain runs in place.
+    const std::string src =
+        "x = random_uniform([100000], seed=3)\ny = x * 2\ny = y - x\ny = relu(y - 0.5)\ny = y * y\n"
+        "output x, y\n";
+    Ran one = run_script(src, CleanupStrategy::Safepoint, 1, 0, 1);
+    Ran two = run_script(src, CleanupStrategy::Background, 1, 0, 2);
+    REQUIRE_FALSE(one.error);
+    REQUIRE_FALSE(two.error);
+    CHECK(one.outputs[1].data == two.outputs[1].data);
+    const std::vector<float> x = f32s(one.outputs[0]), y = f32s(one.outputs[1]);
+    for (size_t i = 0; i < x.size(); ++i) {
+        const float v = std::max(x[i] * 2 - x[i] - 0.5f, 0.0f);
+        REQUIRE(y[i] == v * v);
+    }
+    // x, y = x * 2, and the literals 2 and 0.5; the rest is in place.
+    CHECK(one.before.allocs == 4);
+}
+
 TEST_CASE("session: statistics before teardown show the outputs still held") {
     Ran r = run_script("a = ones([16])\nb = a * 2\noutput b\n", CleanupStrategy::Safepoint, 1);
     REQUIRE_FALSE(r.error);
@@ -149,7 +213,7 @@ TEST_CASE("session: statistics before teardown show the outputs still held") {
 TEST_CASE("session: out of memory is an error naming the node, and teardown still gives everything back") {
     for (CleanupStrategy st : {CleanupStrategy::Close, CleanupStrategy::Safepoint, CleanupStrategy::Background}) {
         CAPTURE(cleanup_name(st));
-        // Each pass allocates 4096 + 10 * 4160 bytes; a limit of 16 KiB fits safepoint's peak but not close's.
+        // Each pass allocates 4096 + 10 * 4096 bytes; a limit of 16 KiB fits safepoint's peak but not close's.
         Ran r = run_script(chain(10), st, 3, 16384);
         if (st == CleanupStrategy::Close) {
             CHECK(r.error);
