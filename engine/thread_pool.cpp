@@ -122,7 +122,9 @@ void ThreadPool::worker_loop() {
             };
             if (!spin_until(new_job)) {
                 std::unique_lock<std::mutex> lock(mu_);
+                sleeping_.fetch_add(1, std::memory_order_relaxed);
                 wake_.wait(lock, [&] { return stop_ || new_job(); });
+                sleeping_.fetch_sub(1, std::memory_order_relaxed);
                 if (stop_) return;
             }
         }

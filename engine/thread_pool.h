@@ -29,11 +29,22 @@ class ThreadPool {
     // when all have run; the calling thread runs chunks too. body must not
     // throw. A call made while the pool is busy (from inside a body, or from a
     // second thread) runs body(0, n) on the calling thread.
+    //
+    //
+    // cold_below: when every worker is asleep (no job for a while: the node
+    // before was a gemm, or a run of tiny tensors), a job of fewer than
+    // cold_below elements runs on the caller alone and wakes nobody. Waking a
+    // worker takes from microseconds to milliseconds on a virtual machine
+    // (measured here: up to 3.5 ms before a woken worker ran), and the caller
+    // then waits for the chunk it took; a job worth less than that is better
+    // done alone. A longer job wakes the workers, which then spin between the
+    // jobs that follow it.
     template <class Body>
-    void parallel_for(int64_t n, int64_t grain, const Body& body) {
+    void parallel_for(int64_t n, int64_t grain, const Body& body, int64_t cold_below = 0) {
         if (n <= 0) return;
         const int64_t chunks = chunk_count(n, grain);
-        if (chunks <= 1 || !dispatch(n, chunks, &call<Body>, &body)) body(int64_t{0}, n);
+        if (chunks <= 1 || (n < cold_below && all_asleep()) || !dispatch(n, chunks, &call<Body>, &body))
+            body(int64_t{0}, n);
     }
 
     // How parallel_for cuts [0, n): chunk c of `chunks` starts here.
@@ -49,6 +60,9 @@ class ThreadPool {
     }
 
     int64_t chunk_count(int64_t n, int64_t grain) const;
+    bool all_asleep() const {
+        return sleeping_.load(std::memory_order_relaxed) == static_cast<int>(workers_.size());
+    }
     // Runs the job on the pool; false (nothing run) when the pool is busy or has no worker.
     bool dispatch(int64_t n, int64_t chunks, Invoke invoke, const void* body);
     void work(uint64_t word);  // claims and runs chunks of the job whose ticket is `word`
@@ -71,6 +85,7 @@ class ThreadPool {
     std::mutex mu_;  // guards the sleeping workers' wake-up
     std::condition_variable wake_;
     bool stop_ = false;
+    std::atomic<int> sleeping_{0};     // workers waiting on wake_
     std::mutex done_mu_;  // guards the caller's wait for the last chunk
     std::condition_variable done_;
 };

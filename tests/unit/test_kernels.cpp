@@ -1661,6 +1661,48 @@ TEST_CASE("thread pool: many jobs in a row, workers really take part, nested cal
     }
 }
 
+TEST_CASE("thread pool: a short job finds the workers asleep and runs on the caller; a long one wakes them") {
+    ThreadPool pool(2);
+    if (pool.size() < 2) return;
+    const int64_t grain = 100, cold_below = 16 * grain, n = cold_below - 1;
+    // Once the worker has slept (it spins for tens of microseconds), a job of
+    // fewer than cold_below elements is one call on the caller.
+    bool inline_seen = false;
+    for (int attempt = 0; attempt < 100 && !inline_seen; ++attempt) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        std::atomic<int> calls{0};
+        std::atomic<int64_t> covered{0};
+        pool.parallel_for(
+            n, grain,
+            [&](int64_t lo, int64_t hi) {
+                calls.fetch_add(1);
+                covered.fetch_add(hi - lo);
+            },
+            cold_below);
+        CHECK(covered.load() == n);
+        inline_seen = calls.load() == 1;
+    }
+    CHECK(inline_seen);
+    // A job of cold_below elements or more wakes the worker, which takes
+    // part once it runs (a virtual machine may take milliseconds to run it).
+    std::mutex mu;
+    std::vector<std::thread::id> ids;
+    const int64_t big = cold_below;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (ids.size() < 2 && std::chrono::steady_clock::now() < deadline)
+        pool.parallel_for(
+            big, grain,
+            [&](int64_t, int64_t) {
+                std::lock_guard<std::mutex> lock(mu);
+                if (std::find(ids.begin(), ids.end(), std::this_thread::get_id()) == ids.end())
+                    ids.push_back(std::this_thread::get_id());
+            },
+            cold_below);
+    CHECK(ids.size() == 2);
+    check_cover(pool, n, grain);
+    check_cover(pool, big, grain);
+}
+
 TEST_CASE("thread pool: created and destroyed repeatedly, idle or not") {
     for (int k = 0; k < 20; ++k) {
         ThreadPool pool(1 + k % 4);
