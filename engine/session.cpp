@@ -371,7 +371,6 @@ std::optional<RunError> Session::run_node(NodeId id) {
         ++buf.refs;
         value_buf_[static_cast<size_t>(id)] = db;
         data = buf.data;
-        last_in_place_ = true;
     } else {
         const uint64_t bytes = e.bytes;
         data = allocate_on(dev, bytes);
@@ -390,7 +389,6 @@ std::optional<RunError> Session::run_node(NodeId id) {
         }
         bufs_[static_cast<size_t>(b)] = Buffer{data, bytes, 1, &dev};
         value_buf_[static_cast<size_t>(id)] = b;
-        last_in_place_ = false;
     }
 
     TensorRef out = e.out;
@@ -420,7 +418,6 @@ std::optional<RunError> Session::run_pass() {
                     }
                 }
                 if (opts_.profile) {
-                    last_in_place_ = false;
                     auto t0 = std::chrono::steady_clock::now();
                     auto e = run_node(s.arg);
                     const Node& n = g_.node(s.arg);
@@ -433,8 +430,11 @@ std::optional<RunError> Session::run_pass() {
                     OpProfile& p = op_profile_[static_cast<size_t>(n.op)];
                     p.ms += ms_since(t0);
                     ++p.count;
-                    if (!aliases_input(g_, n) && !last_in_place_)
-                        p.bytes += plan_.node_bytes[static_cast<size_t>(s.arg)];
+                    // In place, the output still shares the donor's buffer (the donor's drop comes next).
+                    const NodeId donor = exec_[static_cast<size_t>(s.arg)].donor;
+                    const bool in_place = donor != kNoNode && value_buf_[static_cast<size_t>(s.arg)] >= 0 &&
+                                          value_buf_[static_cast<size_t>(s.arg)] == value_buf_[static_cast<size_t>(donor)];
+                    if (!aliases_input(g_, n) && !in_place) p.bytes += plan_.node_bytes[static_cast<size_t>(s.arg)];
                     if (e) return e;
                 } else if (auto e = run_node(s.arg)) {
                     return e;

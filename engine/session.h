@@ -176,7 +176,6 @@ private:
     bool busy_ = false;
 
     std::vector<OpProfile> op_profile_;  // by OpKind
-    bool last_in_place_ = false;         // the last node run took its donor's buffer
 
     bool closed_ = false;
     double run_ms_ = 0, teardown_ms_ = 0;

@@ -453,6 +453,11 @@ def text_output_and_profile():
     for text in ("probs: f32[32,10] (cpu)", "memory before teardown:", "memory after teardown:",
                  "session: cleanup=safepoint iterations=1", "profile (per op, slowest first):", "matmul"):
         expect(text in out, f"missing {text!r}")
+    # An add written over its input allocates nothing; the relu over a held value does.
+    code, out, err = run("run", "-", "--profile", stdin=b"x = zeros([1024])\ny = x + 1\nz = relu(y)\noutput y, z\n")
+    expect(code == 0, err)
+    rows = {l.split()[0]: l.split() for l in out.splitlines()[out.splitlines().index("profile (per op, slowest first):") + 2:]}
+    expect(rows["add"][3] == "0" and rows["relu"][3] == "4096", out[-400:])
     code, out, _ = run("run", "-", stdin=b"a = range(2000)\n")
     expect("..." in out and "[   0.    1.    2. ... 1997. 1998. 1999.]" in out, out[:300])
 
