@@ -42,7 +42,7 @@ std::string render_listing(const Graph& g) {
         const Node& n = g.nodes[i];
         if (n.op == OpKind::LoopParam) continue;
         types[i] = type_string(n.dtype, n.shape);
-        wname = std::max(wname, n.display.size());
+        wname = std::max(wname, n.display().size());
         wop = std::max(wop, std::strlen(op_name(n.op)));
         wtype = std::max(wtype, types[i].size());
         wdev = std::max(wdev, n.placed.size());
@@ -72,7 +72,7 @@ std::string render_listing(const Graph& g) {
             }
             const Node& n = g.node(s.index);
             buf += indent;
-            field(n.display, wname);
+            field(n.display(), wname);
             buf += "  ";
             field(op_name(n.op), wop);
             buf += "  ";
@@ -91,7 +91,7 @@ std::string render_listing(const Graph& g) {
             }
             for (size_t k = 0; k < n.inputs.size(); ++k) {
                 buf += k == 0 ? "  <- " : ", ";
-                buf += g.node(n.inputs[k].id).display;
+                buf += g.node(n.inputs[k].id).display();
             }
             buf += "\n";
         }
@@ -121,10 +121,10 @@ void print_json(const Graph& g, const Plan& plan, std::ostream& out) {
         const Node& n = g.nodes[i];
         if (n.op == OpKind::LoopParam) continue;
         nlohmann::ordered_json j;
-        j["name"] = n.display;
+        j["name"] = n.display();
         j["op"] = op_name(n.op);
         auto ins = nlohmann::ordered_json::array();
-        for (const Input& in : n.inputs) ins.push_back(g.node(in.id).display);
+        for (const Input& in : n.inputs) ins.push_back(g.node(in.id).display());
         j["inputs"] = ins;
         j["dtype"] = dtype_name(n.dtype);
         j["shape"] = n.shape;

@@ -37,6 +37,10 @@ public:
     ~CompactString() { std::free(p_); }
 
     bool empty() const { return p_ == nullptr; }
+    void clear() {
+        std::free(p_);
+        p_ = nullptr;
+    }
     size_t size() const {
         if (!p_) return 0;
         uint32_t n;

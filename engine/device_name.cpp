@@ -2,6 +2,8 @@
 #include "engine/device_name.h"
 
 #include <cctype>
+#include <deque>
+#include <mutex>
 
 namespace graphrun {
 
@@ -25,6 +27,19 @@ std::optional<DeviceName> parse_device_name(std::string_view s) {
     }
     if (kind == "gpu" || kind == "cuda") return DeviceName{DeviceName::Kind::Gpu, n};
     return std::nullopt;
+}
+
+std::string_view interned_device_name(const DeviceName& d) {
+    if (d.kind == DeviceName::Kind::Cpu) return "cpu";
+    // GPU indices have at most 4 digits (parse_device_name), so the table
+    // stays small; a deque never moves what it holds.
+    static std::mutex mutex;
+    static std::deque<std::string> names;
+    const std::string name = d.str();
+    std::lock_guard lock(mutex);
+    for (const std::string& s : names)
+        if (s == name) return s;
+    return names.emplace_back(name);
 }
 
 }  // namespace graphrun

@@ -84,7 +84,7 @@ std::optional<NodeId> Graph::find_fetchable(std::string_view name) const {
     if (it != bindings.end()) return it->second;
     for (size_t i = 0; i < nodes.size(); ++i) {
         const Node& n = nodes[i];
-        if (n.repeat == -1 && n.op != OpKind::LoopParam && n.display == name)
+        if (n.repeat == -1 && n.op != OpKind::LoopParam && n.display() == name)
             return static_cast<NodeId>(i);
     }
     return std::nullopt;
@@ -95,7 +95,7 @@ std::vector<std::string> Graph::fetchable_names() const {
     v.reserve(bindings.size());
     for (const auto& [name, id] : bindings) v.emplace_back(name);
     for (const Node& n : nodes)
-        if (n.repeat == -1 && n.op != OpKind::LoopParam && n.display != n.name) v.push_back(n.display);
+        if (n.repeat == -1 && n.op != OpKind::LoopParam && n.display() != n.name) v.emplace_back(n.display());
     return v;
 }
 
@@ -241,6 +241,11 @@ std::optional<std::pair<OpKind, int64_t>> generated_name_form(std::string_view n
 
 namespace {
 
+// A million-node program holds a million of these, and every pass over the
+// graph streams them through the cache: keep new fields out, or cold ones
+// out of line (as the display name and the requested device are).
+static_assert(sizeof(void*) != 8 || sizeof(Node) <= 240, "Node grew");
+
 // A node list this large is faulted in on a second thread while it fills.
 constexpr size_t kPrefaultBytes = size_t{64} << 20;
 
@@ -340,7 +345,6 @@ NodeId GraphBuilder::capture(size_t scope, int32_t name, NodeId outer) {
     Node& n = g_.nodes.emplace_back();
     n.op = OpKind::LoopParam;
     n.name = text;
-    n.display = text;
     n.repeat = scopes_[scope].repeat;
     n.loc = std::move(loc);
     Repeat& r = g_.repeats[static_cast<size_t>(scopes_[scope].repeat)];
@@ -435,12 +439,14 @@ NodeId GraphBuilder::assign(std::string_view name, NodeId value, const Loc& name
     int32_t k = ++binding_count_[static_cast<size_t>(sym)];
     n->name = name;
     if (k >= 2) {
-        n->display.reserve(name.size() + 11);
-        n->display = name;
-        n->display += '#';
-        n->display += std::to_string(k);
+        std::string display;
+        display.reserve(name.size() + 11);
+        display = name;
+        display += '#';
+        display += std::to_string(k);
+        n->set_display(display);
     } else {
-        n->display = name;
+        n->set_display(name);
     }
     n->generated = false;
     bind(scopes_.size() - 1, sym, value);
@@ -613,7 +619,7 @@ void GraphBuilder::finish(const Loc& eof) {
         }
         ++k;
         n.name = candidate;
-        n.display = candidate;
+        n.set_display(candidate);
         n.generated = true;
     }
 

@@ -75,19 +75,25 @@ struct Node {
     int32_t repeat = -1;  // innermost repeat whose body holds it (-1: top level)
     Inputs inputs;
     Shape shape;         // (validation)
-    std::string placed;  // (placement) canonical device the node runs on: "cpu", "gpu:0"
+    std::string_view placed;  // (placement) canonical device the node runs on: "cpu", "gpu:0" (interned_device_name)
 
     // --- as written (front ends) ---
     std::string name;     // binding name; generated (`add_1`) for unnamed nodes
-    std::string display;  // `x`, or `x#k` for the k-th binding of x (k >= 2)
+    // `x`, or `x#k` for the k-th binding of x (k >= 2): the name the user sees.
+    std::string_view display() const { return display_.empty() ? std::string_view(name) : display_.view(); }
+    void set_display(std::string_view d) { display_ = d == name ? CompactString() : CompactString(d); }
     std::vector<NamedAttr> attrs;
-    std::string device;  // requested device as written ("" = none); includes an enclosing `with device`
+    CompactString device;  // requested device as written ("" = none); includes an enclosing `with device`
     Loc device_loc;
     Loc loc;             // of the node: operator, call name or JSON node
 
     // --- filled by validation ---
     std::vector<uint8_t> literal;  // const: the values, dense, in dtype (row-major)
 
+private:
+    CompactString display_;  // empty when the display name is `name` (nearly always)
+
+public:
     const NamedAttr* find_attr(std::string_view attr_name) const;
 };
 

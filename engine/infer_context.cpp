@@ -200,7 +200,7 @@ NodeCheck::NodeCheck(Graph& g, Diagnostics& d, NodeId id)
 
 std::string NodeCheck::prefix() const {
     std::string p;
-    if (!node.generated && !node.display.empty()) p = node.display + ": ";
+    if (!node.generated && !node.display().empty()) p = std::string(node.display()) + ": ";
     return p + info.name + ": ";
 }
 

@@ -9,7 +9,7 @@ namespace graphrun {
 
 namespace {
 
-std::string json_string(const std::string& s) {
+std::string json_string(std::string_view s) {
     // Bytes that are not UTF-8 cannot be written as JSON; they only occur in
     // graphs that failed validation.
     return nlohmann::json(s).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);

@@ -32,7 +32,10 @@ std::optional<PlacementError> place(Graph& g, const PlacementOptions& opts,
     if (!fallback_default) fallback_default = avail.gpu_count > 0 ? DeviceName{DeviceName::Kind::Gpu, 0}
                                                                   : DeviceName{DeviceName::Kind::Cpu, 0};
     std::set<std::string> warned;
-    std::vector<std::string> fallback_cause(g.nodes.size());
+    // Per node, why it fell back to the CPU; sized on the first fallback
+    // (most graphs have none, and a million-node graph would spend 32 MB on it).
+    std::vector<std::string> fallback_cause;
+    const std::string_view default_name = interned_device_name(*fallback_default);
     for (size_t i = 0; i < g.nodes.size(); ++i) {
         Node& n = g.nodes[i];
         if (n.op == OpKind::Invalid || n.op == OpKind::LoopParam || n.weak) continue;
@@ -40,19 +43,20 @@ std::optional<PlacementError> place(Graph& g, const PlacementOptions& opts,
         if (!want) want = DeviceName{};  // validation has already rejected it
         std::string cause = unusable_cause(*want, n, avail);
         if (cause.empty()) {
-            n.placed = want->str();
+            n.placed = *want == *fallback_default ? default_name : interned_device_name(*want);
             continue;
         }
         // `auto` asks for a GPU only where one is usable: a node without a GPU
         // kernel quietly runs on the CPU, as TensorFlow's default placement does.
         bool quiet = is_auto && n.device.empty();
         if (!opts.soft && !quiet) {
-            return PlacementError{"node '" + n.display + "' (" + op_name(n.op) + ") cannot run on " +
+            return PlacementError{"node '" + std::string(n.display()) + "' (" + op_name(n.op) + ") cannot run on " +
                                       want->str() + ": " + cause +
                                       " (soft placement is off; drop --no-soft-placement to run it on the CPU)",
                                   n.loc};
         }
         n.placed = "cpu";
+        if (!quiet && fallback_cause.empty()) fallback_cause.resize(g.nodes.size());
         if (!quiet) fallback_cause[i] = want->str() + " unavailable: " + cause;
         if (!quiet && warned.insert(fallback_cause[i]).second)
             log << "warning: " << fallback_cause[i] << "; running on cpu instead (soft placement)\n";
@@ -65,8 +69,8 @@ std::optional<PlacementError> place(Graph& g, const PlacementOptions& opts,
         for (size_t i = 0; i < g.nodes.size(); ++i) {
             const Node& n = g.nodes[i];
             if (n.op == OpKind::Invalid || n.op == OpKind::LoopParam) continue;
-            log << "placement: " << n.display << " (" << op_name(n.op) << ") -> " << n.placed;
-            if (!fallback_cause[i].empty()) log << " (" << fallback_cause[i] << ")";
+            log << "placement: " << n.display() << " (" << op_name(n.op) << ") -> " << n.placed;
+            if (!fallback_cause.empty() && !fallback_cause[i].empty()) log << " (" << fallback_cause[i] << ")";
             log << "\n";
         }
     }

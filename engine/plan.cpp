@@ -230,7 +230,7 @@ public:
         device_of_.assign(g.nodes.size(), 0);
         for (size_t i = 0; i < g.nodes.size(); ++i) {
             const Node& n = g.nodes[i];
-            const std::string& d = n.placed;
+            const std::string_view d = n.placed;
             size_t k = 0;
             while (k < devices_.size() && devices_[k] != d) ++k;
             if (k == devices_.size()) {
@@ -277,7 +277,7 @@ public:
         }
         // Every device a node is placed on has a figure, 0 if nothing was allocated there.
         for (size_t k = 0; k < devices_.size(); ++k)
-            if (touched_[k] || used_[k]) peak[devices_[k]] = peak_[k];
+            if (touched_[k] || used_[k]) peak[std::string(devices_[k])] = peak_[k];
         return true;
     }
 
@@ -357,7 +357,7 @@ private:
     std::vector<int64_t> value_buf_;
     std::vector<Buffer> bufs_;
     std::vector<int64_t> free_;  // slots of released buffers, reused
-    std::vector<std::string> devices_;  // placed names seen
+    std::vector<std::string_view> devices_;  // placed names seen
     std::vector<uint32_t> device_of_;   // per node: index into devices_
     std::vector<uint64_t> live_, peak_;  // per device
     std::vector<bool> touched_;          // per device: allocated on at least once

@@ -38,6 +38,9 @@ constexpr size_t kWakeBuffers = 4096;
 // would wait for the reclaimer (two thread switches) at every hand-over.
 constexpr uint64_t kMinBacklogBytes = 4 * kBatchBytes;
 
+// "node 'x' (add)", as errors name a node.
+std::string node_label(const Node& n) { return "node '" + std::string(n.display()) + "' (" + op_name(n.op) + ")"; }
+
 double ms_since(std::chrono::steady_clock::time_point t0) {
     return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
@@ -103,7 +106,7 @@ Session::~Session() { close(); }
 
 // The session's device for a placed name, opened on first use; nullptr (and
 // open_error_ set) when a GPU cannot be opened.
-Device* Session::device_for(const std::string& name) {
+Device* Session::device_for(std::string_view name) {
     auto it = devices_.find(name);
     if (it != devices_.end()) return it->second.get();
     if (open_error_) return nullptr;
@@ -115,12 +118,12 @@ Device* Session::device_for(const std::string& name) {
         std::string error = "graphrun was built without CUDA support";
         if (opts_.gpu_runtime) dev = opts_.gpu_runtime->open(dn->index, opts_.gpu, &error);
         if (!dev) {
-            open_error_ = RunError{"cannot open " + name + ": " + error, {}};
+            open_error_ = RunError{"cannot open " + std::string(name) + ": " + error, {}};
             return nullptr;
         }
     }
     Device* raw = dev.get();
-    devices_.emplace(name, std::move(dev));
+    devices_.emplace(std::string(name), std::move(dev));
     return raw;
 }
 
@@ -276,8 +279,8 @@ void Session::safe_point() {
 
 std::string Session::oom_message(const Node& n, uint64_t bytes, const Allocator& a, const std::string& what) const {
     MemoryStats s = a.stats();
-    std::string msg = "out of memory on " + n.placed + " at node '" + n.display + "' (" + op_name(n.op) + "): " +
-                      what + " needs " + std::to_string(bytes) + " bytes; in use " + std::to_string(s.in_use) +
+    std::string msg = "out of memory on " + std::string(n.placed) + " at " + node_label(n) + ": " + what + " needs " +
+                      std::to_string(bytes) + " bytes; in use " + std::to_string(s.in_use) +
                       " bytes, limit " + std::to_string(a.limit()) + " bytes";
     if (opts_.cleanup == CleanupStrategy::Close && s.pending > 0)
         msg += " (" + std::to_string(s.pending) +
@@ -305,8 +308,8 @@ std::optional<RunError> Session::copy_input(const Node& n, const Node& in, const
     void* p = allocate_on(dev, src.bytes);
     if (!p)
         return RunError{oom_message(n, src.bytes, dev.allocator(),
-                                    "the copy of input '" + in.display + "' " + type_string(in.dtype, in.shape) +
-                                        " from " + src.dev->name()),
+                                    "the copy of input '" + std::string(in.display()) + "' " +
+                                        type_string(in.dtype, in.shape) + " from " + src.dev->name()),
                         n.loc};
     scratch_.push_back(Freed{p, src.bytes, &dev.allocator()});
     const uint64_t bytes = static_cast<uint64_t>(ref.numel) * dtype_size(in.dtype);
@@ -322,8 +325,8 @@ std::optional<RunError> Session::copy_input(const Node& n, const Node& in, const
         if (err.empty()) err = dev.copy_from_host(p, host.data(), bytes);
     }
     if (!err.empty())
-        return RunError{"node '" + n.display + "' (" + op_name(n.op) + "): copying input '" + in.display + "' from " +
-                            src.dev->name() + " to " + dev.name() + " failed: " + err,
+        return RunError{node_label(n) + ": copying input '" + std::string(in.display()) + "' from " + src.dev->name() +
+                            " to " + dev.name() + " failed: " + err,
                         n.loc};
     dev.allocator().add_copied_in(bytes);
     ref.data = p;
@@ -397,7 +400,7 @@ std::optional<RunError> Session::run_node(NodeId id) {
     if (!scratch_.empty()) release_scratch();
     if (!err.empty()) {
         const Node& n = g_.node(id);
-        return RunError{"node '" + n.display + "' (" + op_name(n.op) + ") on " + n.placed + ": " + err, n.loc};
+        return RunError{node_label(n) + " on " + std::string(n.placed) + ": " + err, n.loc};
     }
     return std::nullopt;
 }
@@ -412,9 +415,7 @@ std::optional<RunError> Session::run_pass() {
                     if (int sig = opts_.interrupt->load(std::memory_order_relaxed)) {
                         const Node& n = g_.node(s.arg);
                         std::string name = sig == 2 ? "SIGINT" : sig == 15 ? "SIGTERM" : "signal " + std::to_string(sig);
-                        return RunError{"interrupted by " + name + " before node '" +
-                                            n.display + "' (" + op_name(n.op) + ")",
-                                        {}, sig};
+                        return RunError{"interrupted by " + name + " before " + node_label(n), {}, sig};
                     }
                 }
                 if (opts_.profile) {
@@ -424,8 +425,7 @@ std::optional<RunError> Session::run_pass() {
                     // A GPU kernel returns before it has run: wait, so the time is its own.
                     if (Device* d = exec_[static_cast<size_t>(s.arg)].dev; !e && d && d->name() != "cpu") {
                         if (std::string se = d->synchronize(); !se.empty())
-                            e = RunError{"node '" + n.display + "' (" + op_name(n.op) + ") on " + n.placed + ": " + se,
-                                         n.loc};
+                            e = RunError{node_label(n) + " on " + std::string(n.placed) + ": " + se, n.loc};
                     }
                     OpProfile& p = op_profile_[static_cast<size_t>(n.op)];
                     p.ms += ms_since(t0);
@@ -491,7 +491,7 @@ std::optional<RunError> Session::run(int64_t iterations, const std::vector<Outpu
     if (err || iterations == 0) return err;  // nothing ran: nothing to fetch
     for (const Output& o : outputs) {
         const Node& n = g_.node(o.id);
-        HostTensor h{o.name, n.dtype, n.shape, n.placed, {}};
+        HostTensor h{o.name, n.dtype, n.shape, std::string(n.placed), {}};
         int32_t b = value_buf_[static_cast<size_t>(o.id)];
         int64_t numel = checked_numel(n.shape).value_or(0);
         size_t bytes = static_cast<size_t>(numel) * dtype_size(n.dtype);

@@ -112,7 +112,7 @@ private:
     // queued, waits until the reclaimer has released them all.
     void flush_to_reclaimer(uint64_t wait_above);
     void reclaimer_loop();
-    Device* device_for(const std::string& name);
+    Device* device_for(std::string_view name);
     void* allocate_on(Device& dev, uint64_t bytes);
     void release_scratch();
     std::optional<RunError> copy_input(const Node& n, const Node& in, const Buffer& src, Device& dev, TensorRef& ref);
@@ -121,7 +121,7 @@ private:
     const Graph& g_;
     const Plan& plan_;
     SessionOptions opts_;
-    std::map<std::string, std::unique_ptr<Device>> devices_;
+    std::map<std::string, std::unique_ptr<Device>, std::less<>> devices_;
     std::optional<RunError> open_error_;  // a device that could not be opened
     // What the per-node path reads, per node, compiled once: one record and
     // its inputs' fixed parts back to back, so that a chain of tiny nodes

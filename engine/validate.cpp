@@ -145,7 +145,7 @@ bool validate(Graph& g, Diagnostics& diag) {
         for (const Input& in : n.inputs) {
             if (in.id < 0 || in.id >= id) {
                 diag.error(in.loc.known() ? in.loc : n.loc,
-                           "internal error: input of '" + n.display + "' is not an earlier node");
+                           "internal error: input of '" + std::string(n.display()) + "' is not an earlier node");
                 ok = false;
             } else if (!g.node(in.id).valid) {
                 ok = false;  // reported where it went wrong

@@ -51,7 +51,7 @@ std::string doc(const std::string& nodes, const std::string& rest = "") {
 
 NodeId id_of(const Graph& g, const std::string& display) {
     for (size_t i = 0; i < g.nodes.size(); ++i)
-        if (g.nodes[i].display == display && g.nodes[i].op != OpKind::LoopParam)
+        if (g.nodes[i].display() == display && g.nodes[i].op != OpKind::LoopParam)
             return static_cast<NodeId>(i);
     return kNoNode;
 }
@@ -74,8 +74,8 @@ bool graphs_equal(const Graph& a, const Graph& b, std::string& why) {
     for (size_t i = 0; i < a.nodes.size(); ++i) {
         const Node& x = a.nodes[i];
         const Node& y = b.nodes[i];
-        why = "node " + std::to_string(i) + " (" + x.display + " / " + y.display + "): ";
-        if (x.name != y.name || x.display != y.display) return why += "name", false;
+        why = "node " + std::to_string(i) + " (" + std::string(x.display()) + " / " + std::string(y.display()) + "): ";
+        if (x.name != y.name || x.display() != y.display()) return why += "name", false;
         if (x.op != y.op) return why += "op", false;
         if (x.weak != y.weak) return why += "weak", false;
         if (x.device != y.device) return why += "device", false;
@@ -683,8 +683,8 @@ std::string describe_graph(const Graph& g) {
         s += "@" + a.loc.pointer;
     };
     for (const Node& n : g.nodes) {
-        s += n.name + "|" + n.display + "|" + op_name(n.op) + "|" + n.device + "@" + n.device_loc.pointer + "|" +
-             n.loc.pointer + "|";
+        s += n.name + "|" + std::string(n.display()) + "|" + op_name(n.op) + "|" + n.device.str() + "@" +
+             n.device_loc.pointer.str() + "|" + n.loc.pointer + "|";
         for (const Input& in : n.inputs) s += std::to_string(in.id) + "@" + in.loc.pointer + ",";
         for (const NamedAttr& a : n.attrs) {
             s += a.name + "=";

@@ -42,25 +42,26 @@ bool same_graph(const Graph& a, const Graph& b, std::string& why) {
     }
     for (size_t i = 0; i < a.nodes.size(); ++i) {
         const Node &x = a.nodes[i], &y = b.nodes[i];
-        if (x.name != y.name || x.display != y.display || x.op != y.op || x.device != y.device ||
+        if (x.name != y.name || x.display() != y.display() || x.op != y.op || x.device != y.device ||
             x.weak != y.weak || x.dtype != y.dtype || x.shape != y.shape || x.literal != y.literal ||
             x.inputs.size() != y.inputs.size() || x.repeat != y.repeat) {
-            why = "node " + std::to_string(i) + " (" + x.display + " vs " + y.display + ")";
+            why = "node " + std::to_string(i) + " (" + std::string(x.display()) + " vs " + std::string(y.display()) +
+                  ")";
             return false;
         }
         for (size_t k = 0; k < x.inputs.size(); ++k)
             if (x.inputs[k].id != y.inputs[k].id) {
-                why = "input " + std::to_string(k) + " of " + x.display;
+                why = "input " + std::to_string(k) + " of " + std::string(x.display());
                 return false;
             }
         if (x.attrs.size() != y.attrs.size()) {
-            why = "attribute count of " + x.display;
+            why = "attribute count of " + std::string(x.display());
             return false;
         }
         for (const NamedAttr& na : x.attrs) {
             const NamedAttr* nb = y.find_attr(na.name);
             if (!nb || !attr_equal(na.value, nb->value)) {
-                why = "attribute " + na.name + " of " + x.display;
+                why = "attribute " + na.name + " of " + std::string(x.display());
                 return false;
             }
         }
@@ -95,6 +96,41 @@ bool same_graph(const Graph& a, const Graph& b, std::string& why) {
 }
 
 }  // namespace
+
+TEST_CASE("placement: each node holds its device's one interned name") {
+    auto lg = load_ok(
+        "a = [1, 2]\nb = relu(a, device=\"gpu:1\")\nc = neg(b, device=\"cuda:1\")\n"
+        "d = abs(c, device=\"cpu\")\ne = d + 1\n");
+    DeviceAvailability two_gpus;
+    two_gpus.gpu_count = 2;
+    two_gpus.gpu_supports = [](OpKind, DType) { return true; };
+    std::ostringstream log;
+    REQUIRE_FALSE(place(lg->graph, PlacementOptions{"gpu:1", true, false}, two_gpus, log).has_value());
+    const Graph& g = lg->graph;
+    auto placed = [&](const char* name) { return g.node(*g.find_fetchable(name)).placed; };
+    CHECK(placed("a") == "gpu:1");
+    CHECK(placed("b") == "gpu:1");
+    CHECK(placed("c") == "gpu:1");
+    CHECK(placed("d") == "cpu");
+    CHECK(placed("e") == "gpu:1");
+    // One copy of each name, however it was asked for.
+    CHECK(placed("a").data() == placed("b").data());
+    CHECK(placed("a").data() == placed("c").data());
+    CHECK(interned_device_name(DeviceName{DeviceName::Kind::Gpu, 1}).data() == placed("a").data());
+    CHECK(interned_device_name(DeviceName{DeviceName::Kind::Gpu, 0}) == "gpu:0");
+    CHECK(log.str().empty());
+}
+
+TEST_CASE("placement: a fallback is logged with its cause, and the others keep the default") {
+    auto lg = load_ok("a = [1, 2]\nb = relu(a, device=\"gpu\")\nc = b + 1\n");
+    std::ostringstream log;
+    REQUIRE_FALSE(place(lg->graph, PlacementOptions{"cpu", true, true}, DeviceAvailability{}, log).has_value());
+    const Graph& g = lg->graph;
+    CHECK(g.node(*g.find_fetchable("b")).placed == "cpu");
+    CHECK(log.str().find("warning: gpu:0 unavailable: graphrun was built without CUDA support") != std::string::npos);
+    CHECK(log.str().find("placement: b (relu) -> cpu (gpu:0 unavailable") != std::string::npos);
+    CHECK(log.str().find("placement: c (add) -> cpu\n") != std::string::npos);
+}
 
 TEST_CASE("plan: a chain runs in place: the input and the literal are live") {
     // y is written over x (x dies at y), z over y: 64 + 64.

@@ -541,7 +541,7 @@ TEST_CASE("text display names and generated names") {
     auto p = parse("x = [1]\nx = x + 1\nx = relu(x)\n");
     REQUIRE(p->ok);
     std::vector<std::string> displays;
-    for (const Node& n : p->g.nodes) displays.push_back(n.display);
+    for (const Node& n : p->g.nodes) displays.emplace_back(n.display());
     CHECK(displays == std::vector<std::string>{"x", "const", "x#2", "x#3"});
 
     // Generated names avoid every user name, wherever it is bound.
@@ -881,7 +881,7 @@ TEST_CASE("text generated names skip every user name, also in loops and after re
     REQUIRE(p->ok);
     std::vector<std::string> names;
     for (const Node& n : p->g.nodes)
-        if (n.op == OpKind::Relu) names.push_back(n.display);
+        if (n.op == OpKind::Relu) names.emplace_back(n.display());
     CHECK(names == std::vector<std::string>{"relu_4", "x", "relu_1", "x#2"});
     auto q = parse("x = [1]\ny = relu(x)\nz = relu(relu(y))\n");
     REQUIRE(q->ok);
@@ -917,7 +917,7 @@ TEST_CASE("text many names: lookups, rebinding and loop scopes at scale") {
     src += numbered("x", n / 2 + 1) + " = [5]\n";  // rebinding: x10001#2
     auto p = parse(src);
     REQUIRE(p->ok);
-    CHECK(bound(*p, numbered("x", n / 2 + 1)).display == numbered("x", n / 2 + 1) + "#2");
+    CHECK(bound(*p, numbered("x", n / 2 + 1)).display() == numbered("x", n / 2 + 1) + "#2");
     CHECK(bound(*p, numbered("x", 1000)).op == OpKind::LoopParam);
     CHECK(p->g.bindings.count(numbered("t", 1000)) == 0);  // local to its body
     CHECK(p->g.bindings.size() == static_cast<size_t>(n));

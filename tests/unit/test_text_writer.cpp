@@ -44,7 +44,8 @@ std::string graph_difference(const Graph& a, const Graph& b) {
         const Node& y = b.nodes[i];
         std::string at = "node " + std::to_string(i) + " (" + x.name + "): ";
         if (x.name != y.name) return at + "name " + y.name;
-        if (x.display != y.display) return at + "display " + x.display + " vs " + y.display;
+        if (x.display() != y.display())
+            return at + "display " + std::string(x.display()) + " vs " + std::string(y.display());
         if (x.op != y.op) return at + "op " + op_name(y.op);
         if (x.device != y.device) return at + "device '" + x.device + "' vs '" + y.device + "'";
         if (x.device_from_block != y.device_from_block) return at + "device_from_block";

@@ -66,7 +66,6 @@ struct TestGraph {
                 NamedAttr{attrs[j].first, std::move(v), at(line, static_cast<uint32_t>(20 + j))});
         }
         n.name = name.empty() ? std::string(op_name(op)) + "_" + std::to_string(id) : name;
-        n.display = n.name;
         n.generated = name.empty();
         g.nodes.push_back(std::move(n));
         g.top.push_back(Stmt{Stmt::Kind::Node, id});
