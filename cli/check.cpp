@@ -33,18 +33,26 @@ std::string render_listing(const Graph& g) {
     if (!g.repeats.empty())
         buf += ", " + std::to_string(g.repeats.size()) + " repeat" + (g.repeats.size() == 1 ? "" : "s");
     buf += "\n\nnodes:\n";
-    // Types are computed once: a million-node graph prints a million of them.
     // Lines are built in one buffer: formatting through a stream field by
-    // field cost more than parsing the graph.
-    std::vector<std::string> types(g.nodes.size());
+    // field cost more than parsing the graph. Neighbouring nodes nearly
+    // always have one type, so its text is made again only when it changes.
+    DType last_dtype = DType::F32;
+    const Shape* last_shape = nullptr;
+    std::string type;
+    auto type_of = [&](const Node& n) -> const std::string& {
+        if (!last_shape || n.dtype != last_dtype || n.shape != *last_shape) {
+            type = type_string(n.dtype, n.shape);
+            last_dtype = n.dtype;
+            last_shape = &n.shape;
+        }
+        return type;
+    };
     size_t wname = 4, wop = 2, wtype = 4, wdev = 6;
-    for (size_t i = 0; i < g.nodes.size(); ++i) {
-        const Node& n = g.nodes[i];
+    for (const Node& n : g.nodes) {
         if (n.op == OpKind::LoopParam) continue;
-        types[i] = type_string(n.dtype, n.shape);
         wname = std::max(wname, n.display().size());
         wop = std::max(wop, std::strlen(op_name(n.op)));
-        wtype = std::max(wtype, types[i].size());
+        wtype = std::max(wtype, type_of(n).size());
         wdev = std::max(wdev, n.placed.size());
     }
     wname = std::min<size_t>(wname, 40);
@@ -76,7 +84,7 @@ std::string render_listing(const Graph& g) {
             buf += "  ";
             field(op_name(n.op), wop);
             buf += "  ";
-            field(types[static_cast<size_t>(s.index)], wtype);
+            field(type_of(n), wtype);
             buf += "  ";
             field(n.placed, wdev);
             buf += "  ";
