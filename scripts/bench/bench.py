@@ -12,7 +12,9 @@ same run, and prints one table.  Conventions:
     also keeps out of its rounds.
   * "proc ms" is the wall clock of one whole graphrun process running the
     K-repeat graph (start-up, parse, init, K ops, printing, teardown).
-  * NumPy ms/op = median over R rounds of (time of K ops) / K, after a warm-up.
+  * NumPy ms/op = median over R rounds of (time of K ops) / K, each round after an
+    untimed call.  After each round NumPy's OpenBLAS worker threads are stopped: they
+    would otherwise spin on a core for 0.1 s while the next graphrun process runs.
   * ratio = NumPy time / graphrun time; > 1 means graphrun is faster.
 Exit code 0 even when targets are not met, unless --strict is given.
 """
@@ -117,17 +119,54 @@ class Bench:
         return med(np_all)
 
 
+def _blas_thread_shutdown():
+    """OpenBLAS's blas_thread_shutdown_ as loaded in this process (NumPy's BLAS), or None."""
+    try:
+        import ctypes
+        with open("/proc/self/maps") as f:
+            libs = {line.split()[-1] for line in f if "openblas" in line}
+        for lib in sorted(libs):
+            fn = getattr(ctypes.CDLL(lib, mode=getattr(os, "RTLD_NOLOAD", 0)), "blas_thread_shutdown_", None)
+            if fn:
+                return fn
+    except OSError:
+        pass
+    return None
+
+
+_SHUTDOWN = _blas_thread_shutdown()
+QUIET_NOTE = ("NumPy's OpenBLAS workers are stopped after each NumPy round (blas_thread_shutdown_), "
+              "so that they do not spin on a core while graphrun runs; an untimed call starts them "
+              "again before the next round" if _SHUTDOWN else
+              "NumPy's BLAS is not OpenBLAS: 0.25 s pause after each NumPy round instead")
+
+
+def quiet_numpy_blas():
+    """After its last call, each OpenBLAS worker thread of this process spins (sched_yield)
+    for about 2^28 cycles (0.1 s) before it sleeps.  On a small machine that takes a core
+    from the graphrun process started next: matmul 1024^3 read 0.90-0.95x with the workers
+    spinning and 0.99-1.06x with them stopped, in alternating runs.  OpenBLAS starts them
+    again at its next call (its "lazy re-init"), which numpy_round keeps out of the timing."""
+    if _SHUTDOWN:
+        _SHUTDOWN()
+    else:
+        time.sleep(0.25)
+
+
 def numpy_round(fn, K):
-    """The per-call time (ms) of K calls of fn."""
+    """The per-call time (ms) of K calls of fn, after one untimed call; then NumPy's BLAS
+    workers are stopped (quiet_numpy_blas)."""
+    fn()
     t0 = time.perf_counter()
     for _ in range(K):
         fn()
-    return (time.perf_counter() - t0) * 1e3 / K
+    ms = (time.perf_counter() - t0) * 1e3 / K
+    quiet_numpy_blas()
+    return ms
 
 
 def numpy_time(fn, K, R):
-    """Median over R rounds of the per-call time (ms) of K calls of fn, after one warm-up call."""
-    fn()
+    """Median over R rounds of the per-call time (ms) of K calls of fn."""
     return med([numpy_round(fn, K) for _ in range(R)])
 
 
@@ -340,6 +379,7 @@ def report(b):
         print(line(c))
     print("ratio = NumPy / graphrun (>1: graphrun faster; for the peak row: graphrun / static); "
           "proc ms = wall clock of one whole graphrun process")
+    print("  " + QUIET_NOTE)
     for n in b.notes + b.extra:
         print("  " + n)
     for sec in b.sections:
