@@ -445,9 +445,7 @@ NodeId GraphBuilder::assign(std::string_view name, NodeId value, const Loc& name
         display += '#';
         display += std::to_string(k);
         n->set_display(display);
-    } else {
-        n->set_display(name);
-    }
+    }  // else the display name is the name: n is unnamed, so holds no other
     n->generated = false;
     bind(scopes_.size() - 1, sym, value);
     return value;
