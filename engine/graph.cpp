@@ -73,6 +73,8 @@ bool attr_equal(const Attr& a, const Attr& b) {
     }
 }
 
+std::string node_label(const Node& n) { return "node '" + std::string(n.display()) + "' (" + op_name(n.op) + ")"; }
+
 const NamedAttr* Node::find_attr(std::string_view attr_name) const {
     for (const NamedAttr& a : attrs)
         if (a.name == attr_name) return &a;

@@ -97,6 +97,9 @@ public:
     const NamedAttr* find_attr(std::string_view attr_name) const;
 };
 
+// "node 'x' (add)": how error messages name a node.
+std::string node_label(const Node& n);
+
 struct Stmt {
     enum class Kind : uint8_t { Node, Repeat };
     Kind kind = Kind::Node;

@@ -50,15 +50,15 @@ std::optional<PlacementError> place(Graph& g, const PlacementOptions& opts,
         // kernel quietly runs on the CPU, as TensorFlow's default placement does.
         bool quiet = is_auto && n.device.empty();
         if (!opts.soft && !quiet) {
-            return PlacementError{"node '" + std::string(n.display()) + "' (" + op_name(n.op) + ") cannot run on " +
-                                      want->str() + ": " + cause +
+            return PlacementError{node_label(n) + " cannot run on " + want->str() + ": " + cause +
                                       " (soft placement is off; drop --no-soft-placement to run it on the CPU)",
                                   n.loc};
         }
-        n.placed = "cpu";
-        if (!quiet && fallback_cause.empty()) fallback_cause.resize(g.nodes.size());
-        if (!quiet) fallback_cause[i] = want->str() + " unavailable: " + cause;
-        if (!quiet && warned.insert(fallback_cause[i]).second)
+        n.placed = interned_device_name(DeviceName{});
+        if (quiet) continue;
+        if (fallback_cause.empty()) fallback_cause.resize(g.nodes.size());
+        fallback_cause[i] = want->str() + " unavailable: " + cause;
+        if (warned.insert(fallback_cause[i]).second)
             log << "warning: " << fallback_cause[i] << "; running on cpu instead (soft placement)\n";
     }
     // A weak scalar literal is made where its one consumer runs.

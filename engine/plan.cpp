@@ -203,9 +203,8 @@ private:
     // its inputs among them that may give it its buffer is its donor.
     void note_donor(NodeId id, const NodeId* dropped, const NodeId* end) {
         const Node& n = g_.node(id);
-        if (!is_binary_elementwise(n.op) && !is_unary_elementwise(n.op)) return;
         for (size_t k = 0; k < n.inputs.size(); ++k)
-            if (std::find(dropped, end, n.inputs[k].id) != end && may_take_input_buffer(g_, n, k)) {
+            if (may_take_input_buffer(g_, n, k) && std::find(dropped, end, n.inputs[k].id) != end) {
                 plan_.donor[static_cast<size_t>(id)] = static_cast<int8_t>(k);
                 return;
             }

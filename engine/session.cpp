@@ -38,9 +38,6 @@ constexpr size_t kWakeBuffers = 4096;
 // would wait for the reclaimer (two thread switches) at every hand-over.
 constexpr uint64_t kMinBacklogBytes = 4 * kBatchBytes;
 
-// "node 'x' (add)", as errors name a node.
-std::string node_label(const Node& n) { return "node '" + std::string(n.display()) + "' (" + op_name(n.op) + ")"; }
-
 double ms_since(std::chrono::steady_clock::time_point t0) {
     return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
