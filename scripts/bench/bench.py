@@ -8,7 +8,7 @@ same run, and prints one table.  Conventions:
     - run_ms of the same graph with `repeat 1`) / (K - 1), the two processes run
     back to back.  `session.run_ms` is engine time only; the difference cancels
     the setup nodes (random init) and the first pass, whose first-use costs
-    (OpenBLAS's buffers and threads, first page faults) NumPy's warm-up call
+    (OpenBLAS's buffers and threads, first page faults) NumPy's untimed call
     also keeps out of its rounds.
   * "proc ms" is the wall clock of one whole graphrun process running the
     K-repeat graph (start-up, parse, init, K ops, printing, teardown).
@@ -95,12 +95,11 @@ class Bench:
         round of K calls; graphrun's per-op time is the median over the rounds of
         (run_ms[K] - run_ms[1]) / (K - 1): the setup and the first pass (process-wide
         first-use costs: OpenBLAS's buffers and threads, first page faults) cancel, as
-        NumPy's warm-up call is left out of its rounds."""
+        NumPy's untimed call before each round is left out of it."""
         tail = "y = [1, 2, 3, 4]\noutput y\n"          # fetch something tiny; every node runs anyway
         g1 = self.write(f"{setup}\nrepeat 1 {{\n{body}\n}}\n{tail}")
         gK = self.write(f"{setup}\nrepeat {K} {{\n{body}\n}}\n{tail}")
         static = self.check(gK)["static_peak"]["cpu"]
-        numpy_fn()                                # warm-up
         np_all = []
         for s in STRATEGIES:
             per_op, nps, walls, peaks = [], [], [], []
@@ -183,7 +182,6 @@ def w_overhead(b):
     a, y, c = (np.array([1, 2, 3, 4], np.float32), np.full(4, 0.5, np.float32), np.empty(4, np.float32))
     calls = 20000 if b.quick else 200000
     add, add_out = (lambda: np.add(a, y)), (lambda: np.add(a, y, out=c))
-    add(), add_out()                                  # warm-up
     np_all, np_out_all = [], []
     for s in STRATEGIES:
         nps, np_outs = [], []                         # NumPy rounds interleaved with the processes
