@@ -6,10 +6,10 @@
 #include <iostream>
 #include <thread>
 
-#include "engine/allocator.h"
+#include "engine/runtime/allocator.h"
 
 #include "cli/commands.h"
-#include "engine/kernels/cpu_kernel.h"
+#include "engine/kernels/cpu/cpu_kernel.h"
 
 namespace graphrun::cli {
 

@@ -11,8 +11,8 @@
 
 #include "cli/app.h"
 #include "cli/commands.h"
-#include "engine/load.h"
-#include "engine/plan.h"
+#include "engine/api/load.h"
+#include "engine/plan/plan.h"
 
 namespace graphrun::cli {
 

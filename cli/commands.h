@@ -4,9 +4,9 @@
 #include <string>
 #include <vector>
 
-#include "engine/graph.h"
-#include "engine/placement.h"
-#include "engine/session.h"
+#include "engine/ir/graph.h"
+#include "engine/check/placement.h"
+#include "engine/runtime/session.h"
 
 namespace graphrun::cli {
 

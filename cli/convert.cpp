@@ -3,9 +3,9 @@
 
 #include "cli/app.h"
 #include "cli/commands.h"
-#include "engine/json_writer.h"
-#include "engine/load.h"
-#include "engine/text_writer.h"
+#include "engine/frontend/json_writer.h"
+#include "engine/api/load.h"
+#include "engine/frontend/text_writer.h"
 
 namespace graphrun::cli {
 

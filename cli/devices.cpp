@@ -6,7 +6,7 @@
 
 #include "cli/app.h"
 #include "cli/commands.h"
-#include "engine/device.h"
+#include "engine/runtime/device.h"
 
 namespace graphrun::cli {
 

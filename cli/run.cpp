@@ -15,11 +15,11 @@
 #include "cli/app.h"
 #include "cli/commands.h"
 #include "cli/values.h"
-#include "engine/device.h"
-#include "engine/device_name.h"
-#include "engine/load.h"
-#include "engine/plan.h"
-#include "engine/session.h"
+#include "engine/runtime/device.h"
+#include "engine/ir/device_name.h"
+#include "engine/api/load.h"
+#include "engine/plan/plan.h"
+#include "engine/runtime/session.h"
 
 namespace graphrun::cli {
 

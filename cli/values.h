@@ -3,7 +3,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "engine/session.h"
+#include "engine/runtime/session.h"
 
 namespace graphrun::cli {
 

@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <mutex>
 
-#include "engine/allocator.h"
+#include "engine/runtime/allocator.h"
 
 namespace graphrun::gpu {
 

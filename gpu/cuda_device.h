@@ -8,7 +8,7 @@
 #include <string>
 #include <type_traits>
 
-#include "engine/device.h"
+#include "engine/runtime/device.h"
 #include "gpu/cuda_allocator.h"
 #include "gpu/gpu_context.h"
 

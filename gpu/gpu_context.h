@@ -9,9 +9,9 @@
 #include <functional>
 #include <memory>
 
-#include "engine/graph.h"
-#include "engine/kernel.h"
-#include "engine/ops.h"
+#include "engine/ir/graph.h"
+#include "engine/kernels/common/kernel.h"
+#include "engine/ir/ops.h"
 
 namespace graphrun::gpu {
 

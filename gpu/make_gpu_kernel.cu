@@ -1,6 +1,6 @@
 // The one switch over OpKind that sends each op placed on the GPU to its
 // kernel family (gpu/kernels/<family>.cu), and the table of what the GPU runs.
-#include "engine/kernels/kernel_common.h"
+#include "engine/kernels/common/kernel_common.h"
 #include "gpu/gpu_context.h"
 #include "gpu/kernels/binary.cuh"
 #include "gpu/kernels/cast.cuh"

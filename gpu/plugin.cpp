@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/device.h"
+#include "engine/runtime/device.h"
 #include "gpu/cublas_api.h"
 #include "gpu/cuda_check.h"
 #include "gpu/cuda_device.h"

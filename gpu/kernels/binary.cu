@@ -6,7 +6,7 @@
 // the stream to read it back.
 #include <type_traits>
 
-#include "engine/kernels/kernel_common.h"
+#include "engine/kernels/common/kernel_common.h"
 #include "gpu/kernels/binary.cuh"
 
 namespace graphrun::gpu {

@@ -6,7 +6,7 @@
 #include <limits>
 #include <type_traits>
 
-#include "engine/kernels/kernel_common.h"
+#include "engine/kernels/common/kernel_common.h"
 #include "gpu/kernels/cast.cuh"
 
 namespace graphrun::gpu {

@@ -1,6 +1,6 @@
 // The shared base of the GPU kernels: buffer checks, the non-throwing run(),
 // scratch memory and the error flag (common.cuh).
-#include "engine/kernels/kernel_common.h"
+#include "engine/kernels/common/kernel_common.h"
 #include "gpu/kernels/common.cuh"
 
 namespace graphrun::gpu {

@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "engine/graph.h"
-#include "engine/kernel.h"
+#include "engine/ir/graph.h"
+#include "engine/kernels/common/kernel.h"
 #include "gpu/cuda_check.h"
 #include "gpu/gpu_context.h"
 

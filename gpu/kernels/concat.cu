@@ -1,7 +1,7 @@
 // concat: viewed around the axis, the output is `outer` rows, and row o is
 // the inputs' rows o side by side. Each input is copied by one launch into
 // its column band of the output (one cudaMemcpyAsync when outer is 1).
-#include "engine/kernels/kernel_common.h"
+#include "engine/kernels/common/kernel_common.h"
 #include "gpu/kernels/concat.cuh"
 
 namespace graphrun::gpu {

@@ -8,9 +8,9 @@
 #include <cstring>
 #include <type_traits>
 
-#include "engine/kernels/cpu_kernel.h"
-#include "engine/kernels/kernel_common.h"
-#include "engine/kernels/philox.h"
+#include "engine/kernels/cpu/cpu_kernel.h"
+#include "engine/kernels/common/kernel_common.h"
+#include "engine/kernels/common/philox.h"
 #include "gpu/kernels/create.cuh"
 
 namespace graphrun::gpu {

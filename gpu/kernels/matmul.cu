@@ -9,7 +9,7 @@
 // so no dimension has to fit an int.
 #include <algorithm>
 
-#include "engine/kernels/kernel_common.h"
+#include "engine/kernels/common/kernel_common.h"
 #include "gpu/cublas_api.h"
 #include "gpu/kernels/matmul.cuh"
 

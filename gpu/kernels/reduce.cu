@@ -15,7 +15,7 @@
 #include <limits>
 #include <type_traits>
 
-#include "engine/kernels/kernel_common.h"
+#include "engine/kernels/common/kernel_common.h"
 #include "gpu/kernels/create.cuh"
 #include "gpu/kernels/reduce.cuh"
 

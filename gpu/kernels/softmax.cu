@@ -8,7 +8,7 @@
 #include <algorithm>
 #include <limits>
 
-#include "engine/kernels/kernel_common.h"
+#include "engine/kernels/common/kernel_common.h"
 #include "gpu/kernels/softmax.cuh"
 
 namespace graphrun::gpu {

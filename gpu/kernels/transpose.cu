@@ -4,7 +4,7 @@
 // swapped in the input, 32x32 tiles go through shared memory so that both
 // the reads and the writes are coalesced; otherwise each output element
 // gathers its input element. Elements move as 1-, 4- or 8-byte words.
-#include "engine/kernels/kernel_common.h"
+#include "engine/kernels/common/kernel_common.h"
 #include "gpu/kernels/transpose.cuh"
 
 namespace graphrun::gpu {

@@ -7,7 +7,7 @@
 // for bit.
 #include <type_traits>
 
-#include "engine/kernels/kernel_common.h"
+#include "engine/kernels/common/kernel_common.h"
 #include "gpu/kernels/unary.cuh"
 
 namespace graphrun::gpu {

@@ -4,9 +4,9 @@
 #include <cstdint>
 #include <string>
 
-#include "engine/json_reader.h"
-#include "engine/json_writer.h"
-#include "engine/load.h"
+#include "engine/frontend/json_reader.h"
+#include "engine/frontend/json_writer.h"
+#include "engine/api/load.h"
 
 using namespace graphrun;
 

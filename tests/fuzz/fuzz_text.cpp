@@ -4,9 +4,9 @@
 #include <cstdint>
 #include <string>
 
-#include "engine/load.h"
-#include "engine/text_parser.h"
-#include "engine/text_writer.h"
+#include "engine/api/load.h"
+#include "engine/frontend/text_parser.h"
+#include "engine/frontend/text_writer.h"
 
 using namespace graphrun;
 

@@ -13,9 +13,9 @@
 #include <utility>
 #include <vector>
 
-#include "engine/compact_string.h"
-#include "engine/prefault.h"
-#include "engine/small_vector.h"
+#include "engine/base/compact_string.h"
+#include "engine/base/prefault.h"
+#include "engine/base/small_vector.h"
 
 using namespace graphrun;
 

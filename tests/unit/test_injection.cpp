@@ -10,10 +10,10 @@
 #include <string>
 #include <vector>
 
-#include "engine/load.h"
-#include "engine/placement.h"
-#include "engine/plan.h"
-#include "engine/session.h"
+#include "engine/api/load.h"
+#include "engine/check/placement.h"
+#include "engine/plan/plan.h"
+#include "engine/runtime/session.h"
 
 using namespace graphrun;
 

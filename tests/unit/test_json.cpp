@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
-#include "engine/json_reader.h"
-#include "engine/json_writer.h"
-#include "engine/text_parser.h"
+#include "engine/frontend/json_reader.h"
+#include "engine/frontend/json_writer.h"
+#include "engine/frontend/text_parser.h"
 
 using namespace graphrun;
 

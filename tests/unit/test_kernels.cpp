@@ -19,11 +19,11 @@
 #include <thread>
 #include <vector>
 
-#include "engine/graph.h"
-#include "engine/kernels/cpu_kernel.h"
-#include "engine/kernels/philox.h"
-#include "engine/kernels/simd.h"
-#include "engine/thread_pool.h"
+#include "engine/ir/graph.h"
+#include "engine/kernels/cpu/cpu_kernel.h"
+#include "engine/kernels/common/philox.h"
+#include "engine/kernels/cpu/simd.h"
+#include "engine/base/thread_pool.h"
 
 using namespace graphrun;
 

@@ -8,11 +8,11 @@
 #include <sstream>
 #include <string>
 
-#include "engine/json_reader.h"
-#include "engine/load.h"
-#include "engine/text_lexer.h"
-#include "engine/text_parser.h"
-#include "engine/validate.h"
+#include "engine/frontend/json_reader.h"
+#include "engine/api/load.h"
+#include "engine/frontend/text_lexer.h"
+#include "engine/frontend/text_parser.h"
+#include "engine/check/validate.h"
 
 using namespace graphrun;
 

@@ -6,11 +6,11 @@
 #include <fstream>
 #include <sstream>
 
-#include "engine/json_writer.h"
-#include "engine/load.h"
-#include "engine/placement.h"
-#include "engine/plan.h"
-#include "engine/text_writer.h"
+#include "engine/frontend/json_writer.h"
+#include "engine/api/load.h"
+#include "engine/check/placement.h"
+#include "engine/plan/plan.h"
+#include "engine/frontend/text_writer.h"
 
 using namespace graphrun;
 

@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "engine/text_lexer.h"
-#include "engine/text_parser.h"
+#include "engine/frontend/text_lexer.h"
+#include "engine/frontend/text_parser.h"
 
 using namespace graphrun;
 

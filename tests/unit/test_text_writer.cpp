@@ -6,8 +6,8 @@
 #include <sstream>
 #include <string>
 
-#include "engine/text_parser.h"
-#include "engine/text_writer.h"
+#include "engine/frontend/text_parser.h"
+#include "engine/frontend/text_writer.h"
 
 using namespace graphrun;
 

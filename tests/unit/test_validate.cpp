@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "engine/graph.h"
-#include "engine/validate.h"
+#include "engine/ir/graph.h"
+#include "engine/check/validate.h"
 
 using namespace graphrun;
 

@@ -1,0 +1,92 @@
+// Loading a graph file.
+#include "engine/api/load.h"
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <iostream>
+#include <sys/stat.h>
+
+#include "engine/frontend/json_reader.h"
+#include "engine/frontend/text_parser.h"
+#include "engine/check/validate.h"
+
+namespace graphrun {
+
+bool looks_like_json(const std::string& path, const std::string& source) {
+    if (path.size() >= 5 && path.compare(path.size() - 5, 5, ".json") == 0) return true;
+    for (char c : source) {
+        if (c == ' ' || c == '\t' || c == '\n' || c == '\r') continue;
+        return c == '{';
+    }
+    return false;
+}
+
+namespace {
+
+void parse_and_validate(LoadedGraph& lg) {
+    lg.diag = Diagnostics(lg.display, lg.source);
+    lg.graph.file = lg.display;
+    lg.graph.from_json = lg.json;
+    bool parsed = lg.json ? parse_json(lg.source, lg.graph, lg.diag) : parse_text(lg.source, lg.graph, lg.diag);
+    // Validation also runs after parse errors, on what did parse, so that one
+    // run reports every independent error; nodes built from failed
+    // expressions are skipped without cascading.
+    (void)parsed;
+    validate(lg.graph, lg.diag);
+}
+
+}  // namespace
+
+std::unique_ptr<LoadedGraph> load_graph_source(const std::string& display, std::string source, bool json) {
+    auto lg = std::make_unique<LoadedGraph>();
+    lg->path = display;
+    lg->display = display;
+    lg->source = std::move(source);
+    lg->json = json;
+    parse_and_validate(*lg);
+    return lg;
+}
+
+std::unique_ptr<LoadedGraph> load_graph(const std::string& path) {
+    auto lg = std::make_unique<LoadedGraph>();
+    lg->path = path;
+    lg->display = path == "-" ? "<stdin>" : path;
+    lg->diag = Diagnostics(lg->display, {});
+    FILE* f = path == "-" ? stdin : std::fopen(path.c_str(), "rb");
+    if (!f) {
+        lg->read_failed = true;
+        lg->diag.error({}, std::string("cannot read the file: ") + std::strerror(errno));
+        return lg;
+    }
+    // A regular file is measured first, so that one over the limit is refused
+    // without reading it; pipes and terminals are counted as they are read.
+    struct stat st {};
+    bool too_big = fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode) &&
+                   static_cast<uint64_t>(st.st_size) > kMaxFileBytes;
+    if (!too_big && S_ISREG(st.st_mode) && st.st_size > 0) lg->source.reserve(static_cast<size_t>(st.st_size));
+    char buf[65536];
+    size_t n;
+    while (!too_big && (n = std::fread(buf, 1, sizeof buf, f)) > 0) {
+        if (lg->source.size() + n > kMaxFileBytes) {
+            too_big = true;
+            break;
+        }
+        lg->source.append(buf, n);
+    }
+    bool failed = std::ferror(f) != 0;
+    int err = errno;
+    if (f != stdin) std::fclose(f);
+    if (too_big || failed) {
+        lg->read_failed = true;
+        std::string().swap(lg->source);
+        lg->diag.error({}, too_big ? "the file is larger than the limit of " + std::to_string(kMaxFileBytes >> 20) + " MiB"
+                                   : std::string("cannot read the file: ") + std::strerror(err));
+        return lg;
+    }
+    lg->json = looks_like_json(path, lg->source);
+    parse_and_validate(*lg);
+    return lg;
+}
+
+}  // namespace graphrun

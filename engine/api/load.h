@@ -1,0 +1,35 @@
+// Reads a graph file (or standard input), picks the front end, and validates.
+#pragma once
+#include <memory>
+#include <string>
+
+#include "engine/base/diagnostics.h"
+#include "engine/ir/graph.h"
+
+namespace graphrun {
+
+// Largest graph file read; a bigger one is refused before it is read whole.
+constexpr uint64_t kMaxFileBytes = uint64_t{1} << 30;
+
+struct LoadedGraph {
+    std::string path;      // as given ("-" for standard input)
+    std::string display;   // for messages ("<stdin>" for "-")
+    std::string source;
+    bool json = false;
+    bool read_failed = false;  // the file could not be read: a runtime error (exit 1)
+    Graph graph;
+    Diagnostics diag;
+    bool ok() const { return !read_failed && !diag.has_errors(); }
+};
+
+// A file is JSON when its name ends in .json or its first non-blank character is '{'.
+bool looks_like_json(const std::string& path, const std::string& source);
+
+// Reads, parses and validates `path`. Never throws; errors are in the result's
+// diagnostics. Returned by pointer so that the diagnostics' view of the
+// source stays valid.
+std::unique_ptr<LoadedGraph> load_graph(const std::string& path);
+// The same for text already in memory (tests, fuzzing).
+std::unique_ptr<LoadedGraph> load_graph_source(const std::string& display, std::string source, bool json);
+
+}  // namespace graphrun

@@ -1,0 +1,65 @@
+// Diagnostics: errors and warnings with their place in the source, printed
+// as FILE:LINE:COL: error: MESSAGE with the source line and a caret, or, for
+// JSON graphs, as FILE: /json/pointer: error: MESSAGE.
+#pragma once
+#include <cstdint>
+#include <ostream>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "engine/base/compact_string.h"
+
+namespace graphrun {
+
+// A place in a graph file: line and column (1-based) for text and for
+// malformed JSON, or a JSON pointer for a value inside a well-formed JSON graph.
+struct Loc {
+    uint32_t line = 0;  // 0: unknown
+    uint32_t col = 0;
+    CompactString pointer;  // JSON pointer ("/nodes/3/inputs/1"); empty for text
+    bool known() const { return line != 0 || !pointer.empty(); }
+};
+
+enum class Severity { Error, Warning, Note };
+
+struct Diagnostic {
+    Severity severity = Severity::Error;
+    Loc loc;
+    std::string message;
+};
+
+// Collects the diagnostics of one file; knows the file's name and text so that
+// it can print the source line under each message.
+class Diagnostics {
+public:
+    Diagnostics() = default;
+    Diagnostics(std::string file, std::string_view source) : file_(std::move(file)), source_(source) {}
+
+    void error(const Loc& loc, std::string message);
+    void warning(const Loc& loc, std::string message);
+    void note(const Loc& loc, std::string message);
+
+    bool has_errors() const { return errors_ > 0; }
+    size_t error_count() const { return errors_; }
+    const std::vector<Diagnostic>& all() const { return diags_; }
+    const std::string& file() const { return file_; }
+
+    // Prints every diagnostic in the order reported.
+    void print(std::ostream& os) const;
+    // One diagnostic, formatted (with the source line and caret where known).
+    std::string format(const Diagnostic& d) const;
+
+private:
+    std::string file_;
+    std::string_view source_;
+    std::vector<Diagnostic> diags_;
+    size_t errors_ = 0;
+};
+
+// Levenshtein distance, for "did you mean" suggestions.
+size_t edit_distance(std::string_view a, std::string_view b);
+// The candidate nearest to `word`, if it is near enough to be a likely typo; else "".
+std::string nearest_name(std::string_view word, const std::vector<std::string>& candidates);
+
+}  // namespace graphrun

@@ -1,0 +1,136 @@
+// The session's CPU workers (see thread_pool.h): job hand-over through one
+// atomic ticket, a short spin, then a condition variable.
+#include "engine/base/thread_pool.h"
+
+#include <algorithm>
+#include <chrono>
+#include <system_error>
+
+namespace graphrun {
+
+namespace {
+
+// Chunks per thread: more than one, so that a worker that wakes up late (or
+// a core taken by another process) costs its chunks, not the whole job.
+constexpr int64_t kChunksPerThread = 4;
+// How long an idle worker, or a caller waiting for the last chunk, spins
+// before it sleeps: long enough to span the executor's work between two
+// kernels, short enough not to keep a core from other processes for long.
+constexpr auto kSpin = std::chrono::microseconds(50);
+constexpr uint64_t kRemainingMask = 0xffffffffu;
+
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    asm volatile("yield");
+#endif
+}
+
+// Spins until done() or kSpin has passed; true when done() held.
+template <class Done>
+bool spin_until(Done done) {
+    const auto start = std::chrono::steady_clock::now();
+    for (;;) {
+        for (int i = 0; i < 64; ++i) {
+            if (done()) return true;
+            cpu_relax();
+        }
+        if (std::chrono::steady_clock::now() - start > kSpin) return done();
+    }
+}
+
+}  // namespace
+
+ThreadPool::ThreadPool(int threads) {
+    const int want = std::clamp(threads, 1, 1024) - 1;
+    try {
+        workers_.reserve(static_cast<size_t>(want));
+        for (int i = 0; i < want; ++i) workers_.emplace_back([this] { worker_loop(); });
+    } catch (...) {  // std::system_error (no more threads), std::bad_alloc: a smaller pool
+    }
+    size_ = 1 + static_cast<int>(workers_.size());
+}
+
+ThreadPool::~ThreadPool() {
+    {
+        std::lock_guard<std::mutex> lock(mu_);
+        stop_ = true;
+    }
+    wake_.notify_all();
+    for (std::thread& t : workers_) t.join();
+}
+
+int64_t ThreadPool::chunk_count(int64_t n, int64_t grain) const {
+    if (size_ <= 1) return 1;
+    const int64_t by_grain = n / std::max<int64_t>(grain, 1);
+    return std::max<int64_t>(1, std::min<int64_t>(by_grain, size_ * kChunksPerThread));
+}
+
+bool ThreadPool::dispatch(int64_t n, int64_t chunks, Invoke invoke, const void* body) {
+    if (workers_.empty() || busy_.exchange(true, std::memory_order_acquire)) return false;
+    // No chunk of the previous job is claimable or running: the fields are ours.
+    invoke_ = invoke;
+    body_ = body;
+    n_ = n;
+    chunks_ = chunks;
+    unfinished_.store(chunks, std::memory_order_relaxed);
+    const uint64_t job = ((ticket_.load(std::memory_order_relaxed) >> 32) + 1) & kRemainingMask;
+    const uint64_t ticket = job << 32 | static_cast<uint64_t>(chunks);
+    ticket_.store(ticket, std::memory_order_release);
+    {
+        // Taking the lock orders this wake-up after a sleeper's check of the
+        // ticket: it either saw the new job or is waiting and gets notified.
+        std::lock_guard<std::mutex> lock(mu_);
+    }
+    wake_.notify_all();
+    work(ticket);
+    auto finished = [this] { return unfinished_.load(std::memory_order_acquire) == 0; };
+    if (!spin_until(finished)) {
+        std::unique_lock<std::mutex> lock(done_mu_);
+        done_.wait(lock, finished);
+    }
+    busy_.store(false, std::memory_order_release);
+    return true;
+}
+
+void ThreadPool::work(uint64_t w) {
+    const uint64_t job = w >> 32;
+    while ((w >> 32) == job && (w & kRemainingMask) != 0) {
+        // A claim succeeds only on the ticket of this job with chunks left.
+        if (!ticket_.compare_exchange_weak(w, w - 1, std::memory_order_acq_rel,
+                                           std::memory_order_acquire))
+            continue;
+        const int64_t c = chunks_ - static_cast<int64_t>(w & kRemainingMask);
+        invoke_(body_, chunk_begin(n_, chunks_, c), chunk_begin(n_, chunks_, c + 1));
+        if (unfinished_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+            std::lock_guard<std::mutex> lock(done_mu_);
+            done_.notify_one();
+        }
+        w = ticket_.load(std::memory_order_acquire);
+    }
+}
+
+void ThreadPool::worker_loop() {
+    uint64_t seen = 0;  // the job number last taken part in
+    for (;;) {
+        uint64_t w = ticket_.load(std::memory_order_acquire);
+        if ((w >> 32) == seen) {
+            auto new_job = [&] {
+                w = ticket_.load(std::memory_order_acquire);
+                return (w >> 32) != seen;
+            };
+            if (!spin_until(new_job)) {
+                std::unique_lock<std::mutex> lock(mu_);
+                sleeping_.fetch_add(1, std::memory_order_relaxed);
+                wake_.wait(lock, [&] { return stop_ || new_job(); });
+                sleeping_.fetch_sub(1, std::memory_order_relaxed);
+                if (stop_) return;
+            }
+        }
+        seen = w >> 32;
+        work(w);
+    }
+}
+
+}  // namespace graphrun

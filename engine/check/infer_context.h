@@ -1,0 +1,127 @@
+// What validate.cpp and the per-op inference files (infer_*.cpp) share: the
+// checks of one node, its typed attribute accessors and literal encoding.
+// Internal to validation; nothing outside engine/validate.cpp and
+// engine/infer_*.cpp includes it.
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "engine/base/diagnostics.h"
+#include "engine/ir/dtype.h"
+#include "engine/ir/graph.h"
+#include "engine/ir/ops.h"
+
+namespace graphrun::infer {
+
+// A const literal bigger than this (in elements) made by filling a shape from
+// one scalar is refused: the literal lives in host memory outside any
+// allocator, so it must stay small; fill() makes the same tensor at run time.
+constexpr int64_t kMaxFilledLiteralElements = int64_t{1} << 24;
+
+// One scalar of a literal as written: a number or a bool.
+struct Scalar {
+    bool is_bool = false;
+    bool b = false;
+    bool is_int = false;  // number written as an integer
+    int64_t i = 0;
+    double f = 0;               // always set for numbers
+    const Attr* src = nullptr;  // where it is written
+};
+
+// A number as a message shows it: 3, 2.5, 1e+300, nan, -inf.
+std::string number_text(double v);
+std::string scalar_text(const Scalar& s);
+// An attribute value as a message shows it (long lists abbreviated).
+std::string attr_text(const Attr& a);
+// "[1,2,3]"
+std::string ints_text(const std::vector<int64_t>& v);
+
+bool in_class(DType t, DTypeClass c);
+// "f32 or f64", "f32, f64, i32 or i64", ...
+const char* class_text(DTypeClass c);
+// The dtype a cast(x, dtype=...) hint proposes for a value of type `t` that must be in `c`.
+DType cast_target(DType t, DTypeClass c);
+
+// A Number/Bool attribute (or "nan"/"inf"/"-inf" strings) as a Scalar.
+std::optional<Scalar> to_scalar(const Attr& a);
+// Why `s` cannot be stored as `t` ("it is not an integer"), or "" when it can.
+std::string conversion_problem(const Scalar& s, DType t);
+// Appends the bytes of `s` as `t` (conversion_problem must be "").
+void encode_scalar(const Scalar& s, DType t, std::vector<uint8_t>& out);
+
+// The checks of one node: its inputs, its attributes (after check_attrs), and
+// error reporting with the node named.
+class NodeCheck {
+  public:
+    NodeCheck(Graph& g, Diagnostics& diag, NodeId id);
+
+    Graph& graph;
+    Diagnostics& diag;
+    Node& node;
+    const OpInfo& info;
+
+    // "c: matmul: " — names the node (unless its name was generated) and the op.
+    std::string prefix() const;
+    // Reports `msg` with the prefix at the first known of `loc`, the node's loc.
+    void error(const Loc& loc, const std::string& msg);
+
+    size_t arity() const { return node.inputs.size(); }
+    Node& input(size_t i) { return graph.node(node.inputs[i].id); }
+    const Loc& input_loc(size_t i) const;
+    // The operand's name in messages: a/b (binary, matmul), x (unary), x1.. (concat).
+    std::string role(size_t i) const;
+    // "a is f32[2,3]"
+    std::string operand_text(size_t i);
+    // Checks input i's dtype against the op's class; reports with a cast hint.
+    bool check_input_class(size_t i);
+    // Checks that a result shape has at most kMaxElements elements.
+    bool check_result_size(const Shape& s);
+
+    // Names, duplicates, required attributes and value types. Reports every problem.
+    bool check_attrs();
+
+    // Typed access to attributes already checked by check_attrs().
+    const NamedAttr* attr(std::string_view name) const { return node.find_attr(name); }
+    // Where an attribute's value is written (falls back to its name, then the node).
+    const Loc& attr_loc(std::string_view name) const;
+    int64_t int_attr(std::string_view name, int64_t def) const;
+    bool bool_attr(std::string_view name, bool def) const;
+    std::optional<Scalar> scalar_attr(std::string_view name) const;
+    std::optional<std::vector<int64_t>> ints_attr(std::string_view name) const;
+    std::optional<DType> dtype_attr() const;
+
+    // A creation op's `shape` attribute as a tensor shape: non-negative, rank
+    // <= kMaxRank, at most kMaxElements elements. Reports and returns nullopt otherwise.
+    std::optional<Shape> creation_shape(std::string_view name);
+    // `dtype` (or `def`), which must be in the op's class.
+    std::optional<DType> creation_dtype(DType def);
+
+  private:
+    bool check_attr_value(const AttrSpec& spec, const NamedAttr& a);
+};
+
+// Per-op inference: each sets node.dtype and node.shape (and for const, the
+// literal) and returns whether the node is valid, reporting every problem.
+bool infer_const(NodeCheck& c);
+bool infer_zeros_ones(NodeCheck& c);
+bool infer_fill(NodeCheck& c);
+bool infer_range(NodeCheck& c);
+bool infer_random(NodeCheck& c);
+
+bool infer_binary(NodeCheck& c);
+bool infer_unary(NodeCheck& c);
+bool infer_matmul(NodeCheck& c);
+bool infer_transpose(NodeCheck& c);
+bool infer_reshape(NodeCheck& c);
+bool infer_cast_identity(NodeCheck& c);
+bool infer_concat(NodeCheck& c);
+bool infer_reduce(NodeCheck& c);
+bool infer_softmax(NodeCheck& c);
+
+// Re-encodes a weak scalar const as `t`; returns the conversion problem, or "".
+std::string retype_weak_literal(Node& weak, DType t);
+
+}  // namespace graphrun::infer

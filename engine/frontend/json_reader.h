@@ -1,0 +1,15 @@
+// The JSON front end (SPEC section 2): a JSON graph into the graph IR.
+#pragma once
+#include <string_view>
+
+#include "engine/base/diagnostics.h"
+#include "engine/ir/graph.h"
+
+namespace graphrun {
+
+// Parses `source` into `g` (which must be empty) through a GraphBuilder.
+// Errors carry the JSON pointer of the bad value, or line and column where the
+// JSON itself is malformed. Returns !diag.has_errors().
+bool parse_json(std::string_view source, Graph& g, Diagnostics& diag);
+
+}  // namespace graphrun

@@ -1,0 +1,121 @@
+// The op table.
+#include "engine/ir/ops.h"
+
+namespace graphrun {
+
+namespace {
+
+std::vector<OpInfo> build_table() {
+    using A = AttrType;
+    using C = DTypeClass;
+    const AttrSpec dtype{"dtype", A::DType, false};
+    const AttrSpec shape_req{"shape", A::IntList, true};
+    std::vector<OpInfo> t;
+    auto add = [&](OpKind k, const char* name, int mn, int mx, C c, bool gpu, bool creation,
+                   std::vector<AttrSpec> attrs, std::vector<const char*> positional = {}) {
+        t.push_back(OpInfo{k, name, mn, mx, c, gpu, creation, std::move(attrs), std::move(positional)});
+    };
+    add(OpKind::Const, "const", 0, 0, C::All, false, true,
+        {{"value", A::Value, true}, {"shape", A::IntList, false}, dtype}, {"value"});
+    add(OpKind::Zeros, "zeros", 0, 0, C::All, false, true, {shape_req, dtype}, {"shape"});
+    add(OpKind::Ones, "ones", 0, 0, C::All, false, true, {shape_req, dtype}, {"shape"});
+    add(OpKind::Fill, "fill", 0, 0, C::All, false, true, {shape_req, {"value", A::Number, true}, dtype},
+        {"shape", "value"});
+    add(OpKind::Range, "range", 0, 0, C::Num, false, true,
+        {{"start", A::Number, false}, {"limit", A::Number, true}, {"delta", A::Number, false}, dtype},
+        {"start", "limit", "delta"});
+    add(OpKind::RandomUniform, "random_uniform", 0, 0, C::Float, false, true,
+        {shape_req, {"low", A::Number, false}, {"high", A::Number, false}, {"seed", A::Int, false}, dtype},
+        {"shape"});
+    add(OpKind::RandomNormal, "random_normal", 0, 0, C::Float, false, true,
+        {shape_req, {"mean", A::Number, false}, {"stddev", A::Number, false}, {"seed", A::Int, false}, dtype},
+        {"shape"});
+    add(OpKind::Add, "add", 2, 2, C::Num, true, false, {});
+    add(OpKind::Sub, "sub", 2, 2, C::Num, true, false, {});
+    add(OpKind::Mul, "mul", 2, 2, C::Num, true, false, {});
+    add(OpKind::Div, "div", 2, 2, C::Num, true, false, {});
+    add(OpKind::Maximum, "maximum", 2, 2, C::Num, true, false, {});
+    add(OpKind::Minimum, "minimum", 2, 2, C::Num, true, false, {});
+    add(OpKind::Pow, "pow", 2, 2, C::Num, true, false, {});
+    add(OpKind::Neg, "neg", 1, 1, C::Num, true, false, {});
+    add(OpKind::Abs, "abs", 1, 1, C::Num, true, false, {});
+    add(OpKind::Square, "square", 1, 1, C::Num, true, false, {});
+    add(OpKind::Relu, "relu", 1, 1, C::Num, true, false, {});
+    add(OpKind::Exp, "exp", 1, 1, C::Float, true, false, {});
+    add(OpKind::Log, "log", 1, 1, C::Float, true, false, {});
+    add(OpKind::Sqrt, "sqrt", 1, 1, C::Float, true, false, {});
+    add(OpKind::Rsqrt, "rsqrt", 1, 1, C::Float, true, false, {});
+    add(OpKind::Tanh, "tanh", 1, 1, C::Float, true, false, {});
+    add(OpKind::Sigmoid, "sigmoid", 1, 1, C::Float, true, false, {});
+    add(OpKind::Sin, "sin", 1, 1, C::Float, true, false, {});
+    add(OpKind::Cos, "cos", 1, 1, C::Float, true, false, {});
+    add(OpKind::Matmul, "matmul", 2, 2, C::Float, true, false,
+        {{"transpose_a", A::Bool, false}, {"transpose_b", A::Bool, false}});
+    add(OpKind::Transpose, "transpose", 1, 1, C::All, true, false, {{"perm", A::IntList, false}});
+    add(OpKind::Reshape, "reshape", 1, 1, C::All, false, false, {shape_req});
+    add(OpKind::Cast, "cast", 1, 1, C::All, true, false, {{"dtype", A::DType, true}});
+    add(OpKind::Identity, "identity", 1, 1, C::All, false, false, {});
+    add(OpKind::Concat, "concat", 1, -1, C::All, true, false, {{"axis", A::Int, false}});
+    const std::vector<AttrSpec> red{{"axes", A::IntList, false, true}, {"keepdims", A::Bool, false}};
+    add(OpKind::ReduceSum, "reduce_sum", 1, 1, C::Num, true, false, red);
+    add(OpKind::ReduceMax, "reduce_max", 1, 1, C::Num, true, false, red);
+    add(OpKind::ReduceMean, "reduce_mean", 1, 1, C::Float, true, false, red);
+    add(OpKind::Softmax, "softmax", 1, 1, C::Float, true, false, {{"axis", A::Int, false}});
+    return t;
+}
+
+const OpInfo kLoopParam{OpKind::LoopParam, "loop_param", 0, 0, DTypeClass::All, true, false, {}, {}};
+const OpInfo kInvalid{OpKind::Invalid, "invalid", 0, -1, DTypeClass::All, false, false, {}, {}};
+
+}  // namespace
+
+const std::vector<OpInfo>& all_ops() {
+    static const std::vector<OpInfo> table = build_table();
+    return table;
+}
+
+const OpInfo& op_info(OpKind k) {
+    if (k == OpKind::LoopParam) return kLoopParam;
+    if (k == OpKind::Invalid) return kInvalid;
+    return all_ops()[static_cast<size_t>(k)];
+}
+
+const char* op_name(OpKind k) { return op_info(k).name; }
+
+std::optional<OpKind> find_op(std::string_view name) {
+    // Called for every call in a script: compare only the ops of the same length.
+    static const std::vector<std::vector<const OpInfo*>> by_length = [] {
+        std::vector<std::vector<const OpInfo*>> t;
+        for (const OpInfo& o : all_ops()) {
+            const size_t n = std::string_view(o.name).size();
+            if (t.size() <= n) t.resize(n + 1);
+            t[n].push_back(&o);
+        }
+        return t;
+    }();
+    if (name.size() >= by_length.size()) return std::nullopt;
+    for (const OpInfo* o : by_length[name.size()])
+        if (name == o->name) return o->kind;
+    return std::nullopt;
+}
+
+std::vector<std::string> op_names() {
+    std::vector<std::string> v;
+    for (const OpInfo& o : all_ops()) v.emplace_back(o.name);
+    return v;
+}
+
+std::optional<std::vector<std::string>> positional_attr_names(OpKind k, size_t count) {
+    const OpInfo& info = op_info(k);
+    if (k == OpKind::Range) {
+        if (count == 0) return std::vector<std::string>{};
+        if (count == 1) return std::vector<std::string>{"limit"};
+        if (count == 2) return std::vector<std::string>{"start", "limit"};
+        if (count == 3) return std::vector<std::string>{"start", "limit", "delta"};
+        return std::nullopt;
+    }
+    if (count > info.positional.size()) return std::nullopt;
+    return std::vector<std::string>(info.positional.begin(), info.positional.begin() + count);
+}
+
+}  // namespace graphrun

@@ -1,0 +1,42 @@
+// The kernel interface every device implements: one kernel object per node,
+// prepared once before a run (attributes read, broadcast strides computed),
+// then run on buffers that the executor allocates through the device's
+// counting allocator.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "engine/ir/dtype.h"
+#include "engine/ir/graph.h"
+
+namespace graphrun {
+
+// A tensor buffer as a kernel sees it: row-major, contiguous, in the memory of
+// the kernel's device.
+struct TensorRef {
+    void* data = nullptr;  // may be null when numel == 0
+    DType dtype = DType::F32;
+    const Shape* shape = nullptr;
+    int64_t numel = 0;
+};
+
+class ThreadPool;
+
+struct KernelContext {
+    int threads = 1;             // worker threads a CPU kernel may use (--threads)
+    ThreadPool* pool = nullptr;  // the session's CPU workers (optional)
+};
+
+class Kernel {
+public:
+    virtual ~Kernel() = default;
+    // Computes the node's output into `out` (allocated with the node's dtype
+    // and shape). Returns an error message for a runtime error of the data
+    // (integer division by zero, a device failure, ...), or "" on success.
+    // Never throws. A device kernel may return before its work has finished;
+    // the device orders later work and copies after it.
+    virtual std::string run(const TensorRef* inputs, size_t n_inputs, TensorRef& out, const KernelContext& ctx) = 0;
+};
+
+}  // namespace graphrun

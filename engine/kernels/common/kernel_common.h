@@ -1,0 +1,156 @@
+// What every CPU kernel family shares: reading a validated node's attributes,
+// dtype dispatch, the run-time checks of a kernel's buffers, and the blocked
+// loop that lets the compiler vectorize at -O2 on the x86-64 baseline.
+#pragma once
+#include <cstdint>
+#include <cstring>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "engine/ir/dtype.h"
+#include "engine/ir/graph.h"
+#include "engine/kernels/common/kernel.h"
+#include "engine/ir/ops.h"
+
+namespace graphrun::kernels {
+
+// Odometers live on the stack; validation caps ranks at 32 (kMaxRank).
+constexpr int kMaxDims = 64;
+
+// A scalar attribute as written: a number, a bool, or (JSON) "nan"/"inf"/"-inf".
+struct ScalarAttr {
+    bool is_bool = false;
+    bool b = false;
+    bool is_int = false;
+    int64_t i = 0;
+    double f = 0;  // always set
+
+    double as_double() const { return is_bool ? (b ? 1.0 : 0.0) : f; }
+    int64_t as_int() const { return is_bool ? (b ? 1 : 0) : is_int ? i : static_cast<int64_t>(f); }
+};
+
+std::optional<ScalarAttr> scalar_attr(const Node& n, std::string_view name);
+int64_t int_attr(const Node& n, std::string_view name, int64_t def);
+bool bool_attr(const Node& n, std::string_view name, bool def);
+// An IntList attribute (a single integer counts as a one-entry list); nullopt when absent.
+std::optional<std::vector<int64_t>> ints_attr(const Node& n, std::string_view name);
+std::optional<DType> dtype_attr(const Node& n, std::string_view name);
+
+// The executor's buffers against what a kernel was built for (as many inputs,
+// each of its dtype and element count, data non-null when numel > 0): "" or
+// "internal error: <op> <what>: ...". Shared by the CPU and GPU kernels.
+std::string check_buffers(OpKind op, const char* what, const std::vector<DType>& in_dtypes,
+                          const std::vector<int64_t>& in_numel, DType out_dtype, int64_t out_numel,
+                          const TensorRef* inputs, size_t n_inputs, const TensorRef& out);
+
+// The broadcast of operands a and b onto `out` (NumPy's rules), innermost
+// dimension first, with dimensions of size 1 dropped and neighbours that stay
+// contiguous in all three merged: equal shapes give one dimension, a scalar
+// operand stride 0. Strides are in elements of a and b; the output is dense.
+// Shared by the CPU's and the GPU's elementwise kernels.
+struct BroadcastDim {
+    int64_t size, sa, sb;
+};
+std::vector<BroadcastDim> broadcast_dims(const Shape& a, const Shape& b, const Shape& out);
+
+// The host-side plans shared by the CPU's and the GPU's kernels. Each gives
+// the dimensions a kernel walks over a contiguous input, outermost first,
+// with size-1 axes dropped and neighbours merged where one stride serves both.
+struct StridedDim {
+    int64_t size, stride;  // stride in elements of the input
+};
+// transpose: the output's axes with their input strides; nullopt when the
+// node's perm (default: reversed) is not a permutation of the input's axes.
+std::optional<std::vector<StridedDim>> transpose_dims(const Node& n, const Shape& in);
+
+struct ReduceDim {
+    int64_t size, stride;
+    bool reduced;
+};
+struct ReduceDims {
+    std::vector<ReduceDim> dims;  // neighbours of one kind merged
+    int64_t count = 1;            // input elements per output
+};
+// reduce_*: the input's axes, reduced or kept per the node's axes (default:
+// all); nullopt for an axis out of range.
+std::optional<ReduceDims> reduce_dims(const Node& n, const Shape& in);
+
+// softmax: the input as [outer, len, inner] around the node's axis (default
+// -1); nullopt for an axis out of range.
+struct AxisSplit {
+    int64_t outer = 1, len = 1, inner = 1;
+};
+std::optional<AxisSplit> softmax_split(const Node& n, const Shape& in);
+
+// `axis` in [-rank, rank) made non-negative, or -1 when out of range.
+int64_t normalize_axis(int64_t axis, size_t rank);
+int64_t numel_of(const Shape& s);  // 0 for an overflowing shape (validation refuses those)
+
+// The base of every CPU kernel: records the dtypes and sizes of the node's
+// inputs and output, and checks the executor's buffers against them before
+// compute() first touches memory. run() never throws: an escaping exception (only
+// std::bad_alloc could) becomes an error message.
+class KernelBase : public Kernel {
+  public:
+    KernelBase(const Graph& g, const Node& n);
+    std::string run(const TensorRef* inputs, size_t n_inputs, TensorRef& out,
+                    const KernelContext& ctx) final;
+
+  protected:
+    // Inputs and output are checked: as many inputs as the node has, each of
+    // its validated dtype and element count, data non-null when numel > 0.
+    virtual std::string compute(const TensorRef* inputs, TensorRef& out,
+                                const KernelContext& ctx) = 0;
+
+    OpKind op_;
+    std::vector<DType> in_dtypes_;
+    std::vector<Shape> in_shapes_;
+    std::vector<int64_t> in_numel_;
+    DType out_dtype_;
+    Shape out_shape_;
+    int64_t out_numel_;
+
+  private:
+    std::string check(const TensorRef* inputs, size_t n_inputs, const TensorRef& out) const;
+    // The executor hands a kernel buffers of the same dtypes and sizes on
+    // every run (they come from the same validated node), so the check runs
+    // on the first: later runs skip the walk over the inputs' records.
+    bool checked_ = false;
+};
+
+// A kernel that only reports an error when run (unsupported op or dtype).
+std::unique_ptr<Kernel> make_error_kernel(std::string message);
+
+// Calls f(tag) with tag a value of the C++ type for t (bool as uint8_t).
+template <class F>
+decltype(auto) dispatch_dtype(DType t, F&& f) {
+    switch (t) {
+        case DType::F32:
+            return f(float{});
+        case DType::F64:
+            return f(double{});
+        case DType::I32:
+            return f(int32_t{});
+        case DType::I64:
+            return f(int64_t{});
+        case DType::Bool:
+            break;
+    }
+    return f(uint8_t{});
+}
+
+// for (i = 0; i < n; ++i) f(i), written as fixed-size blocks: GCC's -O2 cost
+// model ("very cheap") vectorizes only loops whose trip count is a known
+// multiple of the vector length, so the block is what gets vectorized.
+constexpr int kVectorBlock = 16;
+template <class F>
+inline void blocked_loop(int64_t n, F f) {
+    int64_t i = 0;
+    for (; i + kVectorBlock <= n; i += kVectorBlock)
+        for (int j = 0; j < kVectorBlock; ++j) f(i + j);
+    for (; i < n; ++i) f(i);
+}
+
+}  // namespace graphrun::kernels

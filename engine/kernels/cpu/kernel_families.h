@@ -1,0 +1,28 @@
+// The CPU kernel families, one source file each; make_kernel.cpp's switch
+// over OpKind sends each op to its family's factory.
+#pragma once
+#include <memory>
+
+#include "engine/ir/graph.h"
+#include "engine/kernels/cpu/cpu_kernel.h"
+
+namespace graphrun::kernels {
+
+// create.cpp: const zeros ones fill range random_uniform random_normal
+std::unique_ptr<Kernel> make_creation_kernel(const Graph& g, const Node& n);
+// elementwise.cpp: add sub mul div maximum minimum pow, neg abs square relu exp log sqrt rsqrt tanh
+// sigmoid sin cos
+std::unique_ptr<Kernel> make_binary_kernel(const Graph& g, const Node& n);
+std::unique_ptr<Kernel> make_unary_kernel(const Graph& g, const Node& n);
+// matmul.cpp
+std::unique_ptr<Kernel> make_matmul_kernel(const Graph& g, const Node& n);
+// shape_ops.cpp: transpose reshape identity cast concat
+std::unique_ptr<Kernel> make_transpose_kernel(const Graph& g, const Node& n);
+std::unique_ptr<Kernel> make_copy_kernel(const Graph& g, const Node& n);  // reshape, identity
+std::unique_ptr<Kernel> make_cast_kernel(const Graph& g, const Node& n);
+std::unique_ptr<Kernel> make_concat_kernel(const Graph& g, const Node& n);
+// reduce.cpp: reduce_sum reduce_max reduce_mean softmax
+std::unique_ptr<Kernel> make_reduce_kernel(const Graph& g, const Node& n);
+std::unique_ptr<Kernel> make_softmax_kernel(const Graph& g, const Node& n);
+
+}  // namespace graphrun::kernels

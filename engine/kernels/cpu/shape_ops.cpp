@@ -1,0 +1,249 @@
+// Kernels that move or convert elements without arithmetic: transpose (any
+// rank, strided copy with a blocked path when the two innermost output axes
+// are swapped), reshape and identity (a byte copy: the executor runs them only
+// when they cannot alias), cast (every pair of dtypes) and concat.
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <type_traits>
+
+#include "engine/kernels/common/kernel_common.h"
+#include "engine/kernels/cpu/kernel_families.h"
+
+namespace graphrun::kernels {
+
+namespace {
+
+// --- transpose -------------------------------------------------------------------
+
+constexpr int64_t kTile = 32;
+
+class TransposeKernel final : public KernelBase {
+  public:
+    TransposeKernel(const Graph& g, const Node& n) : KernelBase(g, n) {
+        auto dims = transpose_dims(n, in_shapes_[0]);
+        if (!dims || dims->size() > static_cast<size_t>(kMaxDims)) {
+            ok_ = false;
+            return;
+        }
+        rank_ = static_cast<int>(dims->size());
+        for (int k = 0; k < rank_; ++k) {
+            size_[k] = (*dims)[static_cast<size_t>(k)].size;
+            stride_[k] = (*dims)[static_cast<size_t>(k)].stride;
+        }
+    }
+    std::string compute(const TensorRef* in, TensorRef& out, const KernelContext&) override {
+        if (!ok_) return "internal error: transpose perm does not match the input";
+        if (out.numel == 0) return "";
+        switch (dtype_size(out.dtype)) {
+            case 1:
+                run<uint8_t>(in[0].data, out.data);
+                break;
+            case 4:
+                run<uint32_t>(in[0].data, out.data);
+                break;
+            case 8:
+                run<uint64_t>(in[0].data, out.data);
+                break;
+            default:
+                return "internal error: transpose of an unknown element size";
+        }
+        return "";
+    }
+
+  private:
+    template <class E>
+    void run(const void* src_v, void* dst_v) const {
+        const E* src = static_cast<const E*>(src_v);
+        E* dst = static_cast<E*>(dst_v);
+        if (rank_ <= 1) {  // the permutation only moved size-1 axes
+            std::memcpy(dst, src, static_cast<size_t>(out_numel_) * sizeof(E));
+            return;
+        }
+        const int last = rank_ - 1;
+        const int outer = rank_ - 2;  // axes walked by the odometer
+        const int64_t rows = size_[rank_ - 2], cols = size_[last];
+        const int64_t row_stride = stride_[rank_ - 2], col_stride = stride_[last];
+        std::array<int64_t, kMaxDims> idx{};
+        int64_t off = 0;
+        for (E* o = dst; o < dst + out_numel_; o += rows * cols) {
+            const E* base = src + off;
+            if (row_stride == 1) {
+                // The innermost two output axes are swapped in the input: tiles.
+                for (int64_t i0 = 0; i0 < rows; i0 += kTile)
+                    for (int64_t j0 = 0; j0 < cols; j0 += kTile) {
+                        const int64_t i1 = std::min(i0 + kTile, rows),
+                                      j1 = std::min(j0 + kTile, cols);
+                        for (int64_t i = i0; i < i1; ++i)
+                            for (int64_t j = j0; j < j1; ++j)
+                                o[i * cols + j] = base[i + j * col_stride];
+                    }
+            } else {
+                for (int64_t i = 0; i < rows; ++i) {
+                    const E* row = base + i * row_stride;
+                    E* out_row = o + i * cols;
+                    if (col_stride == 1)
+                        std::memcpy(out_row, row, static_cast<size_t>(cols) * sizeof(E));
+                    else
+                        for (int64_t j = 0; j < cols; ++j) out_row[j] = row[j * col_stride];
+                }
+            }
+            for (int d = outer - 1; d >= 0; --d) {
+                off += stride_[d];
+                if (++idx[d] < size_[d]) break;
+                off -= size_[d] * stride_[d];
+                idx[d] = 0;
+            }
+        }
+    }
+
+    bool ok_ = true;
+    int rank_ = 0;
+    std::array<int64_t, kMaxDims> size_{}, stride_{};
+};
+
+// --- reshape, identity -----------------------------------------------------------
+
+class CopyKernel final : public KernelBase {
+  public:
+    CopyKernel(const Graph& g, const Node& n) : KernelBase(g, n) {}
+
+    std::string compute(const TensorRef* in, TensorRef& out, const KernelContext&) override {
+        if (in[0].dtype != out.dtype || in[0].numel != out.numel)
+            return "internal error: copy between different tensors";
+        if (out.numel > 0 && in[0].data != out.data)
+            std::memcpy(out.data, in[0].data,
+                        static_cast<size_t>(out.numel) * dtype_size(out.dtype));
+        return "";
+    }
+};
+
+// --- cast ------------------------------------------------------------------------
+
+// bool is stored as one byte; any non-zero byte reads as true.
+template <class To, class From>
+To convert(From x) {
+    constexpr bool to_bool = std::is_same_v<To, uint8_t>, from_bool = std::is_same_v<From, uint8_t>;
+    if constexpr (to_bool) {
+        return x != 0 ? 1 : 0;  // NaN != 0: true, as numpy's astype(bool)
+    } else if constexpr (from_bool) {
+        return x != 0 ? To(1) : To(0);
+    } else if constexpr (std::is_floating_point_v<To>) {
+        return static_cast<To>(x);
+    } else if constexpr (std::is_floating_point_v<From>) {
+        // Truncate toward zero, saturate to the integer range, NaN -> 0.
+        constexpr double lo =
+            static_cast<double>(std::numeric_limits<To>::min());  // -2^31 or -2^63, exact
+        const double t = std::trunc(static_cast<double>(x));
+        if (t != t) return 0;
+        if (t < lo) return std::numeric_limits<To>::min();
+        if (t >= -lo) return std::numeric_limits<To>::max();
+        return static_cast<To>(t);
+    } else {
+        return static_cast<To>(x);  // integer narrowing wraps (C++20 defines it)
+    }
+}
+
+template <class To, class From>
+class CastKernel final : public KernelBase {
+  public:
+    CastKernel(const Graph& g, const Node& n) : KernelBase(g, n) {}
+
+    std::string compute(const TensorRef* in, TensorRef& out, const KernelContext&) override {
+        const From* x = static_cast<const From*>(in[0].data);
+        To* o = static_cast<To*>(out.data);
+        if constexpr (std::is_same_v<To, From> && !std::is_same_v<To, uint8_t>) {
+            if (out.numel > 0) std::memcpy(o, x, static_cast<size_t>(out.numel) * sizeof(To));
+        } else {
+            const From* __restrict src = x;
+            To* __restrict dst = o;
+            blocked_loop(out.numel, [=](int64_t i) { dst[i] = convert<To>(src[i]); });
+        }
+        return "";
+    }
+};
+
+template <class From>
+std::unique_ptr<Kernel> make_cast_from(const Graph& g, const Node& n) {
+    return dispatch_dtype(n.dtype, [&](auto tag) -> std::unique_ptr<Kernel> {
+        return std::make_unique<CastKernel<decltype(tag), From>>(g, n);
+    });
+}
+
+// --- concat ----------------------------------------------------------------------
+
+class ConcatKernel final : public KernelBase {
+  public:
+    ConcatKernel(const Graph& g, const Node& n) : KernelBase(g, n) {
+        const size_t r = out_shape_.size();
+        const int64_t axis = normalize_axis(int_attr(n, "axis", 0), r);
+        if (axis < 0) {
+            ok_ = false;
+            return;
+        }
+        const auto ax = static_cast<size_t>(axis);
+        const size_t elem = dtype_size(n.dtype);
+        int64_t inner = 1;
+        for (size_t d = ax + 1; d < r; ++d) inner *= out_shape_[d];
+        outer_ = 1;
+        for (size_t d = 0; d < ax; ++d) outer_ *= out_shape_[d];
+        int64_t total = 0;
+        for (const Shape& s : in_shapes_) {
+            if (s.size() != r) {
+                ok_ = false;
+                return;
+            }
+            chunk_bytes_.push_back(static_cast<size_t>(s[ax] * inner) * elem);
+            total += s[ax];
+        }
+        if (total != out_shape_[ax]) ok_ = false;
+    }
+
+    std::string compute(const TensorRef* in, TensorRef& out, const KernelContext&) override {
+        if (!ok_) return "internal error: concat inputs do not match the output";
+        if (out.numel == 0) return "";
+        auto* dst = static_cast<unsigned char*>(out.data);
+        for (int64_t o = 0; o < outer_; ++o)
+            for (size_t i = 0; i < chunk_bytes_.size(); ++i) {
+                const size_t bytes = chunk_bytes_[i];
+                if (bytes == 0) continue;
+                std::memcpy(
+                    dst,
+                    static_cast<const unsigned char*>(in[i].data) + static_cast<size_t>(o) * bytes,
+                    bytes);
+                dst += bytes;
+            }
+        return "";
+    }
+
+  private:
+    bool ok_ = true;
+    int64_t outer_ = 1;
+    std::vector<size_t> chunk_bytes_;
+};
+
+}  // namespace
+
+std::unique_ptr<Kernel> make_transpose_kernel(const Graph& g, const Node& n) {
+    return std::make_unique<TransposeKernel>(g, n);
+}
+
+std::unique_ptr<Kernel> make_copy_kernel(const Graph& g, const Node& n) {
+    return std::make_unique<CopyKernel>(g, n);
+}
+
+std::unique_ptr<Kernel> make_cast_kernel(const Graph& g, const Node& n) {
+    if (n.inputs.size() != 1) return make_error_kernel("internal error: cast needs one input");
+    return dispatch_dtype(g.node(n.inputs[0].id).dtype,
+                          [&](auto tag) -> std::unique_ptr<Kernel> {
+                              return make_cast_from<decltype(tag)>(g, n);
+                          });
+}
+
+std::unique_ptr<Kernel> make_concat_kernel(const Graph& g, const Node& n) {
+    return std::make_unique<ConcatKernel>(g, n);
+}
+
+}  // namespace graphrun::kernels

@@ -1,0 +1,70 @@
+// The execution plan of one pass (SPEC section 4): the order nodes run in and
+// the points where each value is dropped, compiled once. The executor runs
+// these steps; the static peak is the same steps simulated with buffer sizes,
+// so that the two follow one rule.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/ir/graph.h"
+
+namespace graphrun {
+
+struct PlanStep {
+    enum class Kind : uint8_t {
+        Run,        // arg: node. Allocate its output (an alias op shares its input's buffer) and compute it.
+        Drop,       // arg: value (node id). The value gives up its buffer reference.
+        LoopBegin,  // arg: loop index. Params take init's buffer, then the loop's begin drops;
+                    // repeat 0 jumps past the LoopEnd.
+        LoopEnd,    // arg: loop index. Params take the updates' buffers, updates are dropped;
+                    // with passes left, back to the body's first step.
+    };
+    Kind kind = Kind::Run;
+    int32_t arg = 0;
+};
+
+struct LoopPlan {
+    int32_t repeat = 0;      // index into Graph::repeats
+    int32_t begin = 0;       // step index of LoopBegin
+    int32_t body_start = 0;  // first step of the body (where LoopEnd jumps back to)
+    int32_t end = 0;         // step index of LoopEnd
+    std::vector<NodeId> drop_at_begin;  // values whose last use was as a loop's init
+};
+
+struct Plan {
+    std::vector<PlanStep> steps;
+    std::vector<LoopPlan> loops;        // by Graph::repeats index
+    std::vector<NodeId> held;           // the pass's outputs: held to the next pass's first safe point
+    std::vector<uint64_t> node_bytes;   // buffer bytes per node (64-byte rounded; 0 for an alias)
+    // Per node: the input whose buffer it may write its output into (-1: none);
+    // see may_take_input_buffer. Whether it does is decided when it runs.
+    std::vector<int8_t> donor;
+    std::map<std::string, uint64_t> static_peak;  // per device ("cpu", "gpu:0"), for one pass
+};
+
+// Largest number of steps simulated for the static peak. The simulation runs
+// each loop at most twice per pass of its parent, so only deeply nested loops
+// come near it; the run itself would take longer still.
+constexpr uint64_t kMaxSimulatedSteps = uint64_t{200} * 1000 * 1000;
+
+// True when node `n` shares its input's buffer instead of allocating one (the
+// one rule shared by the executor and the static plan).
+bool aliases_input(const Graph& g, const Node& n);
+
+// In-place execution, the one rule shared by the executor and the static plan:
+// node n may write its output over input `k`'s buffer when n is an elementwise
+// op on the CPU, input k has n's dtype, shape and device, and n is input k's
+// last reader in the pass (the plan drops it right after n). The plan records
+// the first such input as n's donor; when n runs, it takes the donor's buffer
+// only if no other value refers to that buffer (no alias, no loop carry still
+// holding it) and the buffer lives on n's device, and then allocates nothing.
+bool may_take_input_buffer(const Graph& g, const Node& n, size_t k);
+
+// Compiles the plan of a validated, placed graph for `outputs` (the fetched
+// values). Fails only when the simulation exceeds kMaxSimulatedSteps.
+std::optional<Plan> compile_plan(const Graph& g, const std::vector<NodeId>& outputs, std::string* error);
+
+}  // namespace graphrun

@@ -1,0 +1,27 @@
+// The CPU as a Device: the caching CpuAllocator, the CPU kernels, and copies
+// that are plain memcpy.
+#pragma once
+#include <string>
+
+#include "engine/runtime/device.h"
+
+namespace graphrun {
+
+class CpuDevice final : public Device {
+public:
+    explicit CpuDevice(uint64_t memory_limit) : alloc_(memory_limit) {}
+    const std::string& name() const override { return name_; }
+    Allocator& allocator() override { return alloc_; }
+    bool supports(OpKind op, DType dtype) const override;
+    std::unique_ptr<Kernel> make_kernel(const Graph& g, const Node& n) override;
+    std::string copy_from_host(void* dst, const void* src, uint64_t bytes) override;
+    std::string copy_to_host(void* dst, const void* src, uint64_t bytes) override;
+    std::string synchronize() override { return {}; }
+    void close() override { alloc_.trim(); }
+
+private:
+    std::string name_ = "cpu";
+    CpuAllocator alloc_;
+};
+
+}  // namespace graphrun
