@@ -24,11 +24,12 @@ bool looks_like_json(const std::string& path, const std::string& source) {
 
 namespace {
 
-void parse_and_validate(LoadedGraph& lg) {
+void parse_and_validate(LoadedGraph& lg, const InputLimits& limits = {}) {
     lg.diag = Diagnostics(lg.display, lg.source);
     lg.graph.file = lg.display;
     lg.graph.from_json = lg.json;
-    bool parsed = lg.json ? parse_json(lg.source, lg.graph, lg.diag) : parse_text(lg.source, lg.graph, lg.diag);
+    bool parsed = lg.json ? parse_json(lg.source, lg.graph, lg.diag, limits)
+                         : parse_text(lg.source, lg.graph, lg.diag, limits);
     // Validation also runs after parse errors, on what did parse, so that one
     // run reports every independent error; nodes built from failed
     // expressions are skipped without cascading.
@@ -38,13 +39,14 @@ void parse_and_validate(LoadedGraph& lg) {
 
 }  // namespace
 
-std::unique_ptr<LoadedGraph> load_graph_source(const std::string& display, std::string source, bool json) {
+std::unique_ptr<LoadedGraph> load_graph_source(const std::string& display, std::string source, bool json,
+                                               const InputLimits& limits) {
     auto lg = std::make_unique<LoadedGraph>();
     lg->path = display;
     lg->display = display;
     lg->source = std::move(source);
     lg->json = json;
-    parse_and_validate(*lg);
+    parse_and_validate(*lg, limits);
     return lg;
 }
 

@@ -4,12 +4,10 @@
 #include <string>
 
 #include "engine/base/diagnostics.h"
+#include "engine/base/limits.h"
 #include "engine/ir/graph.h"
 
 namespace graphrun {
-
-// Largest graph file read; a bigger one is refused before it is read whole.
-constexpr uint64_t kMaxFileBytes = uint64_t{1} << 30;
 
 struct LoadedGraph {
     std::string path;      // as given ("-" for standard input)
@@ -30,6 +28,7 @@ bool looks_like_json(const std::string& path, const std::string& source);
 // source stays valid.
 std::unique_ptr<LoadedGraph> load_graph(const std::string& path);
 // The same for text already in memory (tests, fuzzing).
-std::unique_ptr<LoadedGraph> load_graph_source(const std::string& display, std::string source, bool json);
+std::unique_ptr<LoadedGraph> load_graph_source(const std::string& display, std::string source, bool json,
+                                               const InputLimits& limits = {});
 
 }  // namespace graphrun

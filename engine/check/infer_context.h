@@ -1,7 +1,7 @@
 // What validate.cpp and the per-op inference files (infer_*.cpp) share: the
 // checks of one node, its typed attribute accessors and literal encoding.
 // Internal to validation; nothing outside engine/validate.cpp and
-// engine/infer_*.cpp includes it.
+// engine/check/infer_*.cpp includes it.
 #pragma once
 #include <cstdint>
 #include <optional>
@@ -10,16 +10,12 @@
 #include <vector>
 
 #include "engine/base/diagnostics.h"
+#include "engine/base/limits.h"
 #include "engine/ir/dtype.h"
 #include "engine/ir/graph.h"
 #include "engine/ir/ops.h"
 
 namespace graphrun::infer {
-
-// A const literal bigger than this (in elements) made by filling a shape from
-// one scalar is refused: the literal lives in host memory outside any
-// allocator, so it must stay small; fill() makes the same tensor at run time.
-constexpr int64_t kMaxFilledLiteralElements = int64_t{1} << 24;
 
 // One scalar of a literal as written: a number or a bool.
 struct Scalar {

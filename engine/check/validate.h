@@ -1,14 +1,10 @@
 // Validation and shape/dtype inference for every op of SPEC section 3.
 #pragma once
 #include "engine/base/diagnostics.h"
+#include "engine/base/limits.h"
 #include "engine/ir/graph.h"
 
 namespace graphrun {
-
-// Largest tensor literal / created tensor accepted, in elements; bigger is an
-// error, never a giant allocation.
-constexpr int64_t kMaxElements = int64_t{1} << 40;
-constexpr int kMaxRank = 32;
 
 // Checks every node in program order (arity, attribute names and types, dtypes,
 // shapes, devices as written, loop-carried values keeping their type), filling

@@ -3,13 +3,14 @@
 #include <string_view>
 
 #include "engine/base/diagnostics.h"
+#include "engine/base/limits.h"
 #include "engine/ir/graph.h"
 
 namespace graphrun {
 
 // Parses `source` into `g` (which must be empty) through a GraphBuilder.
 // Errors carry the JSON pointer of the bad value, or line and column where the
-// JSON itself is malformed. Returns !diag.has_errors().
-bool parse_json(std::string_view source, Graph& g, Diagnostics& diag);
+// JSON itself is malformed. Reads under `limits`. Returns !diag.has_errors().
+bool parse_json(std::string_view source, Graph& g, Diagnostics& diag, const InputLimits& limits = {});
 
 }  // namespace graphrun

@@ -100,20 +100,18 @@ size_t utf8_sequence_length(const unsigned char* p, size_t avail) {
     return 0;
 }
 
-InputLimits g_input_limits;
-
-std::string literal_limit_message() {
-    return "literal too large: more than " + std::to_string(g_input_limits.literal_elements) +
+std::string literal_limit_message(const InputLimits& limits) {
+    return "literal too large: more than " + std::to_string(limits.literal_elements) +
            " elements in this file's literals; use fill(), zeros() or random_*() for large tensors";
 }
 
-std::string node_limit_message() {
-    return "graph too large: more than " + std::to_string(g_input_limits.nodes) +
+std::string node_limit_message(const InputLimits& limits) {
+    return "graph too large: more than " + std::to_string(limits.nodes) +
            " nodes and loops in this file (every operation and literal operand is a node); use repeat for long chains";
 }
 
-std::string json_value_limit_message() {
-    return "JSON document too large: more than " + std::to_string(g_input_limits.json_values) +
+std::string json_value_limit_message(const InputLimits& limits) {
+    return "JSON document too large: more than " + std::to_string(limits.json_values) +
            " values (numbers, strings, arrays and objects); use fill(), zeros() or random_*() for large tensors";
 }
 

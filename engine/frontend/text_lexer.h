@@ -7,35 +7,14 @@
 #include <string_view>
 
 #include "engine/base/diagnostics.h"
+#include "engine/base/limits.h"
 
 namespace graphrun {
 
-// Input limits that both front ends (text and JSON) enforce while they read, so
-// that no input, however large, makes them allocate without bound: past a
-// limit, reading stops with an error that names it.
-//
-// List elements (nested lists count too) in all the literals of one file: an
-// element costs about 120 bytes while it is read.
-constexpr size_t kMaxLiteralElements = size_t{1} << 22;
-// Nodes and repeat loops per file (generated nodes included; an empty loop
-// costs memory too). About 750 bytes each by the time a graph is planned.
-constexpr size_t kMaxNodes = size_t{1} << 20;
-// Values (numbers, strings, arrays, objects) in one JSON document.
-constexpr size_t kMaxJsonValues = size_t{1} << 24;
-
-// The limits in force: the constants above. Only tests lower them (like
-// g_fail_allocation_countdown), to reach a limit with a small input.
-struct InputLimits {
-    size_t literal_elements = kMaxLiteralElements;
-    size_t nodes = kMaxNodes;
-    size_t json_values = kMaxJsonValues;
-};
-extern InputLimits g_input_limits;
-
 // The messages, shared so that both front ends say the same thing.
-std::string literal_limit_message();
-std::string node_limit_message();
-std::string json_value_limit_message();
+std::string literal_limit_message(const InputLimits& limits);
+std::string node_limit_message(const InputLimits& limits);
+std::string json_value_limit_message(const InputLimits& limits);
 
 // clang-format off
 enum class Tok : uint8_t {

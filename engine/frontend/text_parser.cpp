@@ -57,8 +57,9 @@ Value node_value(NodeId id, const Token& at) {
 
 class TextParser {
   public:
-    TextParser(std::string_view src, Graph& g, Diagnostics& diag)
-        : src_(src),
+    TextParser(std::string_view src, Graph& g, Diagnostics& diag, const InputLimits& limits)
+        : limits_(limits),
+          src_(src),
           g_(g),
           diag_(diag),
           base_errors_(diag.error_count()),
@@ -146,6 +147,7 @@ class TextParser {
                      bool& has_device);
     void finish_attrs(OpKind op, std::vector<NamedAttr>& positional, std::vector<NamedAttr>& attrs);
 
+    const InputLimits limits_;
     std::string_view src_;
     Graph& g_;
     Diagnostics& diag_;
@@ -193,7 +195,7 @@ void TextParser::advance() {
     }
     check_limit();
     // A token adds at most a few nodes or one loop, so checking here bounds the graph.
-    if (!stopped_ && g_.nodes.size() + g_.repeats.size() > g_input_limits.nodes) stop_at_limit(loc_of(tok_), node_limit_message());
+    if (!stopped_ && g_.nodes.size() + g_.repeats.size() > limits_.nodes) stop_at_limit(loc_of(tok_), node_limit_message(limits_));
 }
 
 std::string TextParser::describe(const Token& t) const {
@@ -405,7 +407,7 @@ void TextParser::run() {
             default: break;
         }
     }
-    b_.reserve(nodes, lines);
+    b_.reserve(std::min(nodes, limits_.nodes + 1), lines);
     advance();
     statements(false);
     if (have_output_ && !stopped_) b_.set_outputs(std::move(outputs_), output_loc_);
@@ -994,8 +996,8 @@ bool TextParser::list_attr(Attr& out, bool in_expr) {
     while (tok_.kind != Tok::RBracket) {
         Attr item;
         if (!list_elem(item, in_expr, open)) return false;
-        if (++literal_elements_ > g_input_limits.literal_elements) {
-            stop_at_limit(loc_of(open), literal_limit_message());
+        if (++literal_elements_ > limits_.literal_elements) {
+            stop_at_limit(loc_of(open), literal_limit_message(limits_));
             return false;
         }
         items.push_back(std::move(item));
@@ -1109,8 +1111,8 @@ std::string TextParser::unescape(const Token& t) const {
 
 }  // namespace
 
-bool parse_text(std::string_view source, Graph& g, Diagnostics& diag) {
-    TextParser parser(source, g, diag);
+bool parse_text(std::string_view source, Graph& g, Diagnostics& diag, const InputLimits& limits) {
+    TextParser parser(source, g, diag, limits);
     parser.run();
     return !diag.has_errors();
 }

@@ -3,16 +3,14 @@
 #include <string_view>
 
 #include "engine/base/diagnostics.h"
+#include "engine/base/limits.h"
 #include "engine/ir/graph.h"
 
 namespace graphrun {
 
-// Deepest nesting of brackets, parentheses, unary operators and blocks accepted;
-// deeper input gets a "nesting too deep" error instead of exhausting the stack.
-constexpr int kMaxNesting = 256;
-
 // Parses `source` into `g` (which must be empty) through a GraphBuilder,
-// reporting every independent error into `diag`. Returns !diag.has_errors().
-bool parse_text(std::string_view source, Graph& g, Diagnostics& diag);
+// reporting every independent error into `diag`, reading under `limits`.
+// Returns !diag.has_errors().
+bool parse_text(std::string_view source, Graph& g, Diagnostics& diag, const InputLimits& limits = {});
 
 }  // namespace graphrun

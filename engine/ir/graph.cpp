@@ -6,7 +6,6 @@
 #include <cmath>
 #include <cstring>
 
-#include "engine/frontend/text_lexer.h"  // g_input_limits
 
 namespace graphrun {
 
@@ -260,7 +259,6 @@ GraphBuilder::GraphBuilder(Graph& g, Diagnostics& diag) : g_(g), diag_(diag) {
 }
 
 void GraphBuilder::reserve(size_t nodes, size_t statements) {
-    nodes = std::min(nodes, g_input_limits.nodes + 1);
     statements = std::min(statements, nodes);
     g_.nodes.reserve(nodes);
     prefault_.reset();

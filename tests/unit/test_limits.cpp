@@ -1,6 +1,6 @@
 // Input limits (issue "Hardening"): every limit gives a clear error, never a
 // crash, a hang or a huge allocation. Limits that are named constants are
-// reached with small inputs by lowering g_input_limits for the test.
+// reached with small inputs by passing lowered InputLimits to the front end.
 #include <doctest/doctest.h>
 #include <unistd.h>
 
@@ -32,19 +32,6 @@ bool has_message(const Diagnostics& d, const std::string& part) {
     return false;
 }
 
-// Lowers the limits in force for one test and restores them after.
-struct LoweredLimits {
-    InputLimits saved = g_input_limits;
-    LoweredLimits(size_t literal_elements, size_t nodes, size_t json_values) {
-        g_input_limits.literal_elements = literal_elements;
-        g_input_limits.nodes = nodes;
-        g_input_limits.json_values = json_values;
-    }
-    ~LoweredLimits() { g_input_limits = saved; }
-    LoweredLimits(const LoweredLimits&) = delete;
-    LoweredLimits& operator=(const LoweredLimits&) = delete;
-};
-
 std::string zeros_list(size_t n) {
     std::string s = "[";
     for (size_t i = 0; i < n; ++i) s += i ? ",0" : "0";
@@ -65,10 +52,11 @@ TEST_CASE("limits: the constants are the documented ones") {
     CHECK(kMaxLiteralElements == size_t{1} << 22);
     CHECK(kMaxNodes == size_t{1} << 20);
     CHECK(kMaxJsonValues == size_t{1} << 24);
-    // The defaults in force are the constants.
-    CHECK(g_input_limits.literal_elements == kMaxLiteralElements);
-    CHECK(g_input_limits.nodes == kMaxNodes);
-    CHECK(g_input_limits.json_values == kMaxJsonValues);
+    // The default limits are the constants.
+    const InputLimits defaults;
+    CHECK(defaults.literal_elements == kMaxLiteralElements);
+    CHECK(defaults.nodes == kMaxNodes);
+    CHECK(defaults.json_values == kMaxJsonValues);
 }
 
 TEST_CASE("limits: nesting depth, text and JSON") {
@@ -149,10 +137,10 @@ TEST_CASE("limits: element counts and byte sizes that overflow") {
 }
 
 TEST_CASE("limits: literal elements per file, text") {
-    LoweredLimits lowered(100, kMaxNodes, kMaxJsonValues);
+    const InputLimits lowered{100, kMaxNodes, kMaxJsonValues};
     // At the limit: fine, across several literals.
     auto at = load_graph_source(
-        "lit.graph", "a = " + zeros_list(60) + "\nb = const(" + zeros_list(40) + ")\n", false);
+        "lit.graph", "a = " + zeros_list(60) + "\nb = const(" + zeros_list(40) + ")\n", false, lowered);
     INFO(messages(at->diag));
     CHECK(at->ok());
 
@@ -162,7 +150,7 @@ TEST_CASE("limits: literal elements per file, text") {
           "a = " + zeros_list(60) + "\nb = const(" + zeros_list(41) + ")\n",
           "a = const(" + zeros_list(60) + ", shape=[60])\nb = " + zeros_list(40) + "\n",
           "a = [" + zeros_list(49) + "," + zeros_list(50) + "]\n"}) {
-        auto over = load_graph_source("lit.graph", src, false);
+        auto over = load_graph_source("lit.graph", src, false, lowered);
         INFO(src);
         INFO(messages(over->diag));
         CHECK_FALSE(over->ok());
@@ -175,13 +163,13 @@ TEST_CASE("limits: literal elements per file, text") {
 }
 
 TEST_CASE("limits: literal elements per file, JSON") {
-    LoweredLimits lowered(100, kMaxNodes, kMaxJsonValues);
+    const InputLimits lowered{100, kMaxNodes, kMaxJsonValues};
     auto at = load_graph_source(
         "lit.json",
         json_graph("{\"name\": \"a\", \"op\": \"const\", \"value\": " + zeros_list(60) +
                    "}, {\"name\": \"b\", \"op\": \"const\", \"attrs\": {\"value\": " +
                    zeros_list(40) + "}}"),
-        true);
+        true, lowered);
     INFO(messages(at->diag));
     CHECK(at->ok());
 
@@ -189,7 +177,7 @@ TEST_CASE("limits: literal elements per file, JSON") {
         "lit.json",
         json_graph("{\"name\": \"a\", \"op\": \"const\", \"value\": " + zeros_list(60) +
                    "}, {\"name\": \"b\", \"op\": \"zeros\", \"shape\": " + zeros_list(41) + "}"),
-        true);
+        true, lowered);
     INFO(messages(over->diag));
     CHECK_FALSE(over->ok());
     CHECK(has_message(over->diag, "literal too large: more than 100 elements"));
@@ -198,10 +186,10 @@ TEST_CASE("limits: literal elements per file, JSON") {
 }
 
 TEST_CASE("limits: nodes per file, text") {
-    LoweredLimits lowered(kMaxLiteralElements, 50, kMaxJsonValues);
+    const InputLimits lowered{kMaxLiteralElements, 50, kMaxJsonValues};
     std::string at = "x = zeros([1])\n";
     for (int i = 1; i < 50; ++i) at += "x = neg(x)\n";
-    auto ok = load_graph_source("nodes.graph", at, false);
+    auto ok = load_graph_source("nodes.graph", at, false, lowered);
     INFO(messages(ok->diag));
     CHECK(ok->ok());
     CHECK(ok->graph.nodes.size() == 50);
@@ -210,7 +198,7 @@ TEST_CASE("limits: nodes per file, text") {
     std::string sum = "x = 1";
     for (int i = 0; i < 100; ++i) sum += " + 1";
     for (std::string src : {at + "x = neg(x)\n", sum + "\n"}) {
-        auto over = load_graph_source("nodes.graph", src, false);
+        auto over = load_graph_source("nodes.graph", src, false, lowered);
         INFO(messages(over->diag));
         CHECK_FALSE(over->ok());
         CHECK(
@@ -221,7 +209,7 @@ TEST_CASE("limits: nodes per file, text") {
     // Empty loops make no node but cost memory: they count too.
     std::string loops = "x = zeros([1])\n";
     for (int i = 0; i < 100; ++i) loops += "repeat 1 {}\n";
-    auto rep = load_graph_source("loops.graph", loops, false);
+    auto rep = load_graph_source("loops.graph", loops, false, lowered);
     INFO(messages(rep->diag));
     CHECK_FALSE(rep->ok());
     CHECK(has_message(rep->diag, "graph too large: more than 50 nodes and loops in this file"));
@@ -229,17 +217,17 @@ TEST_CASE("limits: nodes per file, text") {
 }
 
 TEST_CASE("limits: nodes per file, JSON") {
-    LoweredLimits lowered(kMaxLiteralElements, 50, kMaxJsonValues);
+    const InputLimits lowered{kMaxLiteralElements, 50, kMaxJsonValues};
     std::string nodes = "{\"name\": \"x\", \"op\": \"zeros\", \"shape\": [1]}";
     for (int i = 1; i < 50; ++i)
         nodes += ", {\"name\": \"x\", \"op\": \"neg\", \"inputs\": [\"x\"]}";
-    auto ok = load_graph_source("nodes.json", json_graph(nodes), true);
+    auto ok = load_graph_source("nodes.json", json_graph(nodes), true, lowered);
     INFO(messages(ok->diag));
     CHECK(ok->ok());
 
     auto over = load_graph_source(
         "nodes.json",
-        json_graph(nodes + ", {\"name\": \"x\", \"op\": \"neg\", \"inputs\": [\"x\"]}"), true);
+        json_graph(nodes + ", {\"name\": \"x\", \"op\": \"neg\", \"inputs\": [\"x\"]}"), true, lowered);
     INFO(messages(over->diag));
     CHECK_FALSE(over->ok());
     CHECK(has_message(over->diag, "graph too large: more than 50 nodes"));
@@ -249,7 +237,7 @@ TEST_CASE("limits: nodes per file, JSON") {
     std::string many = "{\"name\": \"c\", \"op\": \"concat\", \"inputs\": [";
     for (int i = 0; i < 100; ++i) many += i ? ", 1" : "1";
     many += "]}";
-    auto lit = load_graph_source("nodes.json", json_graph(many), true);
+    auto lit = load_graph_source("nodes.json", json_graph(many), true, lowered);
     INFO(messages(lit->diag));
     CHECK_FALSE(lit->ok());
     CHECK(has_message(lit->diag, "graph too large"));
@@ -257,7 +245,7 @@ TEST_CASE("limits: nodes per file, JSON") {
 
     std::string loops = "{\"name\": \"x\", \"op\": \"zeros\", \"shape\": [1]}";
     for (int i = 0; i < 100; ++i) loops += ", {\"repeat\": 1, \"body\": []}";
-    auto rep = load_graph_source("loops.json", json_graph(loops), true);
+    auto rep = load_graph_source("loops.json", json_graph(loops), true, lowered);
     INFO(messages(rep->diag));
     CHECK_FALSE(rep->ok());
     CHECK(has_message(rep->diag, "graph too large: more than 50 nodes and loops"));
@@ -265,11 +253,11 @@ TEST_CASE("limits: nodes per file, JSON") {
 }
 
 TEST_CASE("limits: values per JSON document bound the reader's memory") {
-    LoweredLimits lowered(kMaxLiteralElements, kMaxNodes, 1000);
+    const InputLimits lowered{kMaxLiteralElements, kMaxNodes, 1000};
     auto ok = load_graph_source(
         "v.json",
         json_graph("{\"name\": \"a\", \"op\": \"const\", \"value\": " + zeros_list(900) + "}"),
-        true);
+        true, lowered);
     INFO(messages(ok->diag));
     CHECK(ok->ok());
 
@@ -280,14 +268,14 @@ TEST_CASE("limits: values per JSON document bound the reader's memory") {
     for (std::string src :
          {json_graph("{\"name\": \"a\", \"op\": \"const\", \"value\": " + zeros_list(1000) + "}"),
           "{\"graphrun\": 1, \"junk\": " + zeros_list(5000) + "}", objects}) {
-        auto over = load_graph_source("v.json", src, true);
+        auto over = load_graph_source("v.json", src, true, lowered);
         INFO(messages(over->diag));
         CHECK_FALSE(over->ok());
         CHECK(over->diag.error_count() == 1);
         CHECK(has_message(over->diag, "JSON document too large: more than 1000 values"));
     }
     auto flat =
-        load_graph_source("v.json", "{\"graphrun\": 1, \"junk\": " + zeros_list(5000) + "}", true);
+        load_graph_source("v.json", "{\"graphrun\": 1, \"junk\": " + zeros_list(5000) + "}", true, lowered);
     CHECK(has_message(flat->diag, "JSON document too large: more than 1000 values"));
 }
 
