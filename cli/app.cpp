@@ -4,12 +4,9 @@
 #include <CLI/CLI.hpp>
 #include <functional>
 #include <iostream>
-#include <thread>
-
-#include "engine/runtime/allocator.h"
 
 #include "cli/commands.h"
-#include "engine/kernels/cpu/cpu_kernel.h"
+#include "engine/api/units.h"
 
 namespace graphrun::cli {
 
@@ -29,6 +26,17 @@ void add_placement_options(CLI::App* cmd, PlacementOptions& p) {
 
 }  // namespace
 
+int exit_code(const Error& e) {
+    switch (e.kind) {
+        case ErrorKind::Usage: return kExitUsage;
+        case ErrorKind::InvalidGraph: return kExitInvalidGraph;
+        case ErrorKind::Runtime: return kExitRuntime;
+        case ErrorKind::Interrupted: return 128 + e.signal;
+        case ErrorKind::Leak: return kExitLeak;
+    }
+    return kExitRuntime;
+}
+
 int run_app(int argc, char** argv) {
     CLI::App app{"graphrun: run tensor graph scripts and see what they do with memory", "graphrun"};
     // Called only for --version: asking the plugin for its toolkit loads cuBLAS.
@@ -44,8 +52,8 @@ int run_app(int argc, char** argv) {
     check_cmd->add_option("FILE", check.file, "graph file (.graph text or .json), or - for standard input")
         ->required();
     check_cmd->add_option("--format", check_format, "output format")->check(CLI::IsMember({"text", "json"}));
-    add_placement_options(check_cmd, check.placement);
-    check_cmd->add_option("--fetch", check.fetch, "name to fetch instead of the script's outputs (repeatable)");
+    add_placement_options(check_cmd, check.engine.placement);
+    check_cmd->add_option("--fetch", check.engine.fetch, "name to fetch instead of the script's outputs (repeatable)");
 
     RunOptions run;
     std::string run_cleanup = "background", run_format = "text", run_memory_limit;
@@ -57,10 +65,10 @@ int run_app(int argc, char** argv) {
     run_cmd->add_option("--cleanup", run_cleanup, "when unreferenced tensors are released: background (a reclaimer "
                                                   "thread), safepoint (at safe points), close (only at close)")
         ->check(CLI::IsMember({"background", "safepoint", "close"}));
-    add_placement_options(run_cmd, run.placement);
-    run_cmd->add_option("--iterations", run.iterations, "run the graph N times in the one session")
+    add_placement_options(run_cmd, run.engine.prepare.placement);
+    run_cmd->add_option("--iterations", run.engine.iterations, "run the graph N times in the one session")
         ->check(CLI::Range(int64_t{0}, int64_t{1} << 40));
-    run_cmd->add_option("--fetch", run.fetch, "name to fetch and print instead of the script's outputs (repeatable)");
+    run_cmd->add_option("--fetch", run.engine.prepare.fetch, "name to fetch and print instead of the script's outputs (repeatable)");
     run_cmd->add_option("--format", run_format, "output format on stdout (json: one JSON document per file per line)")
         ->check(CLI::IsMember({"text", "json"}));
     run_cmd->add_option("--memory-limit", run_memory_limit,
@@ -70,12 +78,12 @@ int run_app(int argc, char** argv) {
             if (parse_memory_size(v, b) && b > 0) return {};
             return "not a memory size: '" + v + "' (use e.g. 512MiB, 2GB, 1048576)";
         });
-    run_cmd->add_flag("--check-leaks", run.check_leaks, "exit 4 if any allocator reports memory left after teardown");
-    run_cmd->add_option("--threads", run.threads, "CPU worker threads (default: all cores)")
+    run_cmd->add_flag("--check-leaks", run.engine.check_leaks, "exit 4 if any allocator reports memory left after teardown");
+    run_cmd->add_option("--threads", run.engine.threads, "CPU worker threads (default: all cores)")
         ->check(CLI::Range(1, 1024));
-    run_cmd->add_flag("--allow-tf32", run.allow_tf32, "let GPU matmul use TF32 (no effect without a GPU)");
-    run_cmd->add_flag("--reset-device", run.reset_device, "end the CUDA context at teardown (no effect without a GPU)");
-    run_cmd->add_flag("--profile", run.profile, "print per-op totals (count, time, bytes) after the run");
+    run_cmd->add_flag("--allow-tf32", run.engine.allow_tf32, "let GPU matmul use TF32 (no effect without a GPU)");
+    run_cmd->add_flag("--reset-device", run.engine.reset_device, "end the CUDA context at teardown (no effect without a GPU)");
+    run_cmd->add_flag("--profile", run.engine.profile, "print per-op totals (count, time, bytes) after the run");
 
     std::string convert_file, convert_to;
     auto* convert_cmd = app.add_subcommand("convert", "write the graph in the other form (text or json) on stdout");
@@ -92,21 +100,21 @@ int run_app(int argc, char** argv) {
     }
 
     if (run_cmd->parsed()) {
-        run.cleanup = run_cleanup == "close"       ? CleanupStrategy::Close
-                      : run_cleanup == "safepoint" ? CleanupStrategy::Safepoint
-                                                   : CleanupStrategy::Background;
+        run.engine.cleanup = run_cleanup == "close"       ? CleanupStrategy::Close
+                             : run_cleanup == "safepoint" ? CleanupStrategy::Safepoint
+                                                          : CleanupStrategy::Background;
         run.format = run_format == "json" ? Format::Json : Format::Text;
-        if (!run_memory_limit.empty()) parse_memory_size(run_memory_limit, run.memory_limit);
-        if (run.threads == 0) run.threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+        if (!run_memory_limit.empty()) parse_memory_size(run_memory_limit, run.engine.prepare.memory_limit);
         return run_command(run, std::cout, std::cerr);
     }
-    stop_blas_workers();  // only `run` computes
+    stop_compute_workers();  // only `run` computes
     if (check_cmd->parsed()) {
+        check.engine.refuse_over_limit = false;
         check.format = check_format == "json" ? Format::Json : Format::Text;
         return check_command(check, std::cout, std::cerr);
     }
     if (convert_cmd->parsed())
-        return convert_command(convert_file, convert_to == "json" ? Format::Json : Format::Text, std::cout, std::cerr);
+        return convert_command(convert_file, convert_to == "json" ? GraphForm::Json : GraphForm::Text, std::cout, std::cerr);
     return devices_command(std::cout);
 }
 

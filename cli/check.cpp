@@ -11,8 +11,8 @@
 
 #include "cli/app.h"
 #include "cli/commands.h"
-#include "engine/api/load.h"
-#include "engine/plan/plan.h"
+#include "engine/api/prepare.h"
+#include "engine/api/units.h"
 
 namespace graphrun::cli {
 
@@ -160,45 +160,29 @@ void print_json(const Graph& g, const Plan& plan, std::ostream& out) {
     out << doc.dump() << "\n";
 }
 
-void print_json_error(const LoadedGraph& lg, int code, const std::string& message, std::ostream& out) {
+void print_json_error(const std::string& file, const Error& e, std::ostream& out) {
     nlohmann::ordered_json doc;
-    doc["file"] = lg.display;
-    doc["error"] = {{"code", code}, {"message", message}};
+    doc["file"] = file;
+    doc["error"] = {{"code", exit_code(e)}, {"message", e.message}};
     out << doc.dump() << "\n";
 }
 
 }  // namespace
 
 int check_command(const CheckOptions& opts, std::ostream& out, std::ostream& err) {
-    auto lg = load_graph(opts.file);
-    if (!lg->ok()) {
-        lg->diag.print(err);
-        int code = lg->read_failed ? kExitRuntime : kExitInvalidGraph;
-        if (opts.format == Format::Json) {
-            std::string first = lg->diag.all().empty() ? "" : lg->diag.format(lg->diag.all().front());
-            if (!first.empty() && first.find('\n') != std::string::npos) first.resize(first.find('\n'));
-            print_json_error(*lg, code, first, out);
-        }
-        return code;
+    auto fail = [&](const std::string& file, const Error& e) {
+        if (opts.format == Format::Json) print_json_error(file, e, out);
+        return exit_code(e);
+    };
+    PrepareResult pr = load_and_place(opts.file, opts.engine, err);
+    if (pr.error) {
+        // A --fetch mistake is reported on stderr only, as a usage error.
+        if (pr.error->kind == ErrorKind::Usage) return exit_code(*pr.error);
+        return fail(pr.file, *pr.error);
     }
-    lg->diag.print(err);  // warnings, if any
-    Graph& g = lg->graph;
-    std::string fetch_error;
-    if (!apply_fetch(g, opts.fetch, fetch_error)) {
-        err << "graphrun: error: " << fetch_error << "\n";
-        return kExitUsage;
-    }
-    if (auto perr = place(g, opts.placement, device_availability(), err)) {
-        Diagnostics d(lg->display, lg->source);
-        d.error(perr->loc, perr->message);
-        d.print(err);
-        if (opts.format == Format::Json) print_json_error(*lg, kExitRuntime, perr->message, out);
-        return kExitRuntime;
-    }
-    std::vector<NodeId> outputs;
-    for (const Output& o : g.outputs) outputs.push_back(o.id);
-    std::string plan_error;
-    std::optional<Plan> plan;
+    Prepared& p = pr.prepared;
+    const Graph& g = p.graph();
+    std::optional<Error> plan_error;
     std::string listing;
     if (opts.format == Format::Text) {
         // The listing is rendered on a second thread while the plan compiles
@@ -220,29 +204,25 @@ int check_command(const CheckOptions& opts, std::ostream& out, std::ostream& err
                 // No thread to be had: render after the plan, on this one.
             }
         }
-        plan = compile_plan(g, outputs, &plan_error);
+        plan_error = plan_prepared(p, opts.engine, err);
         if (renderer) renderer->join();
         else render();
         if (render_failed) std::rethrow_exception(render_failed);
     } else {
-        plan = compile_plan(g, outputs, &plan_error);
+        plan_error = plan_prepared(p, opts.engine, err);
     }
-    if (!plan) {
-        err << lg->display << ": error: " << plan_error << "\n";
-        if (opts.format == Format::Json) print_json_error(*lg, kExitInvalidGraph, plan_error, out);
-        return kExitInvalidGraph;
-    }
+    if (plan_error) return fail(pr.file, *plan_error);
     if (opts.format == Format::Json) {
-        print_json(g, *plan, out);
+        print_json(g, *p.plan, out);
     } else {
         std::ostringstream tail;
-        print_text_tail(g, *plan, tail);
+        print_text_tail(g, *p.plan, tail);
         // The graph is not read again: a big one (a million nodes take about
         // 60 ms to free) goes on a second thread while the listing is written.
         std::optional<std::jthread> freer;
         if (g.nodes.size() >= kParallelListingNodes) {
             try {
-                freer.emplace([&lg] { lg.reset(); });
+                freer.emplace([&p] { p.loaded.reset(); });
             } catch (const std::system_error&) {
                 // No thread to be had: it is freed on return.
             }
@@ -251,20 +231,6 @@ int check_command(const CheckOptions& opts, std::ostream& out, std::ostream& err
         out << tail.str();
     }
     return kExitOk;
-}
-
-std::string human_bytes(uint64_t bytes) {
-    const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
-    double v = static_cast<double>(bytes);
-    int u = 0;
-    while (v >= 1024 && u < 5) {
-        v /= 1024;
-        ++u;
-    }
-    std::ostringstream os;
-    if (u == 0) os << bytes << " B";
-    else os << std::fixed << std::setprecision(2) << v << " " << units[u];
-    return os.str();
 }
 
 }  // namespace graphrun::cli

@@ -3,17 +3,17 @@
 
 #include "cli/app.h"
 #include "cli/commands.h"
-#include "engine/frontend/json_writer.h"
+#include "engine/api/convert.h"
 #include "engine/api/load.h"
-#include "engine/frontend/text_writer.h"
+#include "engine/api/prepare.h"
 
 namespace graphrun::cli {
 
-int convert_command(const std::string& file, Format to, std::ostream& out, std::ostream& err) {
+int convert_command(const std::string& file, GraphForm to, std::ostream& out, std::ostream& err) {
     auto lg = load_graph(file);
     lg->diag.print(err);
-    if (!lg->ok()) return lg->read_failed ? kExitRuntime : kExitInvalidGraph;
-    out << (to == Format::Json ? write_json(lg->graph) : write_text(lg->graph));
+    if (auto e = load_error(*lg)) return exit_code(*e);
+    out << write_graph(lg->graph, to);
     return kExitOk;
 }
 

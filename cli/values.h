@@ -3,7 +3,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "engine/runtime/session.h"
+#include "engine/api/run.h"  // HostTensor
 
 namespace graphrun::cli {
 

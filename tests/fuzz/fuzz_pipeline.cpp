@@ -1,6 +1,7 @@
-// libFuzzer target for the whole pipeline: load (text or JSON), place on the
-// CPU, plan, run a session under a 16 MiB memory limit, tear it down, and check
-// that teardown left nothing behind. The first byte picks the format, the
+// libFuzzer target for the whole pipeline through the engine API: load (text or
+// JSON), prepare (place on the CPU, plan, refuse a static peak over 16 MiB), run
+// a session under that limit, tear it down, and check that teardown left
+// nothing behind. The first byte picks the format, the
 // cleanup strategy and the iteration count; the rest is the graph.
 #include <algorithm>
 #include <cstddef>
@@ -10,9 +11,8 @@
 #include <vector>
 
 #include "engine/api/load.h"
-#include "engine/check/placement.h"
-#include "engine/plan/plan.h"
-#include "engine/runtime/session.h"
+#include "engine/api/prepare.h"
+#include "engine/api/run.h"
 
 using namespace graphrun;
 
@@ -97,31 +97,20 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     estimate(g, work, simulated);
     if (work * static_cast<double>(iterations) > kMaxWork || simulated > kMaxSimulated) return 0;
 
-    PlacementOptions po;
-    po.device = "cpu";
     std::ostringstream log;
-    if (place(g, po, DeviceAvailability{}, log)) return 0;
-
-    std::vector<NodeId> outputs;
-    for (const Output& o : g.outputs) outputs.push_back(o.id);
-    std::string plan_error;
-    auto plan = compile_plan(g, outputs, &plan_error);
-    if (!plan) return 0;
-    for (const auto& [device, bytes] : plan->static_peak)
-        if (bytes > kMemoryLimit) return 0;
-
-    SessionOptions so;
-    so.cleanup = cleanup;
-    so.threads = 1;
-    so.cpu_memory_limit = kMemoryLimit;
-    std::vector<HostTensor> fetched;
-    {
-        Session session(g, *plan, so);
-        // Out of memory and the like are fine outcomes; teardown must still be complete.
-        (void)session.run(iterations, g.outputs, fetched);
-        session.close();
-        for (const auto& [device, stats] : session.stats())
-            if (!all_released(stats)) __builtin_trap();
-    }
+    const DeviceAvailability cpu_only;
+    RunFileOptions opts;
+    opts.prepare.placement.device = "cpu";
+    opts.prepare.memory_limit = kMemoryLimit;
+    opts.prepare.devices = &cpu_only;
+    opts.cleanup = cleanup;
+    opts.iterations = iterations;
+    opts.threads = 1;
+    PrepareResult prepared = prepare(std::move(lg), opts.prepare, log);
+    if (!prepared.ok()) return 0;
+    // Out of memory and the like are fine outcomes; teardown must still be complete.
+    RunResult r = run_prepared(prepared.prepared, opts, log);
+    for (const auto& [device, stats] : r.after)
+        if (!all_released(stats)) __builtin_trap();
     return 0;
 }

@@ -1,0 +1,107 @@
+// Load, validate, fetch, place, plan, refuse an over-limit static peak.
+#include "engine/api/prepare.h"
+
+#include "engine/api/devices.h"
+#include "engine/api/units.h"
+#include "engine/base/diagnostics.h"
+#include "engine/runtime/allocator.h"
+
+namespace graphrun {
+
+std::optional<Error> load_error(const LoadedGraph& lg) {
+    if (lg.ok()) return std::nullopt;
+    std::string first = lg.diag.all().empty() ? "" : lg.diag.format(lg.diag.all().front());
+    if (first.find('\n') != std::string::npos) first.resize(first.find('\n'));
+    return Error{lg.read_failed ? ErrorKind::Runtime : ErrorKind::InvalidGraph, first, 0};
+}
+
+bool apply_fetch(Graph& g, const std::vector<std::string>& fetch, std::string& error) {
+    if (fetch.empty()) return true;
+    std::vector<Output> outs;
+    for (const std::string& name : fetch) {
+        auto id = g.find_fetchable(name);
+        if (!id) {
+            error = "--fetch=" + name + ": no top-level name or node '" + name + "' in " + g.file;
+            if (auto near = nearest_name(name, g.fetchable_names()); !near.empty())
+                error += "; did you mean '" + near + "'?";
+            return false;
+        }
+        outs.push_back(Output{name, *id, {}});
+    }
+    g.outputs = std::move(outs);
+    return true;
+}
+
+std::string over_limit_message(const std::string& device, uint64_t bytes, uint64_t limit) {
+    return "the static plan needs " + std::to_string(bytes) + " bytes (" + human_bytes(bytes) + ") on " + device +
+           " at its peak, more than the memory limit of " + std::to_string(limit) + " bytes (" + human_bytes(limit) +
+           "); refused before running";
+}
+
+PrepareResult load_and_place(const std::string& path, const PrepareOptions& opts, std::ostream& err) {
+    return load_and_place(load_graph(path), opts, err);
+}
+
+PrepareResult load_and_place(std::unique_ptr<LoadedGraph> loaded, const PrepareOptions& opts, std::ostream& err) {
+    PrepareResult r;
+    r.prepared.loaded = std::move(loaded);
+    LoadedGraph& lg = *r.prepared.loaded;
+    r.file = lg.display;
+    lg.diag.print(err);  // errors, or warnings only
+    if ((r.error = load_error(lg))) return r;
+    Graph& g = lg.graph;
+    std::string fetch_error;
+    if (!apply_fetch(g, opts.fetch, fetch_error)) {
+        err << "graphrun: error: " << fetch_error << "\n";
+        r.error = Error{ErrorKind::Usage, fetch_error, 0};
+        return r;
+    }
+    std::optional<PlacementError> perr;
+    if (opts.devices) perr = place(g, opts.placement, *opts.devices, err);
+    else perr = place(g, opts.placement, device_availability(), err);
+    if (perr) {
+        Diagnostics d(lg.display, lg.source);
+        d.error(perr->loc, perr->message);
+        d.print(err);
+        r.error = Error{ErrorKind::Runtime, perr->message, 0};
+    }
+    return r;
+}
+
+std::optional<Error> plan_prepared(Prepared& p, const PrepareOptions& opts, std::ostream& err) {
+    const Graph& g = p.graph();
+    const std::string& file = p.loaded->display;
+    std::vector<NodeId> outputs;
+    outputs.reserve(g.outputs.size());
+    for (const Output& o : g.outputs) outputs.push_back(o.id);
+    std::string plan_error;
+    p.plan = compile_plan(g, outputs, &plan_error);
+    if (!p.plan) {
+        err << file << ": error: " << plan_error << "\n";
+        return Error{ErrorKind::InvalidGraph, plan_error, 0};
+    }
+    if (!opts.refuse_over_limit) return std::nullopt;
+    p.cpu_memory_limit = opts.memory_limit ? opts.memory_limit : default_cpu_memory_limit();
+    for (const auto& [dev, bytes] : p.plan->static_peak) {
+        bool gpu = dev != "cpu";
+        // A GPU without --memory-limit is checked against its free memory once it is open.
+        if (bytes > p.cpu_memory_limit && (!gpu || opts.memory_limit)) {
+            std::string msg = over_limit_message(dev, bytes, p.cpu_memory_limit);
+            err << file << ": error: " << msg << "\n";
+            return Error{ErrorKind::Runtime, msg, 0};
+        }
+    }
+    return std::nullopt;
+}
+
+PrepareResult prepare(const std::string& path, const PrepareOptions& opts, std::ostream& err) {
+    return prepare(load_graph(path), opts, err);
+}
+
+PrepareResult prepare(std::unique_ptr<LoadedGraph> lg, const PrepareOptions& opts, std::ostream& err) {
+    PrepareResult r = load_and_place(std::move(lg), opts, err);
+    if (r.ok()) r.error = plan_prepared(r.prepared, opts, err);
+    return r;
+}
+
+}  // namespace graphrun

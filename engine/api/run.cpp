@@ -1,0 +1,135 @@
+// One fresh session per graph: open, run, take the statistics, tear down.
+#include "engine/api/run.h"
+
+#include <cstdio>
+#include <thread>
+#include <unistd.h>
+
+#include "engine/base/diagnostics.h"
+#include "engine/ir/device_name.h"
+#include "engine/kernels/cpu/cpu_kernel.h"
+#include "engine/runtime/device.h"
+
+namespace graphrun {
+
+namespace {
+
+uint64_t resident_bytes() {
+    FILE* f = std::fopen("/proc/self/statm", "r");
+    if (!f) return 0;
+    unsigned long size = 0, rss = 0;
+    int n = std::fscanf(f, "%lu %lu", &size, &rss);
+    std::fclose(f);
+    return n == 2 ? static_cast<uint64_t>(rss) * static_cast<uint64_t>(sysconf(_SC_PAGESIZE)) : 0;
+}
+
+}  // namespace
+
+RunResult run_file(const std::string& path, const RunFileOptions& opts, std::ostream& err) {
+    PrepareResult pr = prepare(path, opts.prepare, err);
+    if (!pr.ok()) {
+        RunResult r;
+        r.file = pr.file;
+        r.error = std::move(pr.error);
+        return r;
+    }
+    return run_prepared(pr.prepared, opts, err);
+}
+
+RunResult run_prepared(Prepared& p, const RunFileOptions& opts, std::ostream& err) {
+    RunResult r;
+    const LoadedGraph& lg = *p.loaded;
+    const Graph& g = lg.graph;
+    const Plan& plan = *p.plan;
+    r.file = lg.display;
+
+    SessionOptions so;
+    so.cleanup = opts.cleanup;
+    so.threads = opts.threads ? opts.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    so.cpu_memory_limit = p.cpu_memory_limit;  // 0: the session's default
+    so.profile = opts.profile;
+    so.interrupt = opts.interrupt;
+    so.gpu.memory_limit = opts.prepare.memory_limit;
+    so.gpu.allow_tf32 = opts.allow_tf32;
+    so.gpu.reset_device = opts.reset_device;
+    // The driver's figures for each GPU the plan uses, taken before the session opens.
+    GpuRuntime* rt = nullptr;
+    for (const auto& [dev, bytes] : plan.static_peak) {
+        auto dn = parse_device_name(dev);
+        if (!dn || dn->kind != DeviceName::Kind::Gpu) continue;
+        if (!rt) rt = gpu_runtime(nullptr);
+        DriverFigures& f = r.gpu_system[dev];
+        if (rt) f.before_session = rt->driver_used_bytes(dn->index, &f.why);
+    }
+    so.gpu_runtime = rt;
+    auto driver_figures = [&](bool after_teardown) {
+        for (auto& [dev, f] : r.gpu_system) {
+            if (!rt) continue;
+            auto v = rt->driver_used_bytes(parse_device_name(dev)->index, &f.why);
+            (after_teardown ? f.after_teardown : f.before_teardown) = v;
+        }
+    };
+    r.rss_session = resident_bytes();
+    r.ran = true;
+    Session session(g, plan, so);
+    std::optional<RunError> run_error;
+    std::string refused;
+    // A GPU's limit (its free memory by default) is known once its device is open.
+    for (const auto& [dev, lim] : session.limits()) {
+        auto it = plan.static_peak.find(dev);
+        if (dev != "cpu" && it != plan.static_peak.end() && it->second > lim && refused.empty()) {
+            refused = over_limit_message(dev, it->second, lim);
+            err << lg.display << ": error: " << refused << "\n";
+        }
+    }
+    if (refused.empty()) run_error = session.run(opts.iterations, g.outputs, r.outputs);
+    r.run_ms = session.run_ms();
+    r.profile = session.profile();
+    r.before = session.stats();
+    r.rss_before = resident_bytes();
+    driver_figures(false);
+    session.close();
+    r.teardown_ms = session.teardown_ms();
+    r.after = session.stats();
+    r.rss_after = resident_bytes();
+    driver_figures(true);
+    if (!refused.empty()) {
+        r.error = Error{ErrorKind::Runtime, refused, 0};
+        return r;
+    }
+    if (run_error) {
+        if (run_error->signal) {
+            err << lg.display << ": " << run_error->message << "; the session was torn down\n";
+            r.error = Error{ErrorKind::Interrupted, run_error->message, run_error->signal};
+            return r;
+        }
+        Diagnostics d(lg.display, lg.source);
+        d.error(run_error->loc, run_error->message);
+        d.print(err);
+        r.error = Error{ErrorKind::Runtime, run_error->message, 0};
+        return r;
+    }
+    if (opts.check_leaks) {
+        std::string leaks = leak_report(r.after);
+        if (!leaks.empty()) {
+            err << r.file << ": error: memory left after teardown: " << leaks << "\n";
+            r.error = Error{ErrorKind::Leak, "memory left after teardown: " + leaks, 0};
+        }
+    }
+    return r;
+}
+
+std::string leak_report(const std::map<std::string, MemoryStats>& after) {
+    std::string out;
+    for (const auto& [dev, s] : after) {
+        if (s.in_use || s.pending || s.reserved || s.live || s.allocs != s.frees)
+            out += dev + ": in_use " + std::to_string(s.in_use) + ", pending " + std::to_string(s.pending) +
+                   ", reserved " + std::to_string(s.reserved) + ", live " + std::to_string(s.live) + ", allocs " +
+                   std::to_string(s.allocs) + " vs frees " + std::to_string(s.frees) + "; ";
+    }
+    return out;
+}
+
+void stop_compute_workers() { stop_blas_workers(); }
+
+}  // namespace graphrun

@@ -1,0 +1,63 @@
+// Running a prepared graph in one fresh session: the outputs, the statistics
+// before and after teardown, and the process's and the GPU driver's own
+// figures at the same moments. Every path ends with the session torn down.
+#pragma once
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "engine/api/error.h"
+#include "engine/api/prepare.h"
+#include "engine/runtime/allocator.h"  // MemoryStats
+#include "engine/runtime/session.h"    // CleanupStrategy, HostTensor, OpProfile
+
+namespace graphrun {
+
+struct RunFileOptions {
+    PrepareOptions prepare;  // prepare.memory_limit also caps each GPU (0: its free memory)
+    CleanupStrategy cleanup = CleanupStrategy::Background;
+    int64_t iterations = 1;
+    int threads = 0;  // CPU worker threads; 0: all cores
+    bool allow_tf32 = false;
+    bool reset_device = false;
+    bool profile = false;
+    bool check_leaks = false;  // ErrorKind::Leak if an allocator reports memory after teardown
+    // Set asynchronously (a signal handler) to a signal's number to stop the
+    // run at the next node boundary. Optional.
+    const std::atomic<int>* interrupt = nullptr;
+};
+
+// A GPU's used memory as the driver reports it (NVML), at three moments.
+struct DriverFigures {
+    std::optional<uint64_t> before_session, before_teardown, after_teardown;
+    std::string why;  // when NVML cannot say
+};
+
+struct RunResult {
+    std::string file;  // for messages ("<stdin>" for "-")
+    std::vector<HostTensor> outputs;
+    std::map<std::string, MemoryStats> before, after;  // per device, before and after teardown
+    uint64_t rss_session = 0, rss_before = 0, rss_after = 0;  // process resident bytes
+    std::map<std::string, DriverFigures> gpu_system;          // per GPU the plan uses
+    bool ran = false;  // a session was opened (the figures above are set)
+    std::vector<OpProfile> profile;
+    double run_ms = 0, teardown_ms = 0;
+    std::optional<Error> error;
+};
+
+// prepare() and run_prepared().
+RunResult run_file(const std::string& path, const RunFileOptions& opts, std::ostream& err);
+// Runs a prepared graph (its plan compiled) in a fresh session and closes it.
+RunResult run_prepared(Prepared& p, const RunFileOptions& opts, std::ostream& err);
+
+// What the allocators still report after teardown ("" when nothing).
+std::string leak_report(const std::map<std::string, MemoryStats>& after);
+
+// Stops the BLAS library's worker threads, for commands that compute nothing.
+void stop_compute_workers();
+
+}  // namespace graphrun
