@@ -109,7 +109,6 @@ int run_app(int argc, char** argv) {
     }
     stop_compute_workers();  // only `run` computes
     if (check_cmd->parsed()) {
-        check.engine.refuse_over_limit = false;
         check.format = check_format == "json" ? Format::Json : Format::Text;
         return check_command(check, std::cout, std::cerr);
     }

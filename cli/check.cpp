@@ -174,7 +174,9 @@ int check_command(const CheckOptions& opts, std::ostream& out, std::ostream& err
         if (opts.format == Format::Json) print_json_error(file, e, out);
         return exit_code(e);
     };
-    PrepareResult pr = load_and_place(opts.file, opts.engine, err);
+    PrepareOptions engine = opts.engine;
+    engine.refuse_over_limit = false;  // check lists the static peak; only run refuses it
+    PrepareResult pr = load_and_place(opts.file, engine, err);
     if (pr.error) {
         // A --fetch mistake is reported on stderr only, as a usage error.
         if (pr.error->kind == ErrorKind::Usage) return exit_code(*pr.error);
@@ -204,12 +206,12 @@ int check_command(const CheckOptions& opts, std::ostream& out, std::ostream& err
                 // No thread to be had: render after the plan, on this one.
             }
         }
-        plan_error = plan_prepared(p, opts.engine, err);
+        plan_error = plan_prepared(p, engine, err);
         if (renderer) renderer->join();
         else render();
         if (render_failed) std::rethrow_exception(render_failed);
     } else {
-        plan_error = plan_prepared(p, opts.engine, err);
+        plan_error = plan_prepared(p, engine, err);
     }
     if (plan_error) return fail(pr.file, *plan_error);
     if (opts.format == Format::Json) {
