@@ -4,7 +4,9 @@
 
 #include <algorithm>
 #include <cstring>
+#include <sstream>
 #include <string>
+#include <vector>
 
 #include "engine/api/load.h"
 #include "engine/check/placement.h"
