@@ -27,9 +27,10 @@ class PlanWalker {
 public:
     PlanWalker(const Graph& g, const Plan& plan) : g_(g), plan_(plan), passes_left_(plan.loops.size(), 0) {}
 
-    // Walks one pass of the plan; false when the visitor stopped it.
+    // Walks one pass of the plan; false when the visitor stopped it. Inlined
+    // into its caller, so that the visitor's fields stay in registers.
     template <class Visitor>
-    bool walk(Visitor& v) {
+    [[gnu::always_inline]] inline bool walk(Visitor& v) {
         const std::vector<PlanStep>& steps = plan_.steps;
         for (size_t i = 0; i < steps.size(); ++i) {
             if (!v.step()) return false;

@@ -108,17 +108,13 @@ constexpr uint64_t kMinBacklogBytes = 4 * kBatchBytes;
 }  // namespace
 
 BackgroundCleanup::BackgroundCleanup(uint64_t static_peak)
-    : static_peak_(static_peak), backlog_limit_(std::max(static_peak, kMinBacklogBytes)) {}
+    : Cleanup(kBatchBuffers, kBatchBytes),
+      static_peak_(static_peak), backlog_limit_(std::max(static_peak, kMinBacklogBytes)) {}
 
 BackgroundCleanup::~BackgroundCleanup() { stop_reclaimer(); }
 
 void BackgroundCleanup::start() {
     if (!reclaimer_.joinable() && !stop_) reclaimer_ = std::thread([this] { reclaimer_loop(); });
-}
-
-void BackgroundCleanup::at_safe_point() {
-    // Hand over in batches: one lock per batch, not per buffer.
-    if (pending_.size() >= kBatchBuffers || batch_bytes_ >= kBatchBytes) flush_to_reclaimer(backlog_limit_);
 }
 
 void BackgroundCleanup::at_pass_end() {

@@ -11,6 +11,7 @@
 // each strategy depend on exactly when, so each hook says it.
 #pragma once
 #include <condition_variable>
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -25,7 +26,6 @@ namespace graphrun {
 
 class Cleanup {
 public:
-    Cleanup() = default;
     virtual ~Cleanup() = default;
     Cleanup(const Cleanup&) = delete;
     Cleanup& operator=(const Cleanup&) = delete;
@@ -35,8 +35,11 @@ public:
     // A buffer nothing refers to any more (the execution frame's last drop).
     virtual void on_unreferenced(const PendingRelease& buf);
     // Just before a node's dispatch (before its output is allocated) and at
-    // the end of every repeat pass.
-    virtual void at_safe_point() = 0;
+    // the end of every repeat pass. Inline and without a virtual call while
+    // the batch is below the strategy's threshold: it runs once per node.
+    void at_safe_point() {
+        if (pending_.size() >= flush_buffers_ || batch_bytes_ >= flush_bytes_) flush_at_safe_point();
+    }
     // The end of a pass of the plan.
     virtual void at_pass_end() { at_safe_point(); }
     // An allocation of `bytes` from `a` failed. True when the strategy gave
@@ -55,6 +58,12 @@ public:
     virtual bool thread_running() const { return false; }
 
 protected:
+    // A safe point calls flush_at_safe_point() once the batch holds
+    // `flush_buffers` buffers or `flush_bytes` bytes.
+    Cleanup(size_t flush_buffers, uint64_t flush_bytes) : flush_buffers_(flush_buffers), flush_bytes_(flush_bytes) {}
+    // The strategy's work at a safe point, the batch over its threshold.
+    virtual void flush_at_safe_point() {}
+
     // Releases a list of pending buffers, one call per run of the same
     // allocator; `marked`: add_pending was called for them.
     static void release_all(const PendingRelease* items, size_t n, bool marked);
@@ -70,6 +79,10 @@ protected:
     // pending_[0, pending_marked_) is counted as pending (add_pending), the
     // rest not yet: safepoint and background count a batch when it goes.
     size_t pending_marked_ = 0;
+
+private:
+    const size_t flush_buffers_;
+    const uint64_t flush_bytes_;
 };
 
 // --cleanup=close: counts each buffer as pending at once (its out-of-memory
@@ -77,8 +90,8 @@ protected:
 // at close.
 class CloseCleanup final : public Cleanup {
 public:
+    CloseCleanup() : Cleanup(SIZE_MAX, UINT64_MAX) {}  // a safe point never has work
     void on_unreferenced(const PendingRelease& buf) override;
-    void at_safe_point() override {}
     std::string oom_note(const MemoryStats& s) const override;
 };
 
@@ -87,7 +100,10 @@ public:
 // point (one allocator call per safe point instead of two per buffer).
 class SafepointCleanup final : public Cleanup {
 public:
-    void at_safe_point() override { release_pending_now(); }
+    SafepointCleanup() : Cleanup(1, UINT64_MAX) {}  // work as soon as one buffer waits
+
+protected:
+    void flush_at_safe_point() override { release_pending_now(); }
 };
 
 // --cleanup=background: batches of buffers go to a reclaimer thread. The
@@ -99,12 +115,15 @@ public:
     explicit BackgroundCleanup(uint64_t static_peak);
     ~BackgroundCleanup() override;
     void start() override;
-    void at_safe_point() override;
     void at_pass_end() override;
     bool release_for_retry(const Allocator& a, uint64_t bytes) override;
     void after_run() override;
     void close() override;
     bool thread_running() const override { return reclaimer_.joinable(); }
+
+protected:
+    // Hands the batch over: one lock per batch, not per buffer.
+    void flush_at_safe_point() override { flush_to_reclaimer(backlog_limit_); }
 
 private:
     // Hands the batch over (one lock per batch, not per buffer); then, if

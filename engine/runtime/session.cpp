@@ -20,6 +20,14 @@ SessionOptions with_defaults(SessionOptions opts) {
     if (opts.cpu_memory_limit == 0) opts.cpu_memory_limit = default_cpu_memory_limit();
     return opts;
 }
+
+// The largest static peak of one pass over the devices: background's backlog
+// may grow to it before the executing thread waits.
+uint64_t largest_static_peak(const Plan& plan) {
+    uint64_t peak = 0;
+    for (const auto& [dev, bytes] : plan.static_peak) peak = std::max(peak, bytes);
+    return peak;
+}
 }  // namespace
 
 Session::Session(const Graph& g, const Plan& plan, SessionOptions opts)
@@ -27,6 +35,8 @@ Session::Session(const Graph& g, const Plan& plan, SessionOptions opts)
       plan_(plan),
       opts_(with_defaults(opts)),
       factory_(opts_.cpu_memory_limit, opts_.gpu_runtime, opts_.gpu),
+      cleanup_(make_cleanup(opts_.cleanup, largest_static_peak(plan))),
+      frame_(g.nodes.size(), *cleanup_),
       walker_(g, plan) {
     ctx_.threads = std::max(1, opts_.threads);
     bool uses_blas = false;
@@ -67,12 +77,6 @@ Session::Session(const Graph& g, const Plan& plan, SessionOptions opts)
     }
     scratch_inputs_.resize(max_inputs);
     scratch_.reserve(max_inputs);
-    // background: the backlog may grow to one pass's static peak (and at least
-    // its minimum) before the executing thread waits.
-    uint64_t static_peak = 0;
-    for (const auto& [dev, bytes] : plan.static_peak) static_peak = std::max(static_peak, bytes);
-    cleanup_ = make_cleanup(opts_.cleanup, static_peak);
-    frame_ = std::make_unique<ExecutionFrame>(g.nodes.size(), *cleanup_);
     if (opts_.profile) {
         op_profile_.resize(static_cast<size_t>(OpKind::Invalid) + 1);
         for (size_t k = 0; k < op_profile_.size(); ++k) op_profile_[k].op = op_name(static_cast<OpKind>(k));
@@ -182,7 +186,7 @@ void Session::release_scratch() {
 std::optional<RunError> Session::run_node(NodeId id) {
     const ExecNode& e = exec_[static_cast<size_t>(id)];
     cleanup_->at_safe_point();  // just before dispatch, before the output is allocated
-    ExecutionFrame& frame = *frame_;
+    ExecutionFrame& frame = frame_;
     if (e.alias_of != kNoNode) {
         frame.share(id, e.alias_of);
         return std::nullopt;
@@ -241,7 +245,7 @@ std::optional<RunError> Session::run_node_profiled(NodeId id) {
     ++p.count;
     // In place, the output still shares the donor's buffer (the donor's drop comes next).
     const NodeId donor = exec_[static_cast<size_t>(id)].donor;
-    const bool in_place = donor != kNoNode && frame_->same_buffer(id, donor);
+    const bool in_place = donor != kNoNode && frame_.same_buffer(id, donor);
     if (!aliases_input(g_, n) && !in_place) p.bytes += plan_.node_bytes[static_cast<size_t>(id)];
     return e;
 }
@@ -265,11 +269,14 @@ struct Session::PassVisitor {
             error = s.interrupted(id);
             return false;
         }
-        error = s.opts_.profile ? s.run_node_profiled(id) : s.run_node(id);
-        return !error;
+        if (auto e = s.opts_.profile ? s.run_node_profiled(id) : s.run_node(id)) {
+            error = std::move(e);
+            return false;
+        }
+        return true;
     }
-    void drop(NodeId v) { s.frame_->drop(v); }
-    void share(NodeId to, NodeId from) { s.frame_->share(to, from); }
+    void drop(NodeId v) { s.frame_.drop(v); }
+    void share(NodeId to, NodeId from) { s.frame_.share(to, from); }
     static int64_t passes(const Repeat& rep) { return rep.count; }
     void loop_pass_end(int32_t) { s.cleanup_->at_safe_point(); }  // the end of each repeat pass
 };
@@ -289,7 +296,7 @@ std::optional<RunError> Session::run(int64_t iterations, const std::vector<Outpu
     for (int64_t pass = 0; pass < iterations && !err; ++pass) {
         // The previous pass's outputs stay referenced until this pass's first safe point.
         if (pass > 0)
-            for (NodeId v : plan_.held) frame_->drop(v);
+            for (NodeId v : plan_.held) frame_.drop(v);
         err = run_pass();
     }
     cleanup_->at_run_end();  // what a stopped run left unreferenced shows as pending
@@ -304,7 +311,7 @@ std::optional<RunError> Session::run(int64_t iterations, const std::vector<Outpu
     for (const Output& o : outputs) {
         const Node& n = g_.node(o.id);
         HostTensor h{o.name, n.dtype, n.shape, std::string(n.placed), {}};
-        const ExecutionFrame::Buffer* buf = frame_->buffer_of(o.id);
+        const ExecutionFrame::Buffer* buf = frame_.buffer_of(o.id);
         int64_t numel = checked_numel(n.shape).value_or(0);
         size_t bytes = static_cast<size_t>(numel) * dtype_size(n.dtype);
         h.data.resize(bytes);
@@ -324,7 +331,7 @@ void Session::close() {
     if (closed_) return;
     closed_ = true;
     auto t0 = std::chrono::steady_clock::now();
-    frame_->drop_all();
+    frame_.drop_all();
     cleanup_->close();  // releases everything; joins the reclaimer
     kernels_.clear();  // before the devices whose handles they use
     ctx_.pool = nullptr;

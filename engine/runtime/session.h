@@ -104,7 +104,7 @@ private:
 
     // Declared after devices_: destroyed before the allocators they refer to.
     std::unique_ptr<Cleanup> cleanup_;
-    std::unique_ptr<ExecutionFrame> frame_;
+    ExecutionFrame frame_;
     PlanWalker walker_;
 
     std::vector<OpProfile> op_profile_;  // by OpKind
