@@ -250,9 +250,7 @@ std::optional<RunError> Session::run_node_profiled(NodeId id) {
     return e;
 }
 
-std::optional<RunError> Session::interrupted(NodeId before) const {
-    const int sig = opts_.interrupt ? opts_.interrupt->load(std::memory_order_relaxed) : 0;
-    if (!sig) return std::nullopt;
+RunError Session::interrupted(NodeId before, int sig) const {
     std::string name = sig == 2 ? "SIGINT" : sig == 15 ? "SIGTERM" : "signal " + std::to_string(sig);
     return RunError{"interrupted by " + name + " before " + node_label(g_.node(before)), {}, sig};
 }
@@ -265,9 +263,11 @@ struct Session::PassVisitor {
 
     static bool step() { return true; }
     bool run(NodeId id) {
-        if (s.opts_.interrupt && s.opts_.interrupt->load(std::memory_order_relaxed)) {
-            error = s.interrupted(id);
-            return false;
+        if (s.opts_.interrupt) {
+            if (const int sig = s.opts_.interrupt->load(std::memory_order_relaxed)) {
+                error = s.interrupted(id, sig);
+                return false;
+            }
         }
         if (auto e = s.opts_.profile ? s.run_node_profiled(id) : s.run_node(id)) {
             error = std::move(e);
@@ -283,7 +283,7 @@ struct Session::PassVisitor {
 
 std::optional<RunError> Session::run_pass() {
     PassVisitor v{*this, std::nullopt};
-    if (!walker_.walk(v)) return v.error;
+    if (!walker_.walk(v)) return std::move(v.error);
     cleanup_->at_pass_end();
     return std::nullopt;
 }

@@ -63,7 +63,7 @@ private:
     std::optional<RunError> run_pass();
     std::optional<RunError> run_node(NodeId id);
     std::optional<RunError> run_node_profiled(NodeId id);
-    std::optional<RunError> interrupted(NodeId before) const;
+    RunError interrupted(NodeId before, int sig) const;  // the error of a run stopped by `sig`
     Device* device_for(std::string_view name);
     void* allocate_on(Device& dev, uint64_t bytes);
     void release_scratch();
