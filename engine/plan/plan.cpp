@@ -1,6 +1,7 @@
 // Compiles one pass into steps with drop points, and simulates them for the
 // static peak.
 #include "engine/plan/plan.h"
+#include "engine/plan/plan_walker.h"
 
 #include <algorithm>
 #include <unordered_map>
@@ -244,40 +245,43 @@ public:
         touched_.assign(devices_.size(), false);
     }
 
-    bool run(std::map<std::string, uint64_t>& peak) {
-        std::vector<int64_t> passes_left(p_.loops.size(), 0);
-        uint64_t budget = kMaxSimulatedSteps;
-        for (size_t i = 0; i < p_.steps.size(); ++i) {
-            if (budget-- == 0) return false;
-            const PlanStep& s = p_.steps[i];
-            switch (s.kind) {
-                case PlanStep::Kind::Run: run_node(s.arg); break;
-                case PlanStep::Kind::Drop: drop(s.arg); break;
-                case PlanStep::Kind::LoopBegin: {
-                    const LoopPlan& lp = p_.loops[static_cast<size_t>(s.arg)];
-                    const Repeat& rep = g_.repeats[static_cast<size_t>(s.arg)];
-                    for (const Carry& c : rep.carries) share(c.param, c.init);
-                    for (NodeId v : lp.drop_at_begin) drop(v);
-                    // Every pass after the second repeats the second exactly.
-                    passes_left[static_cast<size_t>(s.arg)] = std::min<int64_t>(rep.count, 2);
-                    if (rep.count == 0) i = static_cast<size_t>(lp.end);
-                    break;
-                }
-                case PlanStep::Kind::LoopEnd: {
-                    const LoopPlan& lp = p_.loops[static_cast<size_t>(s.arg)];
-                    for (const Carry& c : g_.repeats[static_cast<size_t>(s.arg)].carries) {
-                        share(c.param, c.update);
-                        drop(c.update);
-                    }
-                    if (--passes_left[static_cast<size_t>(s.arg)] > 0) i = static_cast<size_t>(lp.body_start) - 1;
-                    break;
-                }
-            }
-        }
+    bool simulate(std::map<std::string, uint64_t>& peak) {
+        budget_ = kMaxSimulatedSteps;
+        if (!PlanWalker(g_, p_).walk(*this)) return false;
         // Every device a node is placed on has a figure, 0 if nothing was allocated there.
         for (size_t k = 0; k < devices_.size(); ++k)
             if (touched_[k] || used_[k]) peak[std::string(devices_[k])] = peak_[k];
         return true;
+    }
+
+    // PlanWalker's visitor.
+    bool step() { return budget_-- != 0; }
+    bool run(NodeId id) {
+        run_node(id);
+        return true;
+    }
+    // Every pass after the second repeats the second exactly.
+    static int64_t passes(const Repeat& rep) { return std::min<int64_t>(rep.count, 2); }
+    void loop_pass_end(int32_t) {}
+
+    // The executor's moves (ExecutionFrame::share and drop), with sizes. The
+    // plan has dropped `to` before it shares (ExecutionFrame::share drops it
+    // again to be safe).
+    void share(NodeId to, NodeId from) {
+        int64_t b = value_buf_[static_cast<size_t>(from)];
+        value_buf_[static_cast<size_t>(to)] = b;
+        if (b >= 0) ++bufs_[static_cast<size_t>(b)].refs;
+    }
+
+    void drop(NodeId v) {
+        int64_t& b = value_buf_[static_cast<size_t>(v)];
+        if (b < 0) return;
+        Buffer& buf = bufs_[static_cast<size_t>(b)];
+        if (--buf.refs == 0) {
+            live_[buf.device] -= buf.bytes;
+            free_.push_back(b);
+        }
+        b = -1;
     }
 
 private:
@@ -334,23 +338,6 @@ private:
         return b >= 0 && bufs_[static_cast<size_t>(b)].refs == 1 && bufs_[static_cast<size_t>(b)].device == dev;
     }
 
-    void share(NodeId to, NodeId from) {
-        int64_t b = value_buf_[static_cast<size_t>(from)];
-        value_buf_[static_cast<size_t>(to)] = b;
-        if (b >= 0) ++bufs_[static_cast<size_t>(b)].refs;
-    }
-
-    void drop(NodeId v) {
-        int64_t& b = value_buf_[static_cast<size_t>(v)];
-        if (b < 0) return;
-        Buffer& buf = bufs_[static_cast<size_t>(b)];
-        if (--buf.refs == 0) {
-            live_[buf.device] -= buf.bytes;
-            free_.push_back(b);
-        }
-        b = -1;
-    }
-
     const Graph& g_;
     const Plan& p_;
     std::vector<int64_t> value_buf_;
@@ -361,6 +348,7 @@ private:
     std::vector<uint64_t> live_, peak_;  // per device
     std::vector<bool> touched_;          // per device: allocated on at least once
     std::vector<bool> used_;             // per device: a node (not a loop parameter) is placed there
+    uint64_t budget_ = 0;                // steps left to simulate
 };
 
 }  // namespace
@@ -381,7 +369,7 @@ std::optional<Plan> compile_plan(const Graph& g, const std::vector<NodeId>& outp
         }
         simulated += mult;
     }
-    if (simulated > static_cast<double>(kMaxSimulatedSteps) || !PeakSimulator(g, plan).run(plan.static_peak)) {
+    if (simulated > static_cast<double>(kMaxSimulatedSteps) || !PeakSimulator(g, plan).simulate(plan.static_peak)) {
         if (error)
             *error = "the static plan needs more than " + std::to_string(kMaxSimulatedSteps) +
                      " simulated steps (repeat loops nested too deeply)";

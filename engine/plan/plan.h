@@ -1,7 +1,7 @@
 // The execution plan of one pass (SPEC section 4): the order nodes run in and
 // the points where each value is dropped, compiled once. The executor runs
 // these steps; the static peak is the same steps simulated with buffer sizes,
-// so that the two follow one rule.
+// so that the two follow one rule. Both walk them with PlanWalker (plan_walker.h).
 #pragma once
 #include <cstdint>
 #include <map>

@@ -1,50 +1,43 @@
-// The executor and the cleanup strategies.
+// The executor: compiles the per-node records once, then walks the plan
+// pass after pass; buffers live in the execution frame, unreferenced ones go
+// to the cleanup strategy.
 #include "engine/runtime/session.h"
 
-#include "engine/runtime/cpu_device.h"
 #include "engine/kernels/cpu/cpu_kernel.h"
-#include "engine/ir/device_name.h"
-
-#include <cblas.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 
 namespace graphrun {
 
-const char* cleanup_name(CleanupStrategy s) {
-    switch (s) {
-        case CleanupStrategy::Background: return "background";
-        case CleanupStrategy::Safepoint: return "safepoint";
-        case CleanupStrategy::Close: return "close";
-    }
-    return "?";
-}
-
 namespace {
-// The background strategy hands buffers to the reclaimer once a batch holds
-// this many buffers or bytes, and at the end of every pass.
-constexpr size_t kBatchBuffers = 256;
-constexpr uint64_t kBatchBytes = uint64_t{1} << 20;
-// A hand-over wakes a sleeping reclaimer only once this many buffers (or
-// kBatchBytes) wait for it, or when the executing thread is about to wait for
-// it. A wake-up is a system call and, on a virtual machine, an interrupt to
-// the other core: 5 to 10 us of the executing thread's time, which a chain of
-// tiny tensors must not pay every 256 nodes (measured: 0.10-0.11 us per node
-// with a wake per 256 buffers, 0.07 with one per 4096).
-constexpr size_t kWakeBuffers = 4096;
-// The backlog may always reach this before the executing thread waits, even
-// when one pass's static peak is smaller: otherwise a graph of tiny tensors
-// would wait for the reclaimer (two thread switches) at every hand-over.
-constexpr uint64_t kMinBacklogBytes = 4 * kBatchBytes;
-
 double ms_since(std::chrono::steady_clock::time_point t0) {
     return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
+
+SessionOptions with_defaults(SessionOptions opts) {
+    if (opts.cpu_memory_limit == 0) opts.cpu_memory_limit = default_cpu_memory_limit();
+    return opts;
+}
+
+// The largest static peak of one pass over the devices: background's backlog
+// may grow to it before the executing thread waits.
+uint64_t largest_static_peak(const Plan& plan) {
+    uint64_t peak = 0;
+    for (const auto& [dev, bytes] : plan.static_peak) peak = std::max(peak, bytes);
+    return peak;
+}
 }  // namespace
 
-Session::Session(const Graph& g, const Plan& plan, SessionOptions opts) : g_(g), plan_(plan), opts_(opts) {
-    if (opts_.cpu_memory_limit == 0) opts_.cpu_memory_limit = default_cpu_memory_limit();
+Session::Session(const Graph& g, const Plan& plan, SessionOptions opts)
+    : g_(g),
+      plan_(plan),
+      opts_(with_defaults(opts)),
+      factory_(opts_.cpu_memory_limit, opts_.gpu_runtime, opts_.gpu),
+      cleanup_(make_cleanup(opts_.cleanup, largest_static_peak(plan))),
+      frame_(g.nodes.size(), *cleanup_),
+      walker_(g, plan) {
     ctx_.threads = std::max(1, opts_.threads);
     bool uses_blas = false;
     for (const Node& n : g.nodes) uses_blas |= n.op == OpKind::Matmul && n.placed == "cpu";
@@ -84,19 +77,11 @@ Session::Session(const Graph& g, const Plan& plan, SessionOptions opts) : g_(g),
     }
     scratch_inputs_.resize(max_inputs);
     scratch_.reserve(max_inputs);
-    value_buf_.assign(g.nodes.size(), -1);
-    passes_left_.assign(plan.loops.size(), 0);
-    bufs_.reserve(64);
-    // The backlog may grow to one pass's static peak (and at least
-    // kMinBacklogBytes) before the executing thread waits.
-    for (const auto& [dev, bytes] : plan.static_peak) static_peak_ = std::max(static_peak_, bytes);
-    backlog_limit_ = std::max(static_peak_, kMinBacklogBytes);
     if (opts_.profile) {
         op_profile_.resize(static_cast<size_t>(OpKind::Invalid) + 1);
         for (size_t k = 0; k < op_profile_.size(); ++k) op_profile_[k].op = op_name(static_cast<OpKind>(k));
     }
-    if (opts_.cleanup == CleanupStrategy::Background && !open_error_)
-        reclaimer_ = std::thread([this] { reclaimer_loop(); });
+    if (!open_error_) cleanup_->start();
 }
 
 Session::~Session() { close(); }
@@ -107,17 +92,11 @@ Device* Session::device_for(std::string_view name) {
     auto it = devices_.find(name);
     if (it != devices_.end()) return it->second.get();
     if (open_error_) return nullptr;
-    std::unique_ptr<Device> dev;
-    auto dn = parse_device_name(name);
-    if (!dn || dn->kind == DeviceName::Kind::Cpu) {
-        dev = std::make_unique<CpuDevice>(opts_.cpu_memory_limit);
-    } else {
-        std::string error = "graphrun was built without CUDA support";
-        if (opts_.gpu_runtime) dev = opts_.gpu_runtime->open(dn->index, opts_.gpu, &error);
-        if (!dev) {
-            open_error_ = RunError{"cannot open " + std::string(name) + ": " + error, {}};
-            return nullptr;
-        }
+    std::string error;
+    std::unique_ptr<Device> dev = factory_.open(name, &error);
+    if (!dev) {
+        open_error_ = RunError{"cannot open " + std::string(name) + ": " + error, {}};
+        return nullptr;
     }
     Device* raw = dev.get();
     devices_.emplace(std::string(name), std::move(dev));
@@ -145,133 +124,6 @@ std::vector<OpProfile> Session::profile() const {
     return out;
 }
 
-// --- buffers and values -----------------------------------------------------
-
-void Session::share(NodeId to, NodeId from) {
-    drop(to);
-    int32_t b = value_buf_[static_cast<size_t>(from)];
-    value_buf_[static_cast<size_t>(to)] = b;
-    if (b >= 0) ++bufs_[static_cast<size_t>(b)].refs;
-}
-
-void Session::drop(NodeId v) {
-    int32_t& b = value_buf_[static_cast<size_t>(v)];
-    if (b < 0) return;
-    if (--bufs_[static_cast<size_t>(b)].refs == 0) unreferenced(b);
-    b = -1;
-}
-
-// A buffer nothing refers to any more: the strategy decides when it goes back.
-void Session::unreferenced(int32_t b) {
-    Buffer& buf = bufs_[static_cast<size_t>(b)];
-    Allocator& a = buf.dev->allocator();
-    // safepoint and background count pending_ as pending together when it
-    // goes (mark_pending): one allocator call per batch instead of one per
-    // buffer. close counts each buffer at once: its out-of-memory message
-    // says how much of what is in use is unreferenced.
-    pending_.push_back(Freed{buf.data, buf.bytes, &a});
-    if (opts_.cleanup == CleanupStrategy::Close) {
-        a.add_pending(buf.bytes);
-        pending_marked_ = pending_.size();
-    }
-    batch_bytes_ += buf.bytes;
-    buf = Buffer{};
-    free_bufs_.push_back(b);
-}
-
-// Releases a list of pending buffers, one release_batch per run of the same allocator.
-void Session::release_all(const Freed* items, size_t n, bool marked) {
-    for (size_t i = 0; i < n;) {
-        size_t j = i + 1;
-        while (j < n && items[j].alloc == items[i].alloc) ++j;
-        if (marked)
-            items[i].alloc->release_batch(items + i, j - i);
-        else
-            items[i].alloc->release_unreferenced(items + i, j - i);
-        i = j;
-    }
-}
-
-// Counts what pending_ holds beyond pending_marked_ as pending: one
-// add_pending per run of the same allocator.
-void Session::mark_pending() {
-    for (size_t i = pending_marked_; i < pending_.size();) {
-        uint64_t bytes = 0;
-        size_t j = i;
-        for (; j < pending_.size() && pending_[j].alloc == pending_[i].alloc; ++j) bytes += pending_[j].bytes;
-        pending_[i].alloc->add_pending(bytes);
-        i = j;
-    }
-    pending_marked_ = pending_.size();
-}
-
-void Session::release_pending_now() {
-    // Under safepoint a buffer is released at the safe point after it became
-    // unreferenced, and is counted as pending only then, with the others of
-    // that safe point: one allocator call per safe point instead of two per
-    // buffer. A run that stops between two safe points (an error, a signal)
-    // counts what is left with mark_pending(), before anyone reads the figures.
-    release_all(pending_.data(), pending_marked_, true);
-    release_all(pending_.data() + pending_marked_, pending_.size() - pending_marked_, false);
-    pending_marked_ = 0;
-    pending_.clear();
-    batch_bytes_ = 0;
-}
-
-// Hands the batch to the reclaimer (one lock per batch, not per buffer), then
-// waits when the backlog is over `wait_above` (0: always).
-void Session::flush_to_reclaimer(uint64_t wait_above) {
-    mark_pending();  // the batch counts as pending from its hand-over on
-    std::unique_lock<std::mutex> lock(mu_);
-    if (!pending_.empty()) {
-        if (queue_.empty()) queue_.swap(pending_);
-        else {
-            queue_.insert(queue_.end(), pending_.begin(), pending_.end());
-            pending_.clear();
-        }
-        pending_marked_ = 0;
-        queued_bytes_ += batch_bytes_;
-        batch_bytes_ = 0;
-    }
-    const bool wait = queued_bytes_ > wait_above || wait_above == 0;
-    // A reclaimer that is not waiting needs no wake-up; a waiting one gets it
-    // here (without a waiter, notify_one costs no system call).
-    if (wait || queue_.size() >= kWakeBuffers || queued_bytes_ >= kBatchBytes) cv_work_.notify_one();
-    if (wait) cv_drained_.wait(lock, [this] { return queue_.empty() && !busy_; });
-}
-
-void Session::reclaimer_loop() {
-    std::vector<Freed> work;
-    std::unique_lock<std::mutex> lock(mu_);
-    for (;;) {
-        cv_work_.wait(lock, [this] { return stop_ || !queue_.empty(); });
-        if (queue_.empty() && stop_) break;
-        work.swap(queue_);
-        busy_ = true;
-        lock.unlock();
-        uint64_t done = 0;
-        for (const Freed& f : work) done += f.bytes;
-        release_all(work.data(), work.size(), true);
-        work.clear();
-        lock.lock();
-        queued_bytes_ -= done;
-        busy_ = false;
-        if (queue_.empty()) cv_drained_.notify_all();
-    }
-    cv_drained_.notify_all();
-}
-
-void Session::safe_point() {
-    switch (opts_.cleanup) {
-        case CleanupStrategy::Safepoint: release_pending_now(); break;
-        case CleanupStrategy::Background:
-            // Hand over in batches: one lock per batch, not per buffer.
-            if (pending_.size() >= kBatchBuffers || batch_bytes_ >= kBatchBytes) flush_to_reclaimer(backlog_limit_);
-            break;
-        case CleanupStrategy::Close: break;
-    }
-}
-
 // --- execution --------------------------------------------------------------
 
 std::string Session::oom_message(const Node& n, uint64_t bytes, const Allocator& a, const std::string& what) const {
@@ -279,36 +131,30 @@ std::string Session::oom_message(const Node& n, uint64_t bytes, const Allocator&
     std::string msg = "out of memory on " + std::string(n.placed) + " at " + node_label(n) + ": " + what + " needs " +
                       std::to_string(bytes) + " bytes; in use " + std::to_string(s.in_use) +
                       " bytes, limit " + std::to_string(a.limit()) + " bytes";
-    if (opts_.cleanup == CleanupStrategy::Close && s.pending > 0)
-        msg += " (" + std::to_string(s.pending) +
-               " of the bytes in use are unreferenced tensors that --cleanup=close keeps until the session "
-               "closes; --cleanup=safepoint or background would release them)";
-    return msg;
+    return msg + cleanup_->oom_note(s);
 }
 
-// One counted allocation; over the limit under background, the backlog goes first.
+// One counted allocation; when it fails, the strategy may give back what it
+// holds (background: its backlog) for one more try.
 void* Session::allocate_on(Device& dev, uint64_t bytes) {
     Allocator& a = dev.allocator();
     void* data = a.allocate(bytes);
-    if (!data && opts_.cleanup == CleanupStrategy::Background && a.stats().in_use + bytes > a.limit()) {
-        flush_to_reclaimer(0);
-        data = a.allocate(bytes);
-    }
+    if (!data && cleanup_->release_for_retry(a, bytes)) data = a.allocate(bytes);
     return data;
 }
 
 // Copies an input that lives on another device onto `dev` for node n: a
 // scratch buffer, counted in dev's statistics (and copied_in), released as
 // soon as the node has run (the static plan does the same).
-std::optional<RunError> Session::copy_input(const Node& n, const Node& in, const Buffer& src, Device& dev,
-                                            TensorRef& ref) {
+std::optional<RunError> Session::copy_input(const Node& n, const Node& in, const ExecutionFrame::Buffer& src,
+                                            Device& dev, TensorRef& ref) {
     void* p = allocate_on(dev, src.bytes);
     if (!p)
         return RunError{oom_message(n, src.bytes, dev.allocator(),
                                     "the copy of input '" + std::string(in.display()) + "' " +
                                         type_string(in.dtype, in.shape) + " from " + src.dev->name()),
                         n.loc};
-    scratch_.push_back(Freed{p, src.bytes, &dev.allocator()});
+    scratch_.push_back(PendingRelease{p, src.bytes, &dev.allocator()});
     const uint64_t bytes = static_cast<uint64_t>(ref.numel) * dtype_size(in.dtype);
     std::string err;
     if (bytes == 0) {
@@ -333,15 +179,16 @@ std::optional<RunError> Session::copy_input(const Node& n, const Node& in, const
 // Scratch copies go back as soon as their node has run; on a GPU the release
 // is stream-ordered after the kernel that reads them.
 void Session::release_scratch() {
-    for (const Freed& f : scratch_) f.alloc->release_scratch(f.data, f.bytes);
+    for (const PendingRelease& f : scratch_) f.alloc->release_scratch(f.data, f.bytes);
     scratch_.clear();
 }
 
 std::optional<RunError> Session::run_node(NodeId id) {
     const ExecNode& e = exec_[static_cast<size_t>(id)];
-    safe_point();  // just before dispatch, before the output is allocated
+    cleanup_->at_safe_point();  // just before dispatch, before the output is allocated
+    ExecutionFrame& frame = frame_;
     if (e.alias_of != kNoNode) {
-        share(id, e.alias_of);
+        frame.share(id, e.alias_of);
         return std::nullopt;
     }
     Device& dev = *e.dev;
@@ -349,29 +196,19 @@ std::optional<RunError> Session::run_node(NodeId id) {
         const ExecInput& in = exec_inputs_[e.first_input + i];
         TensorRef& ref = scratch_inputs_[i];
         ref = in.ref;
-        int32_t ib = value_buf_[static_cast<size_t>(in.id)];
-        if (ib < 0) continue;
-        const Buffer& src = bufs_[static_cast<size_t>(ib)];
-        ref.data = src.data;
-        if (src.dev != &dev) {
-            if (auto err = copy_input(g_.node(id), g_.node(in.id), src, dev, ref)) {
+        const ExecutionFrame::Buffer* src = frame.buffer_of(in.id);
+        if (!src) continue;
+        ref.data = src->data;
+        if (src->dev != &dev) {
+            if (auto err = copy_input(g_.node(id), g_.node(in.id), *src, dev, ref)) {
                 release_scratch();
                 return err;
             }
         }
     }
-    void* data;
-    // In place (the rule of may_take_input_buffer, the same test as the static
-    // plan's): the donor dies at this node, so when nothing else refers to its
-    // buffer the output takes it; the donor's drop, right after, leaves the
-    // output its only owner.
-    int32_t db = e.donor != kNoNode ? value_buf_[static_cast<size_t>(e.donor)] : -1;
-    if (db >= 0 && bufs_[static_cast<size_t>(db)].refs == 1 && bufs_[static_cast<size_t>(db)].dev == &dev) {
-        Buffer& buf = bufs_[static_cast<size_t>(db)];
-        ++buf.refs;
-        value_buf_[static_cast<size_t>(id)] = db;
-        data = buf.data;
-    } else {
+    // In place: the donor dies at this node; the output may take its buffer.
+    void* data = e.donor != kNoNode ? frame.take_donor(id, e.donor, &dev) : nullptr;
+    if (!data) {
         const uint64_t bytes = e.bytes;
         data = allocate_on(dev, bytes);
         if (!data) {
@@ -379,16 +216,7 @@ std::optional<RunError> Session::run_node(NodeId id) {
             const Node& n = g_.node(id);
             return RunError{oom_message(n, bytes, dev.allocator(), type_string(n.dtype, n.shape)), n.loc};
         }
-        int32_t b;
-        if (!free_bufs_.empty()) {
-            b = free_bufs_.back();
-            free_bufs_.pop_back();
-        } else {
-            b = static_cast<int32_t>(bufs_.size());
-            bufs_.emplace_back();
-        }
-        bufs_[static_cast<size_t>(b)] = Buffer{data, bytes, 1, &dev};
-        value_buf_[static_cast<size_t>(id)] = b;
+        frame.bind_new(id, data, bytes, &dev);
     }
 
     TensorRef out = e.out;
@@ -402,65 +230,61 @@ std::optional<RunError> Session::run_node(NodeId id) {
     return std::nullopt;
 }
 
-std::optional<RunError> Session::run_pass() {
-    const std::vector<PlanStep>& steps = plan_.steps;
-    for (size_t i = 0; i < steps.size(); ++i) {
-        const PlanStep& s = steps[i];
-        switch (s.kind) {
-            case PlanStep::Kind::Run:
-                if (opts_.interrupt) {
-                    if (int sig = opts_.interrupt->load(std::memory_order_relaxed)) {
-                        const Node& n = g_.node(s.arg);
-                        std::string name = sig == 2 ? "SIGINT" : sig == 15 ? "SIGTERM" : "signal " + std::to_string(sig);
-                        return RunError{"interrupted by " + name + " before " + node_label(n), {}, sig};
-                    }
-                }
-                if (opts_.profile) {
-                    auto t0 = std::chrono::steady_clock::now();
-                    auto e = run_node(s.arg);
-                    const Node& n = g_.node(s.arg);
-                    // A GPU kernel returns before it has run: wait, so the time is its own.
-                    if (Device* d = exec_[static_cast<size_t>(s.arg)].dev; !e && d && d->name() != "cpu") {
-                        if (std::string se = d->synchronize(); !se.empty())
-                            e = RunError{node_label(n) + " on " + std::string(n.placed) + ": " + se, n.loc};
-                    }
-                    OpProfile& p = op_profile_[static_cast<size_t>(n.op)];
-                    p.ms += ms_since(t0);
-                    ++p.count;
-                    // In place, the output still shares the donor's buffer (the donor's drop comes next).
-                    const NodeId donor = exec_[static_cast<size_t>(s.arg)].donor;
-                    const bool in_place = donor != kNoNode && value_buf_[static_cast<size_t>(s.arg)] >= 0 &&
-                                          value_buf_[static_cast<size_t>(s.arg)] == value_buf_[static_cast<size_t>(donor)];
-                    if (!aliases_input(g_, n) && !in_place) p.bytes += plan_.node_bytes[static_cast<size_t>(s.arg)];
-                    if (e) return e;
-                } else if (auto e = run_node(s.arg)) {
-                    return e;
-                }
-                break;
-            case PlanStep::Kind::Drop: drop(s.arg); break;
-            case PlanStep::Kind::LoopBegin: {
-                const LoopPlan& lp = plan_.loops[static_cast<size_t>(s.arg)];
-                const Repeat& rep = g_.repeats[static_cast<size_t>(s.arg)];
-                for (const Carry& c : rep.carries) share(c.param, c.init);
-                for (NodeId v : lp.drop_at_begin) drop(v);
-                passes_left_[static_cast<size_t>(s.arg)] = rep.count;
-                if (rep.count == 0) i = static_cast<size_t>(lp.end);
-                break;
-            }
-            case PlanStep::Kind::LoopEnd: {
-                const LoopPlan& lp = plan_.loops[static_cast<size_t>(s.arg)];
-                for (const Carry& c : g_.repeats[static_cast<size_t>(s.arg)].carries) {
-                    share(c.param, c.update);
-                    drop(c.update);
-                }
-                safe_point();  // the end of each repeat pass
-                if (--passes_left_[static_cast<size_t>(s.arg)] > 0) i = static_cast<size_t>(lp.body_start) - 1;
-                break;
+// run_node, timed, with the bytes it allocated for its output.
+std::optional<RunError> Session::run_node_profiled(NodeId id) {
+    auto t0 = std::chrono::steady_clock::now();
+    auto e = run_node(id);
+    const Node& n = g_.node(id);
+    // A GPU kernel returns before it has run: wait, so the time is its own.
+    if (Device* d = exec_[static_cast<size_t>(id)].dev; !e && d && d->name() != "cpu") {
+        if (std::string se = d->synchronize(); !se.empty())
+            e = RunError{node_label(n) + " on " + std::string(n.placed) + ": " + se, n.loc};
+    }
+    OpProfile& p = op_profile_[static_cast<size_t>(n.op)];
+    p.ms += ms_since(t0);
+    ++p.count;
+    // In place, the output still shares the donor's buffer (the donor's drop comes next).
+    const NodeId donor = exec_[static_cast<size_t>(id)].donor;
+    const bool in_place = donor != kNoNode && frame_.same_buffer(id, donor);
+    if (!aliases_input(g_, n) && !in_place) p.bytes += plan_.node_bytes[static_cast<size_t>(id)];
+    return e;
+}
+
+RunError Session::interrupted(NodeId before, int sig) const {
+    std::string name = sig == 2 ? "SIGINT" : sig == 15 ? "SIGTERM" : "signal " + std::to_string(sig);
+    return RunError{"interrupted by " + name + " before " + node_label(g_.node(before)), {}, sig};
+}
+
+// The executor as PlanWalker's visitor: the frame makes the moves, the
+// strategy sees the safe points.
+struct Session::PassVisitor {
+    Session& s;
+    std::optional<RunError> error;
+
+    static bool step() { return true; }
+    bool run(NodeId id) {
+        if (s.opts_.interrupt) {
+            if (const int sig = s.opts_.interrupt->load(std::memory_order_relaxed)) {
+                error = s.interrupted(id, sig);
+                return false;
             }
         }
+        if (auto e = s.opts_.profile ? s.run_node_profiled(id) : s.run_node(id)) {
+            error = std::move(e);
+            return false;
+        }
+        return true;
     }
-    safe_point();  // the end of the pass
-    if (opts_.cleanup == CleanupStrategy::Background) flush_to_reclaimer(static_peak_);
+    void drop(NodeId v) { s.frame_.drop(v); }
+    void share(NodeId to, NodeId from) { s.frame_.share(to, from); }
+    static int64_t passes(const Repeat& rep) { return rep.count; }
+    void loop_pass_end(int32_t) { s.cleanup_->at_safe_point(); }  // the end of each repeat pass
+};
+
+std::optional<RunError> Session::run_pass() {
+    PassVisitor v{*this, std::nullopt};
+    if (!walker_.walk(v)) return std::move(v.error);
+    cleanup_->at_pass_end();
     return std::nullopt;
 }
 
@@ -472,32 +296,29 @@ std::optional<RunError> Session::run(int64_t iterations, const std::vector<Outpu
     for (int64_t pass = 0; pass < iterations && !err; ++pass) {
         // The previous pass's outputs stay referenced until this pass's first safe point.
         if (pass > 0)
-            for (NodeId v : plan_.held) drop(v);
+            for (NodeId v : plan_.held) frame_.drop(v);
         err = run_pass();
     }
-    mark_pending();  // what a stopped run left unreferenced shows as pending
+    cleanup_->at_run_end();  // what a stopped run left unreferenced shows as pending
     // The run ends when the devices have finished its work (and said whether it failed).
     for (auto& [name, dev] : devices_) {
         std::string e = dev->synchronize();
         if (!e.empty() && !err) err = RunError{"device " + name + " failed: " + e, {}};
     }
     run_ms_ = ms_since(t0);
-    // The reclaimer may sleep on less than a wake-up's worth of buffers: it
-    // gets them now, rather than while the session stays open or at close.
-    if (reclaimer_.joinable()) cv_work_.notify_one();
+    cleanup_->after_run();
     if (err || iterations == 0) return err;  // nothing ran: nothing to fetch
     for (const Output& o : outputs) {
         const Node& n = g_.node(o.id);
         HostTensor h{o.name, n.dtype, n.shape, std::string(n.placed), {}};
-        int32_t b = value_buf_[static_cast<size_t>(o.id)];
+        const ExecutionFrame::Buffer* buf = frame_.buffer_of(o.id);
         int64_t numel = checked_numel(n.shape).value_or(0);
         size_t bytes = static_cast<size_t>(numel) * dtype_size(n.dtype);
         h.data.resize(bytes);
-        if (b >= 0) {
-            const Buffer& buf = bufs_[static_cast<size_t>(b)];
-            h.device = buf.dev->name();  // a loop-carried value lives where its last update ran
+        if (buf) {
+            h.device = buf->dev->name();  // a loop-carried value lives where its last update ran
             if (bytes) {
-                std::string e = buf.dev->copy_to_host(h.data.data(), buf.data, bytes);
+                std::string e = buf->dev->copy_to_host(h.data.data(), buf->data, bytes);
                 if (!e.empty()) return RunError{"fetching output '" + o.name + "' from " + h.device + " failed: " + e, {}};
             }
         }
@@ -510,20 +331,8 @@ void Session::close() {
     if (closed_) return;
     closed_ = true;
     auto t0 = std::chrono::steady_clock::now();
-    for (size_t v = 0; v < value_buf_.size(); ++v) drop(static_cast<NodeId>(v));
-    if (reclaimer_.joinable()) {
-        mark_pending();
-        {
-            std::lock_guard<std::mutex> lock(mu_);
-            queue_.insert(queue_.end(), pending_.begin(), pending_.end());
-            pending_.clear();
-            pending_marked_ = 0;
-            stop_ = true;
-        }
-        cv_work_.notify_one();
-        reclaimer_.join();
-    }
-    release_pending_now();
+    frame_.drop_all();
+    cleanup_->close();  // releases everything; joins the reclaimer
     kernels_.clear();  // before the devices whose handles they use
     ctx_.pool = nullptr;
     pool_.reset();  // joins the CPU workers

@@ -3,12 +3,22 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
+#include <map>
+#include <memory>
+#include <sstream>
 #include <string>
+#include <vector>
 
 #include "engine/api/load.h"
 #include "engine/check/placement.h"
 #include "engine/plan/plan.h"
+#include "engine/plan/plan_walker.h"
+#include "engine/runtime/cleanup_strategy.h"
+#include "engine/runtime/cpu_device.h"
+#include "engine/runtime/device_factory.h"
+#include "engine/runtime/execution_frame.h"
 #include "engine/runtime/session.h"
 
 using namespace graphrun;
@@ -252,4 +262,255 @@ TEST_CASE("session: integer division by zero is a runtime error, not a crash") {
     CHECK(r.error);
     CHECK(r.message.find("node 'c' (div)") != std::string::npos);
     check_torn_down(r.after);
+}
+
+// --- the plan walker --------------------------------------------------------
+
+namespace {
+
+struct PlannedScript {
+    std::unique_ptr<LoadedGraph> lg;
+    Plan plan;
+};
+
+PlannedScript plan_script(const std::string& src) {
+    PlannedScript p;
+    p.lg = load_graph_source("test.graph", src, false);
+    REQUIRE(p.lg->ok());
+    std::ostringstream log;
+    PlacementOptions po;
+    po.device = "cpu";
+    REQUIRE_FALSE(place(p.lg->graph, po, DeviceAvailability{}, log).has_value());
+    std::vector<NodeId> outs;
+    for (const Output& o : p.lg->graph.outputs) outs.push_back(o.id);
+    auto plan = compile_plan(p.lg->graph, outs, nullptr);
+    REQUIRE(plan);
+    p.plan = std::move(*plan);
+    return p;
+}
+
+// Records what the walker asks of it; passes() caps like the static peak when `cap` > 0.
+struct RecordingVisitor {
+    int64_t cap = 0;
+    int64_t stop_after_runs = -1;  // run() returns false on this run (0-based); -1: never
+    int64_t steps = 0;
+    std::vector<NodeId> runs;
+    std::map<int32_t, int64_t> pass_ends;  // per loop
+    int64_t drops = 0, shares = 0;
+
+    bool step() {
+        ++steps;
+        return true;
+    }
+    bool run(NodeId id) {
+        if (static_cast<int64_t>(runs.size()) == stop_after_runs) return false;
+        runs.push_back(id);
+        return true;
+    }
+    void drop(NodeId) { ++drops; }
+    void share(NodeId, NodeId) { ++shares; }
+    int64_t passes(const Repeat& r) const { return cap > 0 ? std::min(r.count, cap) : r.count; }
+    void loop_pass_end(int32_t loop) { ++pass_ends[loop]; }
+};
+
+// Nodes of repeat r's body (not of loops nested in it).
+std::vector<NodeId> body_nodes(const Graph& g, size_t r) {
+    std::vector<NodeId> out;
+    for (const Stmt& s : g.repeats[r].body)
+        if (s.kind == Stmt::Kind::Node) out.push_back(s.index);
+    return out;
+}
+
+int64_t runs_of(const std::vector<NodeId>& runs, NodeId id) { return std::count(runs.begin(), runs.end(), id); }
+
+}  // namespace
+
+TEST_CASE("plan walker: loops repeat their bodies, nested loops multiply, repeat 0 skips its body") {
+    PlannedScript p = plan_script(
+        "a = ones([4])\nrepeat 2 { a = a + 1\n repeat 3 { a = a * 2 } }\nb = a - 1\n"
+        "repeat 0 { b = b + 5 }\noutput a, b\n");
+    const Graph& g = p.lg->graph;
+    REQUIRE(g.repeats.size() == 3);
+    PlanWalker walker(g, p.plan);
+    RecordingVisitor v;
+    CHECK(walker.walk(v));
+    CHECK(v.steps > 0);
+    for (NodeId id : body_nodes(g, 0)) CHECK(runs_of(v.runs, id) == 2);
+    for (NodeId id : body_nodes(g, 1)) CHECK(runs_of(v.runs, id) == 6);
+    for (NodeId id : body_nodes(g, 2)) CHECK(runs_of(v.runs, id) == 0);
+    CHECK(v.pass_ends[0] == 2);
+    CHECK(v.pass_ends[1] == 6);
+    CHECK(v.pass_ends.count(2) == 0);
+    // Each carry's param takes init's buffer once per loop entry and update's once per pass.
+    CHECK(v.shares == 1 * (1 + 2) + 2 * (1 + 3) + 1 * 1);
+
+    // The same walker walks again from the start (its pass counters are reset per loop entry).
+    RecordingVisitor again;
+    CHECK(walker.walk(again));
+    CHECK(again.runs == v.runs);
+
+    // The static peak's visitor walks each loop at most twice.
+    RecordingVisitor capped;
+    capped.cap = 2;
+    CHECK(walker.walk(capped));
+    for (NodeId id : body_nodes(g, 1)) CHECK(runs_of(capped.runs, id) == 4);
+}
+
+TEST_CASE("plan walker: a visitor that says stop stops the walk at once") {
+    PlannedScript p = plan_script("a = ones([4])\nrepeat 5 { a = a + 1 }\noutput a\n");
+    PlanWalker walker(p.lg->graph, p.plan);
+    RecordingVisitor v;
+    v.stop_after_runs = 3;
+    CHECK_FALSE(walker.walk(v));
+    CHECK(v.runs.size() == 3);
+
+    struct NoSteps : RecordingVisitor {
+        bool step() { return false; }
+    } none;
+    CHECK_FALSE(walker.walk(none));
+    CHECK(none.runs.empty());
+    CHECK(none.drops == 0);
+}
+
+// --- the cleanup strategies and the frame, on one allocator -----------------
+
+namespace {
+
+// n buffers of 64 bytes from `a`, handed to `c` as unreferenced.
+void unreference(Cleanup& c, CpuAllocator& a, int n) {
+    for (int i = 0; i < n; ++i) {
+        void* p = a.allocate(64);
+        REQUIRE(p);
+        c.on_unreferenced(PendingRelease{p, 64, &a});
+    }
+}
+
+}  // namespace
+
+TEST_CASE("cleanup: safepoint counts and releases at the next safe point; a stopped run shows the rest as pending") {
+    CpuAllocator a(1 << 20);
+    auto c = make_cleanup(CleanupStrategy::Safepoint, 0);
+    CHECK_FALSE(c->thread_running());
+    unreference(*c, a, 3);
+    CHECK(a.stats().pending == 0);  // not counted before the safe point
+    CHECK(a.stats().in_use == 192);
+    c->at_safe_point();
+    CHECK(a.stats().in_use == 0);
+    CHECK(a.stats().pending_peak == 192);  // counted together, then released
+    CHECK(a.stats().frees == 3);
+    unreference(*c, a, 1);
+    c->at_run_end();
+    CHECK(a.stats().pending == 64);
+    CHECK(c->oom_note(a.stats()).empty());
+    c->close();
+    CHECK(a.stats().in_use == 0);
+    CHECK(a.stats().pending == 0);
+}
+
+TEST_CASE("cleanup: close counts each buffer as pending at once and keeps it until close") {
+    CpuAllocator a(1 << 20);
+    auto c = make_cleanup(CleanupStrategy::Close, 0);
+    unreference(*c, a, 2);
+    CHECK(a.stats().pending == 128);
+    c->at_safe_point();
+    c->at_pass_end();
+    CHECK(a.stats().in_use == 128);
+    CHECK_FALSE(c->release_for_retry(a, 64));
+    CHECK(c->oom_note(a.stats()).find("128 of the bytes in use are unreferenced") != std::string::npos);
+    c->close();
+    CHECK(a.stats().in_use == 0);
+    CHECK(a.stats().pending == 0);
+    CHECK(a.stats().pending_peak == 128);
+}
+
+TEST_CASE("cleanup: background hands batches to its reclaimer and waits at the end of a pass") {
+    CpuAllocator a(1 << 20);
+    auto c = make_cleanup(CleanupStrategy::Background, 0);  // static peak 0: the pass end waits for all
+    CHECK_FALSE(c->thread_running());
+    c->start();
+    CHECK(c->thread_running());
+    unreference(*c, a, 3);
+    c->at_safe_point();  // below a batch: nothing handed over
+    CHECK(a.stats().in_use == 192);
+    CHECK(a.stats().pending == 0);
+    c->at_pass_end();
+    CHECK(a.stats().in_use == 0);
+    CHECK(a.stats().pending == 0);
+    CHECK(a.stats().pending_peak == 192);
+    // A batch of 256 buffers goes at the next safe point.
+    unreference(*c, a, 256);
+    c->at_safe_point();
+    c->at_pass_end();
+    CHECK(a.stats().in_use == 0);
+    unreference(*c, a, 2);
+    c->after_run();
+    c->close();
+    CHECK_FALSE(c->thread_running());
+    CHECK(a.stats().in_use == 0);
+    CHECK(a.stats().pending == 0);
+    CHECK(a.stats().allocs == a.stats().frees);
+}
+
+TEST_CASE("cleanup: background over the limit gives its backlog back for one more try") {
+    CpuAllocator a(256);
+    auto c = make_cleanup(CleanupStrategy::Background, 0);
+    c->start();
+    unreference(*c, a, 4);  // the limit is all unreferenced
+    REQUIRE(a.allocate(64) == nullptr);
+    CHECK(c->release_for_retry(a, 64));
+    void* p = a.allocate(64);
+    CHECK(p);
+    // Under the limit, a failure is not the backlog's: no retry.
+    CHECK_FALSE(c->release_for_retry(a, 64));
+    a.release(p, 64);
+    c->close();
+    CHECK(a.stats().in_use == 0);
+    auto sp = make_cleanup(CleanupStrategy::Safepoint, 0);
+    CHECK_FALSE(sp->release_for_retry(a, 1024));
+}
+
+namespace {
+// Records the buffers the frame gives up.
+struct RecordingCleanup final : Cleanup {
+    RecordingCleanup() : Cleanup(SIZE_MAX, UINT64_MAX) {}
+    void on_unreferenced(const PendingRelease& buf) override { gone.push_back(buf.data); }
+    std::vector<void*> gone;
+};
+}  // namespace
+
+TEST_CASE("execution frame: shared buffers go at their last drop; in place only from a sole owner on the same device") {
+    RecordingCleanup c;
+    CpuDevice cpu(1 << 20), other(1 << 20);
+    ExecutionFrame f(8, c);
+    int x = 0, y = 0;
+    f.bind_new(0, &x, 64, &cpu);
+    f.share(1, 0);  // an alias
+    CHECK(f.same_buffer(0, 1));
+    CHECK(f.take_donor(2, 0, &cpu) == nullptr);  // two owners: not in place
+    f.drop(0);
+    CHECK(c.gone.empty());
+    CHECK(f.take_donor(2, 1, &other) == nullptr);  // another device
+    CHECK(f.take_donor(2, 1, &cpu) == &x);         // the sole owner gives its buffer
+    CHECK(f.buffer_of(2)->refs == 2);
+    f.drop(1);
+    CHECK(c.gone.empty());
+    f.bind_new(3, &y, 64, &cpu);
+    f.share(2, 3);  // 2 drops x's buffer first: its last reference
+    REQUIRE(c.gone.size() == 1);
+    CHECK(c.gone[0] == &x);
+    CHECK(f.buffer_of(0) == nullptr);
+    f.drop_all();
+    REQUIRE(c.gone.size() == 2);
+    CHECK(c.gone[1] == &y);
+}
+
+TEST_CASE("device factory: cpu opens with its limit; a GPU without the plugin says why") {
+    DeviceFactory f(1 << 20, nullptr, GpuDeviceOptions{});
+    std::string error;
+    auto cpu = f.open("cpu", &error);
+    REQUIRE(cpu);
+    CHECK(cpu->name() == "cpu");
+    CHECK(cpu->allocator().limit() == (1 << 20));
+    CHECK(f.open("gpu:0", &error) == nullptr);
+    CHECK(error == "graphrun was built without CUDA support");
 }

@@ -1,0 +1,102 @@
+// The execution frame (ONNX Runtime's ExecutionFrame): the buffers of a
+// running session, their reference counts, and which buffer each value
+// refers to. A value refers to at most one buffer; an alias or a loop
+// parameter shares its source's buffer; a node running in place takes its
+// donor's buffer. When a buffer's last reference goes, the frame hands it to
+// the cleanup strategy, which decides when it goes back to its allocator.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "engine/ir/graph.h"
+#include "engine/runtime/allocator.h"
+#include "engine/runtime/cleanup_strategy.h"
+#include "engine/runtime/device.h"
+
+namespace graphrun {
+
+class ExecutionFrame {
+public:
+    struct Buffer {
+        void* data = nullptr;
+        uint64_t bytes = 0;
+        int32_t refs = 0;
+        Device* dev = nullptr;
+    };
+
+    // A frame for `values` values (node ids), all referring to no buffer;
+    // unreferenced buffers go to `cleanup`.
+    ExecutionFrame(size_t values, Cleanup& cleanup) : cleanup_(cleanup), value_buf_(values, -1) { bufs_.reserve(64); }
+    ExecutionFrame(const ExecutionFrame&) = delete;
+    ExecutionFrame& operator=(const ExecutionFrame&) = delete;
+
+    // The buffer value v refers to, or nullptr.
+    const Buffer* buffer_of(NodeId v) const {
+        const int32_t b = value_buf_[static_cast<size_t>(v)];
+        return b >= 0 ? &bufs_[static_cast<size_t>(b)] : nullptr;
+    }
+    // Whether a and b refer to one buffer.
+    bool same_buffer(NodeId a, NodeId b) const {
+        const int32_t ba = value_buf_[static_cast<size_t>(a)];
+        return ba >= 0 && ba == value_buf_[static_cast<size_t>(b)];
+    }
+
+    // `to` drops its buffer and refers to `from`'s.
+    void share(NodeId to, NodeId from) {
+        drop(to);
+        const int32_t b = value_buf_[static_cast<size_t>(from)];
+        value_buf_[static_cast<size_t>(to)] = b;
+        if (b >= 0) ++bufs_[static_cast<size_t>(b)].refs;
+    }
+
+    // v gives up its buffer reference; the last one hands the buffer to the strategy.
+    void drop(NodeId v) {
+        int32_t& b = value_buf_[static_cast<size_t>(v)];
+        if (b < 0) return;
+        if (--bufs_[static_cast<size_t>(b)].refs == 0) unreferenced(b);
+        b = -1;
+    }
+
+    // Drops every value (teardown).
+    void drop_all() {
+        for (size_t v = 0; v < value_buf_.size(); ++v) drop(static_cast<NodeId>(v));
+    }
+
+    // In place (the rule of may_take_input_buffer, the same test as the
+    // static plan's): when nothing but `donor` refers to its buffer and the
+    // buffer lives on `dev`, `to` takes it too (the donor's drop, right after
+    // the node, leaves `to` its only owner). The buffer's data, or nullptr.
+    void* take_donor(NodeId to, NodeId donor, const Device* dev) {
+        const int32_t db = value_buf_[static_cast<size_t>(donor)];
+        if (db < 0) return nullptr;
+        Buffer& buf = bufs_[static_cast<size_t>(db)];
+        if (buf.refs != 1 || buf.dev != dev) return nullptr;
+        ++buf.refs;
+        value_buf_[static_cast<size_t>(to)] = db;
+        return buf.data;
+    }
+
+    // v refers to a new buffer, freshly allocated: its only reference.
+    void bind_new(NodeId v, void* data, uint64_t bytes, Device* dev) {
+        int32_t b;
+        if (!free_bufs_.empty()) {
+            b = free_bufs_.back();
+            free_bufs_.pop_back();
+        } else {
+            b = static_cast<int32_t>(bufs_.size());
+            bufs_.emplace_back();
+        }
+        bufs_[static_cast<size_t>(b)] = Buffer{data, bytes, 1, dev};
+        value_buf_[static_cast<size_t>(v)] = b;
+    }
+
+private:
+    void unreferenced(int32_t b);
+
+    Cleanup& cleanup_;
+    std::vector<Buffer> bufs_;
+    std::vector<int32_t> free_bufs_;  // slots of bufs_ to reuse
+    std::vector<int32_t> value_buf_;  // per value: index into bufs_, -1 when it refers to none
+};
+
+}  // namespace graphrun

@@ -1,0 +1,57 @@
+// What a session is opened with and what it gives back: options, the cleanup
+// strategy's name, outputs fetched to the host, per-op profile totals and the
+// error of a run. session.h re-exports it.
+#pragma once
+#include <atomic>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "engine/ir/dtype.h"
+#include "engine/ir/graph.h"
+#include "engine/runtime/device.h"
+
+namespace graphrun {
+
+// When unreferenced tensors go back to their allocator (SPEC section 4).
+enum class CleanupStrategy { Background, Safepoint, Close };
+const char* cleanup_name(CleanupStrategy s);
+
+struct SessionOptions {
+    CleanupStrategy cleanup = CleanupStrategy::Background;
+    int threads = 1;
+    uint64_t cpu_memory_limit = 0;  // 0: default_cpu_memory_limit()
+    // GPUs: opened through this runtime (the CUDA plugin); nodes placed on a
+    // GPU need it. gpu.memory_limit 0 means the card's free memory.
+    GpuRuntime* gpu_runtime = nullptr;
+    GpuDeviceOptions gpu;
+    bool profile = false;           // time every node (--profile)
+    // Set asynchronously (a signal handler) to the signal's number to stop the
+    // run at the next node boundary. Optional.
+    const std::atomic<int>* interrupt = nullptr;
+};
+
+// Per-op totals of a profiled run.
+struct OpProfile {
+    std::string op;
+    uint64_t count = 0;
+    double ms = 0;
+    uint64_t bytes = 0;  // allocated for outputs
+};
+
+// An output copied to the host for the report; belongs to no allocator.
+struct HostTensor {
+    std::string name;
+    DType dtype = DType::F32;
+    Shape shape;
+    std::string device;
+    std::vector<uint8_t> data;
+};
+
+struct RunError {
+    std::string message;
+    Loc loc;
+    int signal = 0;  // the run was interrupted by this signal
+};
+
+}  // namespace graphrun
