@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "engine/runtime/allocator.h"
+#include "engine/ir/device_name.h"
 #include "engine/ir/dtype.h"
 #include "engine/ir/graph.h"
 #include "engine/kernels/common/kernel.h"
@@ -19,8 +20,9 @@ namespace graphrun {
 class Device {
 public:
     virtual ~Device() = default;
-    // "cpu", "gpu:0".
+    // "cpu", "gpu:0" (DeviceName::str()).
     virtual const std::string& name() const = 0;
+    virtual DeviceKind kind() const = 0;
     // The counting allocator every tensor buffer of this device comes from.
     virtual Allocator& allocator() = 0;
     // Whether make_kernel can give a kernel for this op and output dtype.
