@@ -21,6 +21,7 @@ struct MemoryStats {
     uint64_t frees = 0;
     uint64_t live = 0;          // buffers not yet released
     uint64_t copied_in = 0;     // bytes copied onto this device from another
+    bool operator==(const MemoryStats&) const = default;
 };
 
 // Rounds a byte count up to the 64-byte granule every buffer is counted in.
