@@ -138,6 +138,7 @@ CudaDevice::CudaDevice(int index, const GpuDeviceOptions& opts)
     ctx_.stream = stream;
     ctx_.cublas = handle;
     ctx_.allow_tf32 = opts.allow_tf32;
+    ctx_.host_kernel = opts.host_kernel;
     CudaAllocator* alloc = allocator_.get();
     ctx_.scratch_alloc = [alloc](uint64_t bytes) { return alloc->allocate(round_up_64(bytes)); };
     ctx_.scratch_free = [alloc](void* p, uint64_t bytes) {

@@ -27,6 +27,9 @@ struct GpuContext {
     // One device int, zeroed at open, that a kernel sets to report a data
     // error (integer division by zero); the kernel checks it after its launch.
     int* error_flag = nullptr;
+    // The CPU's kernel factory (GpuDeviceOptions::host_kernel), for values
+    // computed on the host at prepare time.
+    std::unique_ptr<Kernel> (*host_kernel)(const Graph& g, const Node& n) = nullptr;
 };
 
 // The GPU kernel for a validated node placed on the GPU. Inputs and output

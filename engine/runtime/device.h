@@ -13,6 +13,7 @@
 #include "engine/ir/dtype.h"
 #include "engine/ir/graph.h"
 #include "engine/kernels/common/kernel.h"
+#include "engine/kernels/cpu/cpu_kernel.h"
 #include "engine/ir/ops.h"
 
 namespace graphrun {
@@ -55,6 +56,9 @@ struct GpuDeviceOptions {
     uint64_t memory_limit = 0;  // 0: the card's free memory when the session opens
     bool allow_tf32 = false;    // --allow-tf32
     bool reset_device = false;  // --reset-device: end the CUDA context at close()
+    // The CPU's kernels, for what a GPU kernel computes on the host at prepare
+    // time (the bytes of const and fill): gpu/ reaches them only through this.
+    std::unique_ptr<Kernel> (*host_kernel)(const Graph& g, const Node& n) = make_cpu_kernel;
 };
 
 // The CUDA plugin's entry table (ONNX Runtime's provider library, IREE's
