@@ -1,4 +1,4 @@
-// The GPU allocator: counting in front of a stream-ordered CUDA memory pool.
+// The GPU allocator: a stream-ordered CUDA memory pool behind CountingAllocator.
 #include "gpu/cuda_allocator.h"
 
 #include <algorithm>
@@ -8,18 +8,9 @@
 #include "gpu/cuda_check.h"
 
 namespace graphrun::gpu {
-namespace {
-
-// Zero-byte buffers are counted like any other but take no device memory.
-// Kernels never dereference a buffer of no elements (engine/kernel.h), and
-// copies of zero bytes return before any CUDA call (gpu/cuda_device.cpp), so
-// a host address serves as the non-null "allocated" answer.
-alignas(256) unsigned char g_empty_buffer[256];
-
-}  // namespace
 
 CudaAllocator::CudaAllocator(int device, cudaStream_t stream, uint64_t limit_bytes)
-    : device_(device), stream_(stream), limit_(limit_bytes) {
+    : CountingAllocator(limit_bytes), device_(device), stream_(stream) {
     GR_CUDA_THROW(cudaSetDevice(device_));
     cudaMemPoolProps props{};
     props.allocType = cudaMemAllocationTypePinned;
@@ -43,89 +34,45 @@ CudaAllocator::~CudaAllocator() {
     destroy();
 }
 
-void* CudaAllocator::allocate(uint64_t bytes) {
-    // The failure-injection hook counts every allocation of every allocator,
-    // as CpuAllocator does, so that injection tests behave alike on both.
-    if (g_fail_allocation_countdown.load(std::memory_order_relaxed) > 0 &&
-        g_fail_allocation_countdown.fetch_sub(1) == 1)
-        return nullptr;
-    return allocate_counted(bytes);
-}
-
-void* CudaAllocator::allocate_untested(uint64_t bytes) {
-    return allocate_counted(bytes);
-}
-
 void* CudaAllocator::pool_malloc(uint64_t bytes, cudaError_t* err) {
     void* p = nullptr;
     *err = cudaMallocFromPoolAsync(&p, bytes, pool_, stream_);
     return *err == cudaSuccess ? p : nullptr;
 }
 
-void* CudaAllocator::allocate_counted(uint64_t bytes) {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (s_.in_use + bytes > limit_ || s_.in_use + bytes < s_.in_use) return nullptr;
-    void* p = nullptr;
-    if (bytes == 0) {
-        p = g_empty_buffer;
-    } else {
-        if (!pool_) return nullptr;  // after destroy()
-        GR_CUDA_LOG(cudaSetDevice(device_));
-        cudaError_t err = cudaSuccess;
+void* CudaAllocator::obtain_locked(uint64_t bytes) {
+    if (!pool_) return nullptr;  // after destroy()
+    GR_CUDA_LOG(cudaSetDevice(device_));
+    cudaError_t err = cudaSuccess;
+    void* p = pool_malloc(bytes, &err);
+    if (err == cudaErrorMemoryAllocation) {
+        // The device is full. A failed allocation leaves its error as the
+        // thread's last error; clear it, or the next synchronize() would
+        // report it as a fault of some kernel.
+        (void)cudaGetLastError();
+        // The pool may hold enough cached memory, but in blocks of other
+        // sizes: wait until every queued free has happened, hand the cache
+        // back to the driver and try once more.
+        GR_CUDA_LOG(cudaStreamSynchronize(stream_));
+        GR_CUDA_LOG(cudaMemPoolTrimTo(pool_, 0));
         p = pool_malloc(bytes, &err);
-        if (err == cudaErrorMemoryAllocation) {
-            // The device is full. A failed allocation leaves its error as the
-            // thread's last error; clear it, or the next synchronize() would
-            // report it as a fault of some kernel.
-            (void)cudaGetLastError();
-            // The pool may hold enough cached memory, but in blocks of other
-            // sizes: wait until every queued free has happened, hand the
-            // cache back to the driver and try once more.
-            GR_CUDA_LOG(cudaStreamSynchronize(stream_));
-            GR_CUDA_LOG(cudaMemPoolTrimTo(pool_, 0));
-            p = pool_malloc(bytes, &err);
-            if (err == cudaErrorMemoryAllocation) (void)cudaGetLastError();
-        }
-        if (err != cudaSuccess) {
-            // Anything but plain exhaustion (a broken context, say) would
-            // otherwise surface as a bare "out of memory": say what it was.
-            if (err != cudaErrorMemoryAllocation)
-                log_cuda_failure(std::string("CUDA error ") + cudaGetErrorName(err) + ": " +
-                                     cudaGetErrorString(err),
-                                 "cudaMallocFromPoolAsync(&p, bytes, pool_, stream_)", __FILE__,
-                                 __LINE__);
-            return nullptr;
-        }
+        if (err == cudaErrorMemoryAllocation) (void)cudaGetLastError();
     }
-    s_.in_use += bytes;
-    s_.peak = std::max(s_.peak, s_.in_use);
-    ++s_.allocs;
-    ++s_.live;
+    if (err != cudaSuccess) {
+        // Anything but plain exhaustion (a broken context, say) would
+        // otherwise surface as a bare "out of memory": say what it was.
+        if (err != cudaErrorMemoryAllocation)
+            log_cuda_failure(std::string("CUDA error ") + cudaGetErrorName(err) + ": " +
+                                 cudaGetErrorString(err),
+                             "cudaMallocFromPoolAsync(&p, bytes, pool_, stream_)", __FILE__, __LINE__);
+        return nullptr;
+    }
     return p;
 }
 
-void CudaAllocator::add_pending(uint64_t bytes) {
-    std::lock_guard<std::mutex> lock(mu_);
-    s_.pending += bytes;
-    s_.pending_peak = std::max(s_.pending_peak, s_.pending);
-}
-
-void CudaAllocator::release(void* p, uint64_t bytes) {
-    std::lock_guard<std::mutex> lock(mu_);
-    s_.pending -= std::min(s_.pending, bytes);
-    release_locked(p, bytes);
-}
-
-void CudaAllocator::release_scratch(void* p, uint64_t bytes) {
-    std::lock_guard<std::mutex> lock(mu_);
-    release_locked(p, bytes);
-}
-
-void CudaAllocator::release_locked(void* p, uint64_t bytes) {
-    s_.in_use -= std::min(s_.in_use, bytes);
-    ++s_.frees;
-    if (s_.live > 0) --s_.live;
-    if (bytes == 0 || p == g_empty_buffer || !p) return;
+void CudaAllocator::give_back_locked(void* p, uint64_t bytes) {
+    (void)bytes;  // the pool knows each block's size
+    if (!p) return;
     // The reclaimer thread calls this too: the device must be current on it.
     cudaError_t err = cudaSetDevice(device_);
     // Stream-ordered: the block returns to the pool once the stream has
@@ -142,8 +89,7 @@ void CudaAllocator::release_locked(void* p, uint64_t bytes) {
                          "cudaFreeAsync(p, stream_)", __FILE__, __LINE__);
 }
 
-void CudaAllocator::trim() {
-    std::lock_guard<std::mutex> lock(mu_);
+void CudaAllocator::trim_locked() {
     if (!pool_) return;
     GR_CUDA_LOG(cudaSetDevice(device_));
     // Frees still queued on the stream count as outstanding: wait for them,
@@ -152,36 +98,23 @@ void CudaAllocator::trim() {
     GR_CUDA_LOG(cudaMemPoolTrimTo(pool_, 0));
 }
 
-MemoryStats CudaAllocator::stats() const {
-    std::lock_guard<std::mutex> lock(mu_);
-    MemoryStats s = s_;
-    // `reserved` is what the pool really holds from the driver, in the
-    // driver's own granularity (2 MiB and up), not a sum of our sizes: that
-    // is the figure a user compares with the driver's used memory, and it is
-    // exactly 0 once trim() has given everything back.
-    s.reserved = 0;
-    if (pool_) {
-        uint64_t reserved = 0;
-        cudaError_t err = cudaSetDevice(device_);
-        if (err == cudaSuccess)
-            err = cudaMemPoolGetAttribute(pool_, cudaMemPoolAttrReservedMemCurrent, &reserved);
-        // When the context is broken, the pool holds at least what is in use.
-        s.reserved = err == cudaSuccess ? reserved : s.in_use;
-    }
-    return s;
-}
-
-void CudaAllocator::add_copied_in(uint64_t bytes) {
-    std::lock_guard<std::mutex> lock(mu_);
-    s_.copied_in += bytes;
+// What the pool really holds from the driver, in the driver's own granularity
+// (2 MiB and up), not a sum of our sizes: that is the figure a user compares
+// with the driver's used memory, and it is exactly 0 once trim() has given
+// everything back.
+uint64_t CudaAllocator::reserved_locked() const {
+    if (!pool_) return 0;
+    uint64_t reserved = 0;
+    cudaError_t err = cudaSetDevice(device_);
+    if (err == cudaSuccess) err = cudaMemPoolGetAttribute(pool_, cudaMemPoolAttrReservedMemCurrent, &reserved);
+    // When the context is broken, the pool holds at least what is in use.
+    return err == cudaSuccess ? reserved : in_use_locked();
 }
 
 void CudaAllocator::destroy() {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::lock_guard<BriefMutex> lock(mu_);
     if (!pool_) return;
-    GR_CUDA_LOG(cudaSetDevice(device_));
-    GR_CUDA_LOG(cudaStreamSynchronize(stream_));
-    GR_CUDA_LOG(cudaMemPoolTrimTo(pool_, 0));
+    trim_locked();
     // With buffers still outstanding (a leak the statistics show), the driver
     // frees the pool once they are freed; destroying it is still right.
     GR_CUDA_LOG(cudaMemPoolDestroy(pool_));

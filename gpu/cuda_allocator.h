@@ -1,11 +1,10 @@
-// The GPU's counting allocator: a memory pool of its own per session, on the
-// session's stream, feeding the one statistics struct (SPEC section 4).
+// The GPU's allocator: a memory pool of its own per session, on the session's
+// stream, counted by the one accounting path (CountingAllocator, SPEC section 4).
 #pragma once
 #include <cuda_runtime.h>
 
 #include <atomic>
 #include <cstdint>
-#include <mutex>
 
 #include "engine/runtime/allocator.h"
 
@@ -20,35 +19,18 @@ namespace graphrun::gpu {
 //
 // Thread-safe: the executor allocates while the reclaimer releases. Every
 // entry point first makes the device current on the calling thread.
-class CudaAllocator final : public Allocator {
+class CudaAllocator final : public CountingAllocator<CudaAllocator> {
   public:
     // Creates the pool on `device`; throws CudaError when it cannot. `stream`
     // stays owned by the caller and must outlive destroy().
     CudaAllocator(int device, cudaStream_t stream, uint64_t limit_bytes);
     ~CudaAllocator() override;  // destroy(), in case the device did not
-    CudaAllocator(const CudaAllocator&) = delete;
-    CudaAllocator& operator=(const CudaAllocator&) = delete;
-
-    // nullptr when in_use + bytes would exceed the limit, when the device has
-    // no memory left even after the pool's cache was trimmed, or when the test
-    // hook g_fail_allocation_countdown says so.
-    void* allocate(uint64_t bytes) override;
-    void release(void* p, uint64_t bytes) override;
-    // A buffer that was never pending: an input's scratch copy, a kernel's
-    // scratch memory, the device's own buffers.
-    void release_scratch(void* p, uint64_t bytes) override;
-    void add_pending(uint64_t bytes) override;
-    // Waits for the stream, then gives every cached block back to the driver.
-    void trim() override;
-    MemoryStats stats() const override;
-    void add_copied_in(uint64_t bytes) override;
-    uint64_t limit() const override { return limit_; }
 
     // For the device's own long-lived buffers (cuBLAS workspace, error flag):
     // counted like any buffer, but not subject to the failure-injection hook,
     // so that an injected failure lands on the graph's buffers and not on
     // opening the device.
-    void* allocate_untested(uint64_t bytes);
+    void* allocate_untested(uint64_t bytes) { return allocate_counted(bytes); }
 
     // Teardown: waits for the stream, trims and destroys the pool. Idempotent;
     // logs CUDA errors, never throws. Buffers released later are freed on the
@@ -56,16 +38,19 @@ class CudaAllocator final : public Allocator {
     void destroy();
 
   private:
-    void* allocate_counted(uint64_t bytes);
-    void release_locked(void* p, uint64_t bytes);
+    friend class CountingAllocator<CudaAllocator>;
+    // nullptr when the device has no memory left even after the pool's cache
+    // was trimmed, or after destroy().
+    void* obtain_locked(uint64_t bytes);
+    void give_back_locked(void* p, uint64_t bytes);
+    // Waits for the stream, then gives every cached block back to the driver.
+    void trim_locked();
+    uint64_t reserved_locked() const;
     void* pool_malloc(uint64_t bytes, cudaError_t* err);
 
     const int device_;
     const cudaStream_t stream_;
-    const uint64_t limit_;
-    mutable std::mutex mu_;  // guards s_, pool_ and the pool's lifetime
-    MemoryStats s_;
-    cudaMemPool_t pool_ = nullptr;
+    cudaMemPool_t pool_ = nullptr;  // under mu_, as is its lifetime
     std::atomic<bool> free_failure_logged_{false};
 };
 

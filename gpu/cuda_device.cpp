@@ -63,7 +63,7 @@ void DeviceBuffer::reset() noexcept {
 }
 
 CudaDevice::CudaDevice(int index, const GpuDeviceOptions& opts)
-    : index_(index), name_("gpu:" + std::to_string(index)), reset_device_(opts.reset_device) {
+    : index_(index), name_(DeviceName{DeviceKind::Gpu, index}.str()), reset_device_(opts.reset_device) {
     std::string no_cublas;
     if (!cublas_api(&no_cublas)) throw CudaError(no_cublas, "cublas_api()", __FILE__, __LINE__);
     // Makes the device current and creates its primary context.
@@ -138,6 +138,7 @@ CudaDevice::CudaDevice(int index, const GpuDeviceOptions& opts)
     ctx_.stream = stream;
     ctx_.cublas = handle;
     ctx_.allow_tf32 = opts.allow_tf32;
+    ctx_.host_kernel = opts.host_kernel;
     CudaAllocator* alloc = allocator_.get();
     ctx_.scratch_alloc = [alloc](uint64_t bytes) { return alloc->allocate(round_up_64(bytes)); };
     ctx_.scratch_free = [alloc](void* p, uint64_t bytes) {
@@ -151,7 +152,7 @@ CudaDevice::~CudaDevice() {
 }
 
 bool CudaDevice::supports(OpKind op, DType dtype) const {
-    return gpu_supports(op, dtype);
+    return gpu_runs(op, dtype);
 }
 
 std::unique_ptr<Kernel> CudaDevice::make_kernel(const Graph& g, const Node& n) {

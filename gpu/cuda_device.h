@@ -67,6 +67,7 @@ class CudaDevice final : public graphrun::Device {
     CudaDevice& operator=(const CudaDevice&) = delete;
 
     const std::string& name() const override { return name_; }
+    DeviceKind kind() const override { return DeviceKind::Gpu; }
     graphrun::Allocator& allocator() override { return *allocator_; }
     bool supports(OpKind op, DType dtype) const override;
     std::unique_ptr<Kernel> make_kernel(const Graph& g, const Node& n) override;

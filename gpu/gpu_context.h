@@ -27,15 +27,16 @@ struct GpuContext {
     // One device int, zeroed at open, that a kernel sets to report a data
     // error (integer division by zero); the kernel checks it after its launch.
     int* error_flag = nullptr;
+    // The CPU's kernel factory (GpuDeviceOptions::host_kernel), for values
+    // computed on the host at prepare time.
+    std::unique_ptr<Kernel> (*host_kernel)(const Graph& g, const Node& n) = nullptr;
 };
-
-// Whether a GPU kernel exists for this op and output dtype.
-bool gpu_supports(OpKind op, DType dtype);
 
 // The GPU kernel for a validated node placed on the GPU. Inputs and output
 // are device pointers. run() enqueues work on ctx.stream and returns "" or an
 // error message naming what failed (a CudaError's text, a data error); it
-// never throws. An unsupported node gets a kernel that reports why.
+// never throws. A node the GPU does not run (gpu_runs, the op table's G
+// column) gets a kernel that reports why.
 std::unique_ptr<Kernel> make_gpu_kernel(const Graph& g, const Node& n, GpuContext& ctx);
 
 }  // namespace graphrun::gpu

@@ -152,7 +152,7 @@ class CudaRuntime final : public GpuRuntime {
         return info;
     }
 
-    bool supports(OpKind op, DType dtype) const override { return gpu_supports(op, dtype); }
+    bool supports(OpKind op, DType dtype) const override { return gpu_runs(op, dtype); }
 
     std::optional<uint64_t> driver_used_bytes(int index, std::string* why) override {
         if (!valid_index(index, why)) return std::nullopt;

@@ -9,15 +9,14 @@ namespace {
 
 // Why `want` cannot run `n`, or "" when it can.
 std::string unusable_cause(const DeviceName& want, const Node& n, const DeviceAvailability& avail) {
-    if (want.kind == DeviceName::Kind::Cpu) return {};
+    if (want.kind == DeviceKind::Cpu) return {};
     if (avail.gpu_count == 0) return avail.why_no_gpu;
     if (want.index >= avail.gpu_count)
         return "no such device (" + std::to_string(avail.gpu_count) + " GPU" +
                (avail.gpu_count == 1 ? "" : "s") + " present)";
     if (n.op == OpKind::LoopParam) return {};
-    // The plugin knows its kernels (creation ops and aliases included); without
-    // it, the op table's G marks.
-    if (avail.gpu_supports ? !avail.gpu_supports(n.op, n.dtype) : !op_info(n.op).gpu)
+    // The plugin answers from the same op table (gpu_runs) that answers without it.
+    if (avail.gpu_supports ? !avail.gpu_supports(n.op, n.dtype) : !gpu_runs(n.op, n.dtype))
         return std::string("no GPU kernel for ") + op_name(n.op) + " on " + dtype_name(n.dtype);
     return {};
 }
@@ -29,8 +28,8 @@ std::optional<PlacementError> place(Graph& g, const PlacementOptions& opts,
     std::optional<DeviceName> fallback_default;
     bool is_auto = opts.device == "auto";
     if (!is_auto) fallback_default = parse_device_name(opts.device);
-    if (!fallback_default) fallback_default = avail.gpu_count > 0 ? DeviceName{DeviceName::Kind::Gpu, 0}
-                                                                  : DeviceName{DeviceName::Kind::Cpu, 0};
+    if (!fallback_default) fallback_default = avail.gpu_count > 0 ? DeviceName{DeviceKind::Gpu, 0}
+                                                                  : DeviceName{DeviceKind::Cpu, 0};
     std::set<std::string> warned;
     // Per node, why it fell back to the CPU; sized on the first fallback
     // (most graphs have none, and a million-node graph would spend 32 MB on it).

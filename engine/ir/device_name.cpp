@@ -21,16 +21,16 @@ std::optional<DeviceName> parse_device_name(std::string_view s) {
             if (!std::isdigit(static_cast<unsigned char>(c))) return std::nullopt;
     }
     int n = index.empty() ? 0 : std::stoi(index);
-    if (kind == "cpu") {
+    if (kind == kCpuDeviceName) {
         if (n != 0) return std::nullopt;
-        return DeviceName{DeviceName::Kind::Cpu, 0};
+        return DeviceName{DeviceKind::Cpu, 0};
     }
-    if (kind == "gpu" || kind == "cuda") return DeviceName{DeviceName::Kind::Gpu, n};
+    if (kind == "gpu" || kind == "cuda") return DeviceName{DeviceKind::Gpu, n};
     return std::nullopt;
 }
 
 std::string_view interned_device_name(const DeviceName& d) {
-    if (d.kind == DeviceName::Kind::Cpu) return "cpu";
+    if (d.kind == DeviceKind::Cpu) return kCpuDeviceName;
     // GPU indices have at most 4 digits (parse_device_name), so the table
     // stays small; a deque never moves what it holds.
     static std::mutex mutex;

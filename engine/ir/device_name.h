@@ -6,13 +6,27 @@
 
 namespace graphrun {
 
+// What kind of device: the one thing code branches on between the CPU and a
+// GPU. Compare kinds, not names.
+enum class DeviceKind { Cpu, Gpu };
+
+// The canonical name of the CPU; a GPU's is "gpu:N".
+inline constexpr std::string_view kCpuDeviceName = "cpu";
+
 struct DeviceName {
-    enum class Kind { Cpu, Gpu };
-    Kind kind = Kind::Cpu;
+    using Kind = DeviceKind;  // the older spelling, DeviceName::Kind::Cpu
+    DeviceKind kind = DeviceKind::Cpu;
     int index = 0;
-    std::string str() const { return kind == Kind::Cpu ? "cpu" : "gpu:" + std::to_string(index); }
+    std::string str() const {
+        return kind == DeviceKind::Cpu ? std::string(kCpuDeviceName) : "gpu:" + std::to_string(index);
+    }
     bool operator==(const DeviceName&) const = default;
 };
+
+// The kind of a canonical name (DeviceName::str(), Node::placed, Device::name()).
+inline DeviceKind device_kind(std::string_view canonical) {
+    return canonical == kCpuDeviceName ? DeviceKind::Cpu : DeviceKind::Gpu;
+}
 
 // Case-insensitive; "gpu" means gpu:0. nullopt for anything else (cpu:1 included).
 std::optional<DeviceName> parse_device_name(std::string_view s);

@@ -8,64 +8,70 @@ namespace {
 std::vector<OpInfo> build_table() {
     using A = AttrType;
     using C = DTypeClass;
+    using F = OpFamily;
     const AttrSpec dtype{"dtype", A::DType, false};
     const AttrSpec shape_req{"shape", A::IntList, true};
     std::vector<OpInfo> t;
-    auto add = [&](OpKind k, const char* name, int mn, int mx, C c, bool gpu, bool creation,
+    // G: the GPU has a kernel for the op (gpu/kernels), for every dtype of its
+    // class. Every op has one: the G ops of SPEC section 3, and also the
+    // creation ops and reshape/identity (copies), which gpu/ has always run.
+    const bool G = true;
+    auto add = [&](OpKind k, const char* name, int mn, int mx, C c, F family, bool gpu, bool creation,
                    std::vector<AttrSpec> attrs, std::vector<const char*> positional = {}) {
-        t.push_back(OpInfo{k, name, mn, mx, c, gpu, creation, std::move(attrs), std::move(positional)});
+        t.push_back(OpInfo{k, name, mn, mx, c, family, gpu, creation, std::move(attrs), std::move(positional)});
     };
-    add(OpKind::Const, "const", 0, 0, C::All, false, true,
+    add(OpKind::Const, "const", 0, 0, C::All, F::Creation, G, true,
         {{"value", A::Value, true}, {"shape", A::IntList, false}, dtype}, {"value"});
-    add(OpKind::Zeros, "zeros", 0, 0, C::All, false, true, {shape_req, dtype}, {"shape"});
-    add(OpKind::Ones, "ones", 0, 0, C::All, false, true, {shape_req, dtype}, {"shape"});
-    add(OpKind::Fill, "fill", 0, 0, C::All, false, true, {shape_req, {"value", A::Number, true}, dtype},
+    add(OpKind::Zeros, "zeros", 0, 0, C::All, F::Creation, G, true, {shape_req, dtype}, {"shape"});
+    add(OpKind::Ones, "ones", 0, 0, C::All, F::Creation, G, true, {shape_req, dtype}, {"shape"});
+    add(OpKind::Fill, "fill", 0, 0, C::All, F::Creation, G, true, {shape_req, {"value", A::Number, true}, dtype},
         {"shape", "value"});
-    add(OpKind::Range, "range", 0, 0, C::Num, false, true,
+    add(OpKind::Range, "range", 0, 0, C::Num, F::Creation, G, true,
         {{"start", A::Number, false}, {"limit", A::Number, true}, {"delta", A::Number, false}, dtype},
         {"start", "limit", "delta"});
-    add(OpKind::RandomUniform, "random_uniform", 0, 0, C::Float, false, true,
+    add(OpKind::RandomUniform, "random_uniform", 0, 0, C::Float, F::Creation, G, true,
         {shape_req, {"low", A::Number, false}, {"high", A::Number, false}, {"seed", A::Int, false}, dtype},
         {"shape"});
-    add(OpKind::RandomNormal, "random_normal", 0, 0, C::Float, false, true,
+    add(OpKind::RandomNormal, "random_normal", 0, 0, C::Float, F::Creation, G, true,
         {shape_req, {"mean", A::Number, false}, {"stddev", A::Number, false}, {"seed", A::Int, false}, dtype},
         {"shape"});
-    add(OpKind::Add, "add", 2, 2, C::Num, true, false, {});
-    add(OpKind::Sub, "sub", 2, 2, C::Num, true, false, {});
-    add(OpKind::Mul, "mul", 2, 2, C::Num, true, false, {});
-    add(OpKind::Div, "div", 2, 2, C::Num, true, false, {});
-    add(OpKind::Maximum, "maximum", 2, 2, C::Num, true, false, {});
-    add(OpKind::Minimum, "minimum", 2, 2, C::Num, true, false, {});
-    add(OpKind::Pow, "pow", 2, 2, C::Num, true, false, {});
-    add(OpKind::Neg, "neg", 1, 1, C::Num, true, false, {});
-    add(OpKind::Abs, "abs", 1, 1, C::Num, true, false, {});
-    add(OpKind::Square, "square", 1, 1, C::Num, true, false, {});
-    add(OpKind::Relu, "relu", 1, 1, C::Num, true, false, {});
-    add(OpKind::Exp, "exp", 1, 1, C::Float, true, false, {});
-    add(OpKind::Log, "log", 1, 1, C::Float, true, false, {});
-    add(OpKind::Sqrt, "sqrt", 1, 1, C::Float, true, false, {});
-    add(OpKind::Rsqrt, "rsqrt", 1, 1, C::Float, true, false, {});
-    add(OpKind::Tanh, "tanh", 1, 1, C::Float, true, false, {});
-    add(OpKind::Sigmoid, "sigmoid", 1, 1, C::Float, true, false, {});
-    add(OpKind::Sin, "sin", 1, 1, C::Float, true, false, {});
-    add(OpKind::Cos, "cos", 1, 1, C::Float, true, false, {});
-    add(OpKind::Matmul, "matmul", 2, 2, C::Float, true, false,
+    add(OpKind::Add, "add", 2, 2, C::Num, F::Binary, G, false, {});
+    add(OpKind::Sub, "sub", 2, 2, C::Num, F::Binary, G, false, {});
+    add(OpKind::Mul, "mul", 2, 2, C::Num, F::Binary, G, false, {});
+    add(OpKind::Div, "div", 2, 2, C::Num, F::Binary, G, false, {});
+    add(OpKind::Maximum, "maximum", 2, 2, C::Num, F::Binary, G, false, {});
+    add(OpKind::Minimum, "minimum", 2, 2, C::Num, F::Binary, G, false, {});
+    add(OpKind::Pow, "pow", 2, 2, C::Num, F::Binary, G, false, {});
+    add(OpKind::Neg, "neg", 1, 1, C::Num, F::Unary, G, false, {});
+    add(OpKind::Abs, "abs", 1, 1, C::Num, F::Unary, G, false, {});
+    add(OpKind::Square, "square", 1, 1, C::Num, F::Unary, G, false, {});
+    add(OpKind::Relu, "relu", 1, 1, C::Num, F::Unary, G, false, {});
+    add(OpKind::Exp, "exp", 1, 1, C::Float, F::Unary, G, false, {});
+    add(OpKind::Log, "log", 1, 1, C::Float, F::Unary, G, false, {});
+    add(OpKind::Sqrt, "sqrt", 1, 1, C::Float, F::Unary, G, false, {});
+    add(OpKind::Rsqrt, "rsqrt", 1, 1, C::Float, F::Unary, G, false, {});
+    add(OpKind::Tanh, "tanh", 1, 1, C::Float, F::Unary, G, false, {});
+    add(OpKind::Sigmoid, "sigmoid", 1, 1, C::Float, F::Unary, G, false, {});
+    add(OpKind::Sin, "sin", 1, 1, C::Float, F::Unary, G, false, {});
+    add(OpKind::Cos, "cos", 1, 1, C::Float, F::Unary, G, false, {});
+    add(OpKind::Matmul, "matmul", 2, 2, C::Float, F::Matmul, G, false,
         {{"transpose_a", A::Bool, false}, {"transpose_b", A::Bool, false}});
-    add(OpKind::Transpose, "transpose", 1, 1, C::All, true, false, {{"perm", A::IntList, false}});
-    add(OpKind::Reshape, "reshape", 1, 1, C::All, false, false, {shape_req});
-    add(OpKind::Cast, "cast", 1, 1, C::All, true, false, {{"dtype", A::DType, true}});
-    add(OpKind::Identity, "identity", 1, 1, C::All, false, false, {});
-    add(OpKind::Concat, "concat", 1, -1, C::All, true, false, {{"axis", A::Int, false}});
+    add(OpKind::Transpose, "transpose", 1, 1, C::All, F::Transpose, G, false, {{"perm", A::IntList, false}});
+    add(OpKind::Reshape, "reshape", 1, 1, C::All, F::Copy, G, false, {shape_req});
+    add(OpKind::Cast, "cast", 1, 1, C::All, F::Cast, G, false, {{"dtype", A::DType, true}});
+    add(OpKind::Identity, "identity", 1, 1, C::All, F::Copy, G, false, {});
+    add(OpKind::Concat, "concat", 1, -1, C::All, F::Concat, G, false, {{"axis", A::Int, false}});
     const std::vector<AttrSpec> red{{"axes", A::IntList, false, true}, {"keepdims", A::Bool, false}};
-    add(OpKind::ReduceSum, "reduce_sum", 1, 1, C::Num, true, false, red);
-    add(OpKind::ReduceMax, "reduce_max", 1, 1, C::Num, true, false, red);
-    add(OpKind::ReduceMean, "reduce_mean", 1, 1, C::Float, true, false, red);
-    add(OpKind::Softmax, "softmax", 1, 1, C::Float, true, false, {{"axis", A::Int, false}});
+    add(OpKind::ReduceSum, "reduce_sum", 1, 1, C::Num, F::Reduce, G, false, red);
+    add(OpKind::ReduceMax, "reduce_max", 1, 1, C::Num, F::Reduce, G, false, red);
+    add(OpKind::ReduceMean, "reduce_mean", 1, 1, C::Float, F::Reduce, G, false, red);
+    add(OpKind::Softmax, "softmax", 1, 1, C::Float, F::Softmax, G, false, {{"axis", A::Int, false}});
     return t;
 }
 
-const OpInfo kLoopParam{OpKind::LoopParam, "loop_param", 0, 0, DTypeClass::All, true, false, {}, {}};
-const OpInfo kInvalid{OpKind::Invalid, "invalid", 0, -1, DTypeClass::All, false, false, {}, {}};
+// Values the executor moves and stand-ins: no kernel on any device.
+const OpInfo kLoopParam{OpKind::LoopParam, "loop_param", 0, 0, DTypeClass::All, OpFamily::None, false, false, {}, {}};
+const OpInfo kInvalid{OpKind::Invalid, "invalid", 0, -1, DTypeClass::All, OpFamily::None, false, false, {}, {}};
 
 }  // namespace
 
@@ -97,6 +103,12 @@ std::optional<OpKind> find_op(std::string_view name) {
     for (const OpInfo* o : by_length[name.size()])
         if (name == o->name) return o->kind;
     return std::nullopt;
+}
+
+bool gpu_runs(OpKind op, DType dtype) {
+    const OpInfo& info = op_info(op);
+    return info.gpu && (info.dtypes == DTypeClass::All ||
+                        (dtype != DType::Bool && (info.dtypes == DTypeClass::Num || is_float(dtype))));
 }
 
 std::vector<std::string> op_names() {

@@ -7,6 +7,8 @@
 #include <string_view>
 #include <vector>
 
+#include "engine/ir/dtype.h"
+
 namespace graphrun {
 
 enum class OpKind : uint8_t {
@@ -22,6 +24,23 @@ enum class OpKind : uint8_t {
     // at the start of each pass, and after the loop the final one), and the
     // stand-in for an expression that failed to parse (never executed).
     LoopParam, Invalid,
+};
+
+// The kernel family an op belongs to: each device has one kernel factory per
+// family (engine/kernels/common/families.h), so adding an op to a family
+// touches no device's dispatch.
+enum class OpFamily : uint8_t {
+    Creation,   // const zeros ones fill range random_uniform random_normal
+    Binary,     // elementwise with broadcasting
+    Unary,      // elementwise
+    Matmul,
+    Transpose,
+    Copy,       // reshape identity (the executor skips them when they alias)
+    Cast,
+    Concat,
+    Reduce,     // reduce_sum reduce_max reduce_mean
+    Softmax,
+    None,       // loop_param, invalid: never a kernel
 };
 
 // Which dtypes an op accepts (SPEC: "num" = f32 f64 i32 i64, "float" = f32 f64, "all" = num and bool).
@@ -50,7 +69,10 @@ struct OpInfo {
     int min_inputs;
     int max_inputs;  // -1: any number (concat)
     DTypeClass dtypes;
-    bool gpu;       // has a GPU kernel (marked G in SPEC section 3)
+    OpFamily family;
+    // The GPU-support table: the GPU has a kernel for this op, for every dtype
+    // of `dtypes` (gpu_runs). The CPU runs every op.
+    bool gpu;
     bool creation;  // takes its leading attributes positionally
     std::vector<AttrSpec> attrs;
     std::vector<const char*> positional;  // creation ops: names of the positional attributes, in order
@@ -61,6 +83,9 @@ const std::vector<OpInfo>& all_ops();
 const OpInfo& op_info(OpKind k);
 const char* op_name(OpKind k);
 std::optional<OpKind> find_op(std::string_view name);
+// Whether the GPU runs op on dtype: the one answer placement, the GPU plugin
+// and the docs give.
+bool gpu_runs(OpKind op, DType dtype);
 // Names of all user-visible ops (for did-you-mean).
 std::vector<std::string> op_names();
 

@@ -1,4 +1,4 @@
-// The CPU allocator and memory sizes.
+// The CPU allocator (its cache; the counting is CountingAllocator's) and memory sizes.
 #include "engine/runtime/allocator.h"
 
 #include <cctype>
@@ -11,57 +11,27 @@ namespace graphrun {
 
 std::atomic<int64_t> g_fail_allocation_countdown{0};
 
-namespace {
-// Zero-byte buffers are counted like any other but need no memory.
-alignas(64) unsigned char g_empty_buffer[64];
-}  // namespace
-
-CpuAllocator::CpuAllocator(uint64_t limit_bytes) : limit_(limit_bytes) {}
-
 CpuAllocator::~CpuAllocator() {
     std::lock_guard<BriefMutex> lock(mu_);
     trim_locked();
 }
 
-void* CpuAllocator::allocate(uint64_t bytes) {
-    if (g_fail_allocation_countdown.load(std::memory_order_relaxed) > 0 &&
-        g_fail_allocation_countdown.fetch_sub(1) == 1)
-        return nullptr;
-    std::lock_guard<BriefMutex> lock(mu_);
-    if (s_.in_use + bytes > limit_ || s_.in_use + bytes < s_.in_use) return nullptr;
-    void* p = nullptr;
-    if (bytes == 0) {
-        p = g_empty_buffer;
-    } else if (void* q = take_cached(bytes)) {
-        p = q;
-    } else {
-        // Keep what the allocator holds from the system within the limit too.
-        if (s_.reserved + bytes > limit_) trim_locked();
+void* CpuAllocator::obtain_locked(uint64_t bytes) {
+    if (void* p = take_cached(bytes)) return p;
+    // Keep what the allocator holds from the system within the limit too.
+    if (reserved_ + bytes > limit()) trim_locked();
+    void* p = std::aligned_alloc(64, bytes);
+    if (!p) {
+        trim_locked();
         p = std::aligned_alloc(64, bytes);
-        if (!p) {
-            trim_locked();
-            p = std::aligned_alloc(64, bytes);
-            if (!p) return nullptr;
-        }
-        s_.reserved += bytes;
+        if (!p) return nullptr;
     }
-    s_.in_use += bytes;
-    s_.peak = std::max(s_.peak, s_.in_use);
-    ++s_.allocs;
-    ++s_.live;
+    reserved_ += bytes;
     return p;
 }
 
-void CpuAllocator::add_pending(uint64_t bytes) {
-    std::lock_guard<BriefMutex> lock(mu_);
-    s_.pending += bytes;
-    s_.pending_peak = std::max(s_.pending_peak, s_.pending);
-}
-
-void CpuAllocator::release(void* p, uint64_t bytes) {
-    std::lock_guard<BriefMutex> lock(mu_);
-    s_.pending -= std::min(s_.pending, bytes);
-    release_locked(p, bytes);
+void CpuAllocator::give_back_locked(void* p, uint64_t bytes) {
+    list_for(bytes).push_back(p);
 }
 
 void CpuAllocator::release_batch(const PendingRelease* items, size_t n) {
@@ -79,36 +49,10 @@ void CpuAllocator::release_batch(const PendingRelease* items, size_t n) {
         if (items[i].bytes) incoming_.push_back(Block{items[i].data, items[i].bytes});
     }
     std::lock_guard<BriefMutex> lock(mu_);
-    s_.pending -= std::min(s_.pending, bytes);
-    s_.in_use -= bytes;
-    s_.frees += n;
-    s_.live -= n;
-    cached_bytes_ += bytes;
+    count_released_locked(bytes, n);
     if (returned_.empty()) returned_.swap(incoming_);
     else returned_.insert(returned_.end(), incoming_.begin(), incoming_.end());
     incoming_.clear();
-}
-
-void CpuAllocator::release_unreferenced(const PendingRelease* items, size_t n) {
-    std::lock_guard<BriefMutex> lock(mu_);
-    uint64_t bytes = 0;
-    for (size_t i = 0; i < n; ++i) bytes += items[i].bytes;
-    s_.pending_peak = std::max(s_.pending_peak, s_.pending + bytes);
-    for (size_t i = 0; i < n; ++i) release_locked(items[i].data, items[i].bytes);
-}
-
-void CpuAllocator::release_scratch(void* p, uint64_t bytes) {
-    std::lock_guard<BriefMutex> lock(mu_);
-    release_locked(p, bytes);
-}
-
-void CpuAllocator::release_locked(void* p, uint64_t bytes) {
-    s_.in_use -= bytes;
-    ++s_.frees;
-    --s_.live;
-    if (bytes == 0) return;
-    list_for(bytes).push_back(p);
-    cached_bytes_ += bytes;
 }
 
 // A cached block of `bytes`, from its free list or else from what the
@@ -123,7 +67,6 @@ void* CpuAllocator::take_cached(uint64_t bytes) {
     if (list->empty()) return nullptr;
     void* p = list->back();
     list->pop_back();
-    cached_bytes_ -= bytes;
     return p;
 }
 
@@ -141,31 +84,15 @@ std::vector<void*>& CpuAllocator::list_for(uint64_t bytes) {
 void CpuAllocator::trim_locked() {
     for (const Block& b : returned_) {
         std::free(b.p);
-        s_.reserved -= b.bytes;
+        reserved_ -= b.bytes;
     }
     returned_.clear();
     for (auto& [size, blocks] : cache_) {
         for (void* p : blocks) std::free(p);
-        s_.reserved -= size * blocks.size();
+        reserved_ -= size * blocks.size();
     }
     cache_.clear();
     last_list_ = nullptr;
-    cached_bytes_ = 0;
-}
-
-void CpuAllocator::trim() {
-    std::lock_guard<BriefMutex> lock(mu_);
-    trim_locked();
-}
-
-MemoryStats CpuAllocator::stats() const {
-    std::lock_guard<BriefMutex> lock(mu_);
-    return s_;
-}
-
-void CpuAllocator::add_copied_in(uint64_t bytes) {
-    std::lock_guard<BriefMutex> lock(mu_);
-    s_.copied_in += bytes;
 }
 
 uint64_t default_cpu_memory_limit() {

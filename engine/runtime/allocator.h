@@ -1,6 +1,7 @@
 // Tensor memory: one allocation entry point per device allocator, feeding one
 // statistics struct (SPEC section 4). No tensor buffer bypasses it.
 #pragma once
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <mutex>
@@ -20,6 +21,7 @@ struct MemoryStats {
     uint64_t frees = 0;
     uint64_t live = 0;          // buffers not yet released
     uint64_t copied_in = 0;     // bytes copied onto this device from another
+    bool operator==(const MemoryStats&) const = default;
 };
 
 // Rounds a byte count up to the 64-byte granule every buffer is counted in.
@@ -75,6 +77,12 @@ public:
 // count to zero fails. Counts every allocation of every allocator.
 extern std::atomic<int64_t> g_fail_allocation_countdown;
 
+// Whether the test hook makes this allocation fail (and counts it).
+inline bool injected_allocation_failure() {
+    return g_fail_allocation_countdown.load(std::memory_order_relaxed) > 0 &&
+           g_fail_allocation_countdown.fetch_sub(1) == 1;
+}
+
 // A mutex for critical sections of a few hundred nanoseconds that two threads
 // take often (the executor allocating, the reclaimer releasing): it spins a
 // little before it sleeps, since a sleep and wake-up cost a hundred times the
@@ -98,42 +106,149 @@ private:
     std::mutex m_;
 };
 
-// Host memory: 64-byte aligned, freed blocks cached by size for reuse (that
-// is what `reserved` shows), everything returned to the system by trim().
-class CpuAllocator final : public Allocator {
+// The one accounting path of every device allocator (SPEC section 4): the
+// limit on in_use, the statistics, zero-byte buffers and the failure-injection
+// hook, under one lock. `Impl` says only how it gets, caches and gives back
+// memory, in four members called with the lock held:
+//   void* obtain_locked(uint64_t bytes);            // bytes > 0; nullptr: none to be had
+//   void give_back_locked(void* p, uint64_t bytes);  // bytes > 0, p from obtain_locked
+//   void trim_locked();                             // every cached block back to the system
+//   uint64_t reserved_locked() const;               // held from the system: in use plus cached
+// A template (CRTP), so that the executor's per-node allocate and release
+// call the hooks directly, with nothing virtual between them.
+template <class Impl>
+class CountingAllocator : public Allocator {
 public:
-    explicit CpuAllocator(uint64_t limit_bytes);
-    ~CpuAllocator() override;
-    CpuAllocator(const CpuAllocator&) = delete;
-    CpuAllocator& operator=(const CpuAllocator&) = delete;
+    explicit CountingAllocator(uint64_t limit_bytes) : limit_(limit_bytes) {}
+    CountingAllocator(const CountingAllocator&) = delete;
+    CountingAllocator& operator=(const CountingAllocator&) = delete;
 
-    void* allocate(uint64_t bytes) override;
-    void release(void* p, uint64_t bytes) override;
-    void release_batch(const PendingRelease* items, size_t n) override;
-    void release_unreferenced(const PendingRelease* items, size_t n) override;
-    void release_scratch(void* p, uint64_t bytes) override;
-    void add_pending(uint64_t bytes) override;
-    void trim() override;
-    MemoryStats stats() const override;
-    void add_copied_in(uint64_t bytes) override;
+    void* allocate(uint64_t bytes) override {
+        if (injected_allocation_failure()) return nullptr;
+        return allocate_counted(bytes);
+    }
+    void release(void* p, uint64_t bytes) override {
+        std::lock_guard<BriefMutex> lock(mu_);
+        s_.pending -= std::min(s_.pending, bytes);
+        release_locked(p, bytes);
+    }
+    void release_batch(const PendingRelease* items, size_t n) override {
+        std::lock_guard<BriefMutex> lock(mu_);
+        for (size_t i = 0; i < n; ++i) {
+            s_.pending -= std::min(s_.pending, items[i].bytes);
+            release_locked(items[i].data, items[i].bytes);
+        }
+    }
+    void release_unreferenced(const PendingRelease* items, size_t n) override {
+        std::lock_guard<BriefMutex> lock(mu_);
+        uint64_t bytes = 0;
+        for (size_t i = 0; i < n; ++i) bytes += items[i].bytes;
+        s_.pending_peak = std::max(s_.pending_peak, s_.pending + bytes);
+        for (size_t i = 0; i < n; ++i) release_locked(items[i].data, items[i].bytes);
+    }
+    void release_scratch(void* p, uint64_t bytes) override {
+        std::lock_guard<BriefMutex> lock(mu_);
+        release_locked(p, bytes);
+    }
+    void add_pending(uint64_t bytes) override {
+        std::lock_guard<BriefMutex> lock(mu_);
+        s_.pending += bytes;
+        s_.pending_peak = std::max(s_.pending_peak, s_.pending);
+    }
+    void trim() override {
+        std::lock_guard<BriefMutex> lock(mu_);
+        impl().trim_locked();
+    }
+    MemoryStats stats() const override {
+        std::lock_guard<BriefMutex> lock(mu_);
+        MemoryStats s = s_;
+        s.reserved = impl().reserved_locked();
+        return s;
+    }
+    void add_copied_in(uint64_t bytes) override {
+        std::lock_guard<BriefMutex> lock(mu_);
+        s_.copied_in += bytes;
+    }
     uint64_t limit() const override { return limit_; }
 
+protected:
+    // allocate() without the failure-injection hook.
+    void* allocate_counted(uint64_t bytes) {
+        std::lock_guard<BriefMutex> lock(mu_);
+        if (s_.in_use + bytes > limit_ || s_.in_use + bytes < s_.in_use) return nullptr;
+        void* p = empty_buffer_;
+        if (bytes != 0) {
+            p = impl().obtain_locked(bytes);
+            if (!p) return nullptr;
+        }
+        s_.in_use += bytes;
+        s_.peak = std::max(s_.peak, s_.in_use);
+        ++s_.allocs;
+        ++s_.live;
+        return p;
+    }
+    // Counts n buffers of `bytes` in all as released (pending ones included),
+    // for an Impl that hands the memory back its own way (CpuAllocator's
+    // batches). Under mu_.
+    void count_released_locked(uint64_t bytes, uint64_t n) {
+        s_.pending -= std::min(s_.pending, bytes);
+        s_.in_use -= std::min(s_.in_use, bytes);
+        s_.frees += n;
+        s_.live -= std::min(s_.live, n);
+    }
+
+    uint64_t in_use_locked() const { return s_.in_use; }
+
+    // Guards the statistics and whatever Impl keeps with them.
+    mutable BriefMutex mu_;
+
 private:
-    void trim_locked();
-    void* take_cached(uint64_t bytes);
-    std::vector<void*>& list_for(uint64_t bytes);
-    void release_locked(void* p, uint64_t bytes);
+    Impl& impl() { return static_cast<Impl&>(*this); }
+    const Impl& impl() const { return static_cast<const Impl&>(*this); }
+
+    void release_locked(void* p, uint64_t bytes) {
+        s_.in_use -= std::min(s_.in_use, bytes);
+        ++s_.frees;
+        if (s_.live > 0) --s_.live;
+        if (bytes != 0) impl().give_back_locked(p, bytes);
+    }
+
+    // Zero-byte buffers are counted like any other but need no memory: this
+    // address is their non-null answer. Kernels never dereference a buffer of
+    // no elements, and copies of zero bytes touch nothing.
+    alignas(256) static inline unsigned char empty_buffer_[256] = {};
 
     const uint64_t limit_;
-    mutable BriefMutex mu_;
-    MemoryStats s_;
+    MemoryStats s_;  // `reserved` is Impl's: reserved_locked()
+};
+
+// Host memory: 64-byte aligned, freed blocks cached by size for reuse (that
+// is what `reserved` shows), everything returned to the system by trim().
+class CpuAllocator final : public CountingAllocator<CpuAllocator> {
+public:
+    explicit CpuAllocator(uint64_t limit_bytes) : CountingAllocator(limit_bytes) {}
+    ~CpuAllocator() override;
+
+    // The reclaimer's batches, handed over by a vector swap (allocator.cpp).
+    void release_batch(const PendingRelease* items, size_t n) override;
+
+private:
+    friend class CountingAllocator<CpuAllocator>;
+    void* obtain_locked(uint64_t bytes);
+    void give_back_locked(void* p, uint64_t bytes);
+    void trim_locked();
+    uint64_t reserved_locked() const { return reserved_; }
+
+    void* take_cached(uint64_t bytes);
+    std::vector<void*>& list_for(uint64_t bytes);
+
+    uint64_t reserved_ = 0;  // from aligned_alloc, not yet freed
     // Free blocks by size. A size's list keeps its capacity when emptied, so
     // that the steady state of a run (release a block, allocate one of the
     // same size) costs no heap allocation of its own.
     std::unordered_map<uint64_t, std::vector<void*>> cache_;
     std::vector<void*>* last_list_ = nullptr;  // cache_[last_bytes_], the last list used
     uint64_t last_bytes_ = 0;
-    uint64_t cached_bytes_ = 0;  // in cache_ and returned_
     // Blocks release_batch returned, not yet sorted into cache_ (under mu_),
     // and the next batch being gathered (under incoming_mu_).
     struct Block {

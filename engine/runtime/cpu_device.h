@@ -11,6 +11,7 @@ class CpuDevice final : public Device {
 public:
     explicit CpuDevice(uint64_t memory_limit) : alloc_(memory_limit) {}
     const std::string& name() const override { return name_; }
+    DeviceKind kind() const override { return DeviceKind::Cpu; }
     Allocator& allocator() override { return alloc_; }
     bool supports(OpKind op, DType dtype) const override;
     std::unique_ptr<Kernel> make_kernel(const Graph& g, const Node& n) override;
@@ -20,7 +21,7 @@ public:
     void close() override { alloc_.trim(); }
 
 private:
-    std::string name_ = "cpu";
+    const std::string name_ = DeviceName{}.str();
     CpuAllocator alloc_;
 };
 

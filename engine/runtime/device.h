@@ -9,9 +9,11 @@
 #include <vector>
 
 #include "engine/runtime/allocator.h"
+#include "engine/ir/device_name.h"
 #include "engine/ir/dtype.h"
 #include "engine/ir/graph.h"
 #include "engine/kernels/common/kernel.h"
+#include "engine/kernels/cpu/cpu_kernel.h"
 #include "engine/ir/ops.h"
 
 namespace graphrun {
@@ -19,8 +21,9 @@ namespace graphrun {
 class Device {
 public:
     virtual ~Device() = default;
-    // "cpu", "gpu:0".
+    // "cpu", "gpu:0" (DeviceName::str()).
     virtual const std::string& name() const = 0;
+    virtual DeviceKind kind() const = 0;
     // The counting allocator every tensor buffer of this device comes from.
     virtual Allocator& allocator() = 0;
     // Whether make_kernel can give a kernel for this op and output dtype.
@@ -53,6 +56,9 @@ struct GpuDeviceOptions {
     uint64_t memory_limit = 0;  // 0: the card's free memory when the session opens
     bool allow_tf32 = false;    // --allow-tf32
     bool reset_device = false;  // --reset-device: end the CUDA context at close()
+    // The CPU's kernels, for what a GPU kernel computes on the host at prepare
+    // time (the bytes of const and fill): gpu/ reaches them only through this.
+    std::unique_ptr<Kernel> (*host_kernel)(const Graph& g, const Node& n) = make_cpu_kernel;
 };
 
 // The CUDA plugin's entry table (ONNX Runtime's provider library, IREE's

@@ -1,11 +1,12 @@
-// Binary elementwise ops with NumPy broadcasting, computed exactly as the CPU
-// kernels do (engine/kernels/elementwise.cpp): integer arithmetic wraps (done
+// Binary elementwise ops with NumPy broadcasting, with the CPU's arithmetic
+// (engine/kernels/common/elementwise_ops.h): integer arithmetic wraps (done
 // in unsigned), division truncates, INT_MIN / -1 is INT_MIN, maximum/minimum
 // propagate NaN. Integer division by zero and integer negative powers (base
 // other than 1 or -1) set the device error flag; only those two ops wait for
 // the stream to read it back.
 #include <type_traits>
 
+#include "engine/kernels/common/elementwise_ops.h"
 #include "engine/kernels/common/kernel_common.h"
 #include "gpu/kernels/binary.cuh"
 
@@ -16,88 +17,35 @@ namespace {
 constexpr int kFlagDivByZero = 1;
 constexpr int kFlagNegativePower = 2;
 
-template <class T>
-using Unsigned = std::make_unsigned_t<T>;
-template <class T>
-constexpr bool kIsInt = std::is_integral_v<T>;
+using kernels::kIsInt;
 
-struct AddOp {
+// The shared arithmetic (engine/kernels/common/elementwise_ops.h), as the
+// kernel calls it: with the error flag, which only div and pow set.
+template <class Op>
+struct Flagless {
     template <class T>
     __device__ static T apply(T a, T b, int*) {
-        if constexpr (kIsInt<T>)
-            return static_cast<T>(static_cast<Unsigned<T>>(a) + static_cast<Unsigned<T>>(b));
-        else
-            return a + b;
+        return Op::apply(a, b);
     }
 };
-struct SubOp {
-    template <class T>
-    __device__ static T apply(T a, T b, int*) {
-        if constexpr (kIsInt<T>)
-            return static_cast<T>(static_cast<Unsigned<T>>(a) - static_cast<Unsigned<T>>(b));
-        else
-            return a - b;
-    }
-};
-struct MulOp {
-    template <class T>
-    __device__ static T apply(T a, T b, int*) {
-        if constexpr (kIsInt<T>)
-            return static_cast<T>(static_cast<Unsigned<T>>(a) * static_cast<Unsigned<T>>(b));
-        else
-            return a * b;
-    }
-};
+using AddOp = Flagless<kernels::AddOp>;
+using SubOp = Flagless<kernels::SubOp>;
+using MulOp = Flagless<kernels::MulOp>;
+using MaxOp = Flagless<kernels::MaxOp>;
+using MinOp = Flagless<kernels::MinOp>;
 struct DivOp {
     template <class T>
     __device__ static T apply(T a, T b, int* flag) {
-        if constexpr (kIsInt<T>) {
-            if (b == 0) {
-                *flag = kFlagDivByZero;
-                return 0;
-            }
-            if (b == -1) return static_cast<T>(Unsigned<T>{0} - static_cast<Unsigned<T>>(a));
-            return static_cast<T>(a / b);
-        } else {
-            return a / b;  // IEEE division: nvcc's default -prec-div=true
-        }
-    }
-};
-struct MaxOp {
-    template <class T>
-    __device__ static T apply(T a, T b, int*) {
-        if constexpr (kIsInt<T>)
-            return a > b ? a : b;
-        else
-            return (a > b || a != a) ? a : b;
-    }
-};
-struct MinOp {
-    template <class T>
-    __device__ static T apply(T a, T b, int*) {
-        if constexpr (kIsInt<T>)
-            return a < b ? a : b;
-        else
-            return (a < b || a != a) ? a : b;
+        if (kIsInt<T> && b == 0) *flag = kFlagDivByZero;
+        return kernels::DivOp::apply(a, b);
     }
 };
 struct PowOp {
     template <class T>
     __device__ static T apply(T base, T exp, int* flag) {
         if constexpr (kIsInt<T>) {
-            using U = Unsigned<T>;
-            if (exp < 0) {
-                if (base == 1) return 1;
-                if (base == -1) return (exp & 1) ? T(-1) : T(1);
-                *flag = kFlagNegativePower;
-                return 0;
-            }
-            U result = 1, b = static_cast<U>(base);
-            for (U e = static_cast<U>(exp); e != 0; e >>= 1) {
-                if (e & 1) result *= b;
-                b *= b;
-            }
-            return static_cast<T>(result);
+            if (exp < 0 && base != 1 && base != -1) *flag = kFlagNegativePower;
+            return kernels::int_pow(base, exp);
         } else if constexpr (std::is_same_v<T, float>) {
             // In double, then rounded: nearly always the correctly rounded powf
             // that the CPU's libm gives (CUDA's powf may be 4 ulp off).

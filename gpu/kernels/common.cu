@@ -5,29 +5,10 @@
 
 namespace graphrun::gpu {
 
-GpuKernel::GpuKernel(const Graph& g, const Node& n, GpuContext& ctx)
-    : ctx_(ctx),
-      op_(n.op),
-      out_dtype_(n.dtype),
-      out_shape_(n.shape),
-      out_numel_(kernels::numel_of(n.shape)) {
-    for (const Input& in : n.inputs) {
-        const Node& x = g.node(in.id);
-        in_dtypes_.push_back(x.dtype);
-        in_shapes_.push_back(x.shape);
-        in_numel_.push_back(kernels::numel_of(x.shape));
-    }
-}
-
-std::string GpuKernel::check(const TensorRef* inputs, size_t n_inputs, const TensorRef& out) const {
-    return kernels::check_buffers(op_, "GPU kernel", in_dtypes_, in_numel_, out_dtype_, out_numel_, inputs,
-                                  n_inputs, out);
-}
-
 std::string GpuKernel::run(const TensorRef* inputs, size_t n_inputs, TensorRef& out,
                            const KernelContext&) {
     try {
-        std::string problem = check(inputs, n_inputs, out);
+        std::string problem = check(inputs, n_inputs, out, "GPU kernel");
         if (!problem.empty()) return problem;
         // The session may run nodes on a thread where another device is current.
         GR_CUDA_THROW(cudaSetDevice(ctx_.device));

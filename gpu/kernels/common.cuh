@@ -12,6 +12,7 @@
 
 #include "engine/ir/graph.h"
 #include "engine/kernels/common/kernel.h"
+#include "engine/kernels/common/kernel_common.h"
 #include "gpu/cuda_check.h"
 #include "gpu/gpu_context.h"
 
@@ -68,12 +69,12 @@ inline unsigned grid_for(int64_t n, int block = kBlock) {
 // Throws a CudaError if the launch just made failed.
 #define GR_CHECK_LAUNCH() GR_CUDA_THROW(cudaGetLastError())
 
-// The base of every GPU kernel: records the node's input and output types,
-// checks the executor's buffers before compute() launches anything, makes
-// the context's device current, and turns any exception into run()'s error.
-class GpuKernel : public Kernel {
+// The base of every GPU kernel: checks the executor's buffers before
+// compute() launches anything (NodeKernel), makes the context's device
+// current, and turns any exception into run()'s error.
+class GpuKernel : public kernels::NodeKernel {
   public:
-    GpuKernel(const Graph& g, const Node& n, GpuContext& ctx);
+    GpuKernel(const Graph& g, const Node& n, GpuContext& ctx) : NodeKernel(g, n), ctx_(ctx) {}
     std::string run(const TensorRef* inputs, size_t n_inputs, TensorRef& out,
                     const KernelContext& kctx) final;
 
@@ -83,16 +84,6 @@ class GpuKernel : public Kernel {
     virtual void compute(const TensorRef* inputs, TensorRef& out) = 0;
 
     GpuContext& ctx_;
-    OpKind op_;
-    std::vector<DType> in_dtypes_;
-    std::vector<Shape> in_shapes_;
-    std::vector<int64_t> in_numel_;
-    DType out_dtype_;
-    Shape out_shape_;
-    int64_t out_numel_;
-
-  private:
-    std::string check(const TensorRef* inputs, size_t n_inputs, const TensorRef& out) const;
 };
 
 // Stream-ordered scratch memory from the session's counting allocator,

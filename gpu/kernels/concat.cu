@@ -21,33 +21,12 @@ __global__ void band_kernel(const E* __restrict__ src, E* __restrict__ dst, int6
 
 class ConcatKernel final : public GpuKernel {
   public:
-    ConcatKernel(const Graph& g, const Node& n, GpuContext& ctx) : GpuKernel(g, n, ctx) {
-        const size_t r = out_shape_.size();
-        const int64_t axis = kernels::normalize_axis(kernels::int_attr(n, "axis", 0), r);
-        if (axis < 0 || in_shapes_.empty()) {
-            ok_ = false;
-            return;
-        }
-        const auto ax = static_cast<size_t>(axis);
-        int64_t inner = 1;
-        for (size_t d = ax + 1; d < r; ++d) inner *= out_shape_[d];
-        for (size_t d = 0; d < ax; ++d) outer_ *= out_shape_[d];
-        int64_t total = 0;
-        for (const Shape& s : in_shapes_) {
-            if (s.size() != r) {
-                ok_ = false;
-                return;
-            }
-            widths_.push_back(s[ax] * inner);
-            total += s[ax];
-        }
-        pitch_ = total * inner;
-        if (total != out_shape_[ax]) ok_ = false;
-    }
+    ConcatKernel(const Graph& g, const Node& n, GpuContext& ctx)
+        : GpuKernel(g, n, ctx), split_(kernels::concat_split(n, out_shape_, in_shapes_)) {}
 
   protected:
     void compute(const TensorRef* in, TensorRef& out) override {
-        if (!ok_) throw std::runtime_error("internal error: concat inputs do not match the output");
+        if (!split_) throw std::runtime_error("internal error: concat inputs do not match the output");
         if (out.numel == 0) return;
         switch (dtype_size(out.dtype)) {
             case 1:
@@ -69,27 +48,24 @@ class ConcatKernel final : public GpuKernel {
     void launch(const TensorRef* in, void* dst_v) {
         E* dst = static_cast<E*>(dst_v);
         int64_t column = 0;
-        for (size_t k = 0; k < widths_.size(); ++k) {
-            const int64_t width = widths_[k];
+        for (size_t k = 0; k < split_->widths.size(); ++k) {
+            const int64_t width = split_->widths[k];
             if (width == 0) continue;
             const E* src = static_cast<const E*>(in[k].data);
-            if (outer_ == 1) {
+            if (split_->outer == 1) {
                 GR_CUDA_THROW(cudaMemcpyAsync(dst + column, src,
                                               static_cast<size_t>(width) * sizeof(E),
                                               cudaMemcpyDeviceToDevice, ctx_.stream));
             } else {
-                band_kernel<E><<<grid_for(outer_ * width), kBlock, 0, ctx_.stream>>>(
-                    src, dst + column, outer_, width, pitch_);
+                band_kernel<E><<<grid_for(split_->outer * width), kBlock, 0, ctx_.stream>>>(
+                    src, dst + column, split_->outer, width, split_->pitch);
                 GR_CHECK_LAUNCH();
             }
             column += width;
         }
     }
 
-    bool ok_ = true;
-    int64_t outer_ = 1;
-    int64_t pitch_ = 0;            // elements per output row
-    std::vector<int64_t> widths_;  // elements per row of each input
+    std::optional<kernels::ConcatSplit> split_;  // nullopt: the inputs do not make up the output
 };
 
 }  // namespace

@@ -8,7 +8,6 @@
 #include <cstring>
 #include <type_traits>
 
-#include "engine/kernels/cpu/cpu_kernel.h"
 #include "engine/kernels/common/kernel_common.h"
 #include "engine/kernels/common/philox.h"
 #include "gpu/kernels/create.cuh"
@@ -23,9 +22,11 @@ __global__ void fill_kernel(E* __restrict__ o, int64_t n, E v) {
 }
 
 // Runs the node's CPU kernel into host memory of numel elements.
-std::string run_on_host(const Graph& g, const Node& n, int64_t numel, std::vector<uint8_t>& host) {
+std::string run_on_host(const GpuContext& ctx, const Graph& g, const Node& n, int64_t numel,
+                        std::vector<uint8_t>& host) {
     host.assign(static_cast<size_t>(numel) * dtype_size(n.dtype), 0);
-    std::unique_ptr<Kernel> cpu = make_cpu_kernel(g, n);
+    if (!ctx.host_kernel) return "internal error: the GPU context has no host kernels";
+    std::unique_ptr<Kernel> cpu = ctx.host_kernel(g, n);
     TensorRef t;
     t.data = host.empty() ? nullptr : host.data();
     t.dtype = n.dtype;
@@ -40,13 +41,13 @@ class HostValueKernel final : public GpuKernel {
   public:
     HostValueKernel(const Graph& g, const Node& n, GpuContext& ctx) : GpuKernel(g, n, ctx) {
         if (n.op == OpKind::Const) {
-            error_ = run_on_host(g, n, out_numel_, bytes_);
+            error_ = run_on_host(ctx, g, n, out_numel_, bytes_);
             repeat_ = out_numel_ == 1;
         } else {
             // The one value, as the CPU converts it: its kernel for a scalar.
             Node scalar = n;
             scalar.shape.clear();
-            error_ = run_on_host(g, scalar, 1, bytes_);
+            error_ = run_on_host(ctx, g, scalar, 1, bytes_);
             repeat_ = true;
         }
     }

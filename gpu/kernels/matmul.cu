@@ -37,66 +37,22 @@ cublasStatus_t gemm_batched(cublasHandle_t h, cublasOperation_t ta, cublasOperat
                                           stride_b, &beta, c, ldc, stride_c, count);
 }
 
-struct BatchDim {
-    int64_t size, sa, sb;  // strides in matrices; 0 where the operand is broadcast
-};
+using BatchDim = kernels::BroadcastDim;  // strides in matrices; 0 where the operand is broadcast
 
 template <class T>
 class MatmulKernel final : public GpuKernel {
   public:
-    MatmulKernel(const Graph& g, const Node& n, GpuContext& ctx) : GpuKernel(g, n, ctx) {
-        ta_ = kernels::bool_attr(n, "transpose_a", false);
-        tb_ = kernels::bool_attr(n, "transpose_b", false);
-        if (in_shapes_.size() != 2 || in_shapes_[0].empty() || in_shapes_[1].empty()) {
-            ok_ = false;
-            return;
-        }
-        Shape sa = in_shapes_[0], sb = in_shapes_[1];
-        if (sa.size() == 1) sa.insert(sa.begin(), 1);
-        if (sb.size() == 1) sb.push_back(1);
-        const int64_t rows_a = sa[sa.size() - 2], cols_a = sa.back();
-        const int64_t rows_b = sb[sb.size() - 2], cols_b = sb.back();
-        m_ = ta_ ? cols_a : rows_a;
-        k_ = ta_ ? rows_a : cols_a;
-        n_ = tb_ ? rows_b : cols_b;
-        lda_ = cols_a;
-        ldb_ = cols_b;
-        mat_a_ = rows_a * cols_a;
-        mat_b_ = rows_b * cols_b;
-        if ((tb_ ? cols_b : rows_b) != k_) ok_ = false;
-
-        // Batch dims, innermost first, broadcast right-aligned; size-1 dims
-        // dropped and a dim merged into the previous one when both operands
-        // continue their strides across it.
-        const size_t ra = sa.size() - 2, rb = sb.size() - 2, r = std::max(ra, rb);
-        int64_t stride_a = 1, stride_b = 1, batch = 1;
-        for (size_t k = 0; k < r; ++k) {
-            const int64_t ad = k < ra ? sa[ra - 1 - k] : 1, bd = k < rb ? sb[rb - 1 - k] : 1;
-            const int64_t od = ad == 1 ? bd : ad;
-            if ((ad != od && ad != 1) || (bd != od && bd != 1)) ok_ = false;
-            const int64_t da = ad == 1 ? 0 : stride_a, db = bd == 1 ? 0 : stride_b;
-            stride_a *= ad;
-            stride_b *= bd;
-            batch *= od;
-            if (od == 1) continue;
-            if (!batch_.empty()) {
-                BatchDim& last = batch_.back();
-                if (da == last.sa * last.size && db == last.sb * last.size) {
-                    last.size *= od;
-                    continue;
-                }
-            }
-            batch_.push_back({od, da, db});
-        }
-        if (batch * m_ * n_ != out_numel_) ok_ = false;
-    }
+    MatmulKernel(const Graph& g, const Node& n, GpuContext& ctx)
+        : GpuKernel(g, n, ctx),
+          plan_(kernels::matmul_plan(n, in_shapes_[0], in_shapes_[1], out_numel_)) {}
 
   protected:
     void compute(const TensorRef* in, TensorRef& out) override {
-        if (!ok_) throw std::runtime_error("internal error: matmul operand shapes do not match");
+        if (!plan_) throw std::runtime_error("internal error: matmul operand shapes do not match");
         if (out.numel == 0) return;
+        const kernels::MatmulPlan& p = *plan_;
         T* c = static_cast<T*>(out.data);
-        if (k_ == 0) {  // an empty sum: all-zero bytes are 0.0
+        if (p.k == 0) {  // an empty sum: all-zero bytes are 0.0
             GR_CUDA_THROW(
                 cudaMemsetAsync(c, 0, static_cast<size_t>(out.numel) * sizeof(T), ctx_.stream));
             return;
@@ -111,26 +67,26 @@ class MatmulKernel final : public GpuKernel {
         // allocator (cublasSetStream's documented behaviour).
 
         // The innermost merged batch dim goes to cuBLAS; the outer ones are walked here.
-        const BatchDim inner = batch_.empty() ? BatchDim{1, 0, 0} : batch_.front();
-        const size_t outer_rank = batch_.empty() ? 0 : batch_.size() - 1;
+        const BatchDim inner = p.batch_dims.empty() ? BatchDim{1, 0, 0} : p.batch_dims.front();
+        const size_t outer_rank = p.batch_dims.empty() ? 0 : p.batch_dims.size() - 1;
         int64_t outer_count = 1;
-        for (size_t d = 1; d < batch_.size(); ++d) outer_count *= batch_[d].size;
+        for (size_t d = 1; d < p.batch_dims.size(); ++d) outer_count *= p.batch_dims[d].size;
         std::vector<int64_t> idx(outer_rank, 0);
         int64_t oa = 0, ob = 0;  // matrix offsets of the current outer index
-        const int64_t mat_c = m_ * n_;
+        const int64_t mat_c = p.m * p.n;
         for (int64_t t = 0; t < outer_count; ++t) {
             for (int64_t first = 0; first < inner.size; first += kMaxBatchPerCall) {
                 const int64_t count = std::min(kMaxBatchPerCall, inner.size - first);
-                const T* pa = a + (oa + first * inner.sa) * mat_a_;
-                const T* pb = b + (ob + first * inner.sb) * mat_b_;
+                const T* pa = a + (oa + first * inner.sa) * p.mat_a;
+                const T* pb = b + (ob + first * inner.sb) * p.mat_b;
                 T* pc = c + (t * inner.size + first) * mat_c;
-                GR_CUBLAS_THROW(gemm_batched(h, tb_ ? CUBLAS_OP_T : CUBLAS_OP_N,
-                                             ta_ ? CUBLAS_OP_T : CUBLAS_OP_N, n_, m_, k_, pb, ldb_,
-                                             inner.sb * mat_b_, pa, lda_, inner.sa * mat_a_, pc, n_,
-                                             mat_c, count));
+                GR_CUBLAS_THROW(gemm_batched(
+                    h, p.tb ? CUBLAS_OP_T : CUBLAS_OP_N, p.ta ? CUBLAS_OP_T : CUBLAS_OP_N, p.n, p.m,
+                    p.k, pb, p.ldb, inner.sb * p.mat_b, pa, p.lda, inner.sa * p.mat_a, pc, p.n,
+                    mat_c, count));
             }
             for (size_t d = 0; d < outer_rank; ++d) {  // odometer, innermost outer dim first
-                const BatchDim& bd = batch_[d + 1];
+                const BatchDim& bd = p.batch_dims[d + 1];
                 oa += bd.sa;
                 ob += bd.sb;
                 if (++idx[d] < bd.size) break;
@@ -142,9 +98,7 @@ class MatmulKernel final : public GpuKernel {
     }
 
   private:
-    bool ta_ = false, tb_ = false, ok_ = true;
-    int64_t m_ = 0, n_ = 0, k_ = 0, lda_ = 1, ldb_ = 1, mat_a_ = 0, mat_b_ = 0;
-    std::vector<BatchDim> batch_;  // merged batch dims, innermost first
+    std::optional<kernels::MatmulPlan> plan_;  // nullopt: the shapes do not match
 };
 
 }  // namespace

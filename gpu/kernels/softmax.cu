@@ -82,42 +82,30 @@ __global__ void softmax_columns(const T* __restrict__ x, T* __restrict__ o, int6
 template <class T>
 class SoftmaxKernel final : public GpuKernel {
   public:
-    SoftmaxKernel(const Graph& g, const Node& n, GpuContext& ctx) : GpuKernel(g, n, ctx) {
-        if (in_shapes_.size() != 1) {
-            ok_ = false;
-            return;
-        }
-        auto split = kernels::softmax_split(n, in_shapes_[0]);
-        if (!split) {
-            ok_ = false;
-            return;
-        }
-        outer_ = split->outer;
-        len_ = split->len;
-        inner_ = split->inner;
-    }
+    SoftmaxKernel(const Graph& g, const Node& n, GpuContext& ctx)
+        : GpuKernel(g, n, ctx), split_(kernels::softmax_split(n, in_shapes_[0])) {}
 
   protected:
     void compute(const TensorRef* in, TensorRef& out) override {
-        if (!ok_) throw std::runtime_error("internal error: softmax axis does not match the input");
+        if (!split_) throw std::runtime_error("internal error: softmax axis does not match the input");
         if (out.numel == 0) return;
+        const kernels::AxisSplit& s = *split_;
         const T* x = static_cast<const T*>(in[0].data);
         T* o = static_cast<T*>(out.data);
-        if (inner_ == 1) {
+        if (s.inner == 1) {
             int width = 32;  // the smallest power of two >= len, within [32, kRowBlock]
-            while (width < kRowBlock && width < len_) width *= 2;
-            const unsigned blocks = static_cast<unsigned>(std::min(outer_, kMaxGrid));
-            softmax_rows<T><<<blocks, width, 0, ctx_.stream>>>(x, o, outer_, len_);
+            while (width < kRowBlock && width < s.len) width *= 2;
+            const unsigned blocks = static_cast<unsigned>(std::min(s.outer, kMaxGrid));
+            softmax_rows<T><<<blocks, width, 0, ctx_.stream>>>(x, o, s.outer, s.len);
         } else {
-            softmax_columns<T>
-                <<<grid_for(outer_ * inner_), kBlock, 0, ctx_.stream>>>(x, o, outer_, len_, inner_);
+            softmax_columns<T><<<grid_for(s.outer * s.inner), kBlock, 0, ctx_.stream>>>(
+                x, o, s.outer, s.len, s.inner);
         }
         GR_CHECK_LAUNCH();
     }
 
   private:
-    bool ok_ = true;
-    int64_t outer_ = 1, len_ = 1, inner_ = 1;
+    std::optional<kernels::AxisSplit> split_;  // nullopt: the axis does not match the input
 };
 
 }  // namespace

@@ -1,12 +1,13 @@
-// Unary elementwise ops, computed as the CPU kernels do
-// (engine/kernels/elementwise.cpp): integer neg/abs/square wrap, relu keeps
-// NaN. f32 transcendentals are evaluated in double and rounded once, which
+// Unary elementwise ops, computed as the CPU kernels do: neg, abs, square and
+// relu are engine/kernels/common/elementwise_ops.h's (integers wrap, relu
+// keeps NaN). f32 transcendentals are evaluated in double and rounded once, which
 // gives the correctly rounded value the CPU's libm gives nearly always
 // (CUDA's single-precision expf/sinf/tanhf may be 2 ulp off); sqrt and
 // division are IEEE-exact on both devices, so rsqrt = 1/sqrt(x) matches bit
 // for bit.
 #include <type_traits>
 
+#include "engine/kernels/common/elementwise_ops.h"
 #include "engine/kernels/common/kernel_common.h"
 #include "gpu/kernels/unary.cuh"
 
@@ -14,47 +15,14 @@ namespace graphrun::gpu {
 
 namespace {
 
-template <class T>
-using Unsigned = std::make_unsigned_t<T>;
-template <class T>
-constexpr bool kIsInt = std::is_integral_v<T>;
+using kernels::AbsOp;
+using kernels::NegOp;
+using kernels::ReluOp;
+using kernels::SquareOp;
 
 // f(x) in double, rounded to T.
 #define GR_VIA_DOUBLE(fn) static_cast<T>(fn(static_cast<double>(x)))
 
-struct NegOp {
-    template <class T>
-    __device__ static T apply(T x) {
-        if constexpr (kIsInt<T>)
-            return static_cast<T>(Unsigned<T>{0} - static_cast<Unsigned<T>>(x));
-        else
-            return -x;
-    }
-};
-struct AbsOp {
-    template <class T>
-    __device__ static T apply(T x) {
-        if constexpr (kIsInt<T>)
-            return x < 0 ? NegOp::apply(x) : x;  // abs(INT_MIN) wraps to INT_MIN
-        else
-            return fabs(x);
-    }
-};
-struct SquareOp {
-    template <class T>
-    __device__ static T apply(T x) {
-        if constexpr (kIsInt<T>)
-            return static_cast<T>(static_cast<Unsigned<T>>(x) * static_cast<Unsigned<T>>(x));
-        else
-            return x * x;
-    }
-};
-struct ReluOp {
-    template <class T>
-    __device__ static T apply(T x) {
-        return x < 0 ? T(0) : x;
-    }
-};
 struct ExpOp {
     template <class T>
     __device__ static T apply(T x) {
@@ -85,18 +53,7 @@ struct TanhOp {
         return GR_VIA_DOUBLE(tanh);
     }
 };
-// The CPU's formula: exp of a non-positive argument only.
-struct SigmoidOp {
-    template <class T>
-    __device__ static T apply(T x) {
-        if (x >= 0) {
-            const T e = ExpOp::apply(-x);
-            return T(1) / (T(1) + e);
-        }
-        const T e = ExpOp::apply(x);
-        return e / (T(1) + e);
-    }
-};
+using SigmoidOp = kernels::SigmoidWith<ExpOp>;  // the CPU's formula
 struct SinOp {
     template <class T>
     __device__ static T apply(T x) {

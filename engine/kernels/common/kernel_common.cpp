@@ -1,6 +1,7 @@
 // Attribute reading and buffer checks shared by the CPU kernel families.
 #include "engine/kernels/common/kernel_common.h"
 
+#include <algorithm>
 #include <limits>
 
 namespace graphrun::kernels {
@@ -67,25 +68,6 @@ std::optional<DType> dtype_attr(const Node& n, std::string_view name) {
     const NamedAttr* a = n.find_attr(name);
     if (!a || !a->value.is_word()) return std::nullopt;
     return parse_dtype(a->value.s);
-}
-
-std::string check_buffers(OpKind op, const char* what, const std::vector<DType>& in_dtypes,
-                          const std::vector<int64_t>& in_numel, DType out_dtype, int64_t out_numel,
-                          const TensorRef* inputs, size_t n_inputs, const TensorRef& out) {
-    auto where = [&] { return std::string("internal error: ") + op_name(op) + " " + what + ": "; };
-    if (n_inputs != in_dtypes.size())
-        return where() + "expected " + std::to_string(in_dtypes.size()) + " inputs, got " + std::to_string(n_inputs);
-    for (size_t k = 0; k < n_inputs; ++k) {
-        const TensorRef& t = inputs[k];
-        if (t.dtype != in_dtypes[k] || t.numel != in_numel[k] || (t.numel > 0 && !t.data))
-            return where() + "input " + std::to_string(k) + " is " + dtype_name(t.dtype) + " with " +
-                   std::to_string(t.numel) + " elements, expected " + dtype_name(in_dtypes[k]) + " with " +
-                   std::to_string(in_numel[k]);
-    }
-    if (out.dtype != out_dtype || out.numel != out_numel || (out.numel > 0 && !out.data))
-        return where() + "output is " + dtype_name(out.dtype) + " with " + std::to_string(out.numel) +
-               " elements, expected " + dtype_name(out_dtype) + " with " + std::to_string(out_numel);
-    return "";
 }
 
 std::vector<BroadcastDim> broadcast_dims(const Shape& a, const Shape& b, const Shape& out) {
@@ -192,6 +174,59 @@ std::optional<AxisSplit> softmax_split(const Node& n, const Shape& s) {
     return split;
 }
 
+std::optional<MatmulPlan> matmul_plan(const Node& n, const Shape& a, const Shape& b,
+                                      int64_t out_numel) {
+    if (a.empty() || b.empty()) return std::nullopt;
+    MatmulPlan p;
+    p.ta = bool_attr(n, "transpose_a", false);
+    p.tb = bool_attr(n, "transpose_b", false);
+    Shape sa = a, sb = b;
+    if (sa.size() == 1) sa.insert(sa.begin(), 1);
+    if (sb.size() == 1) sb.push_back(1);
+    const int64_t rows_a = sa[sa.size() - 2], cols_a = sa.back();
+    const int64_t rows_b = sb[sb.size() - 2], cols_b = sb.back();
+    p.m = p.ta ? cols_a : rows_a;
+    p.k = p.ta ? rows_a : cols_a;
+    p.n = p.tb ? rows_b : cols_b;
+    p.lda = cols_a;
+    p.ldb = cols_b;
+    p.mat_a = rows_a * cols_a;
+    p.mat_b = rows_b * cols_b;
+    if ((p.tb ? cols_b : rows_b) != p.k) return std::nullopt;
+    const Shape batch_a(sa.begin(), sa.end() - 2), batch_b(sb.begin(), sb.end() - 2);
+    Shape batch_out(std::max(batch_a.size(), batch_b.size()));
+    for (size_t k = 0; k < batch_out.size(); ++k) {  // innermost first
+        const int64_t ad = k < batch_a.size() ? batch_a[batch_a.size() - 1 - k] : 1;
+        const int64_t bd = k < batch_b.size() ? batch_b[batch_b.size() - 1 - k] : 1;
+        if (ad != bd && ad != 1 && bd != 1) return std::nullopt;
+        batch_out[batch_out.size() - 1 - k] = ad == 1 ? bd : ad;
+        p.batch *= ad == 1 ? bd : ad;
+    }
+    p.batch_dims = broadcast_dims(batch_a, batch_b, batch_out);
+    if (p.batch * p.m * p.n != out_numel) return std::nullopt;
+    return p;
+}
+
+std::optional<ConcatSplit> concat_split(const Node& n, const Shape& out, const std::vector<Shape>& in) {
+    const size_t r = out.size();
+    const int64_t axis = normalize_axis(int_attr(n, "axis", 0), r);
+    if (axis < 0 || in.empty()) return std::nullopt;
+    const auto ax = static_cast<size_t>(axis);
+    ConcatSplit split;
+    int64_t inner = 1;
+    for (size_t d = ax + 1; d < r; ++d) inner *= out[d];
+    for (size_t d = 0; d < ax; ++d) split.outer *= out[d];
+    int64_t total = 0;
+    for (const Shape& s : in) {
+        if (s.size() != r) return std::nullopt;
+        split.widths.push_back(s[ax] * inner);
+        total += s[ax];
+    }
+    if (total != out[ax]) return std::nullopt;
+    split.pitch = total * inner;
+    return split;
+}
+
 int64_t normalize_axis(int64_t axis, size_t rank) {
     const auto r = static_cast<int64_t>(rank);
     if (axis < -r || axis >= r) return -1;
@@ -202,7 +237,7 @@ int64_t numel_of(const Shape& s) {
     return checked_numel(s).value_or(0);
 }
 
-KernelBase::KernelBase(const Graph& g, const Node& n)
+NodeKernel::NodeKernel(const Graph& g, const Node& n)
     : op_(n.op), out_dtype_(n.dtype), out_shape_(n.shape), out_numel_(numel_of(n.shape)) {
     for (const Input& in : n.inputs) {
         const Node& x = g.node(in.id);
@@ -212,16 +247,29 @@ KernelBase::KernelBase(const Graph& g, const Node& n)
     }
 }
 
-std::string KernelBase::check(const TensorRef* inputs, size_t n_inputs,
-                              const TensorRef& out) const {
-    return check_buffers(op_, "kernel", in_dtypes_, in_numel_, out_dtype_, out_numel_, inputs, n_inputs, out);
+std::string NodeKernel::check(const TensorRef* inputs, size_t n_inputs, const TensorRef& out,
+                              const char* what) const {
+    auto where = [&] { return std::string("internal error: ") + op_name(op_) + " " + what + ": "; };
+    if (n_inputs != in_dtypes_.size())
+        return where() + "expected " + std::to_string(in_dtypes_.size()) + " inputs, got " + std::to_string(n_inputs);
+    for (size_t k = 0; k < n_inputs; ++k) {
+        const TensorRef& t = inputs[k];
+        if (t.dtype != in_dtypes_[k] || t.numel != in_numel_[k] || (t.numel > 0 && !t.data))
+            return where() + "input " + std::to_string(k) + " is " + dtype_name(t.dtype) + " with " +
+                   std::to_string(t.numel) + " elements, expected " + dtype_name(in_dtypes_[k]) + " with " +
+                   std::to_string(in_numel_[k]);
+    }
+    if (out.dtype != out_dtype_ || out.numel != out_numel_ || (out.numel > 0 && !out.data))
+        return where() + "output is " + dtype_name(out.dtype) + " with " + std::to_string(out.numel) +
+               " elements, expected " + dtype_name(out_dtype_) + " with " + std::to_string(out_numel_);
+    return "";
 }
 
 std::string KernelBase::run(const TensorRef* inputs, size_t n_inputs, TensorRef& out,
                             const KernelContext& ctx) {
     try {
         if (!checked_) {
-            std::string problem = check(inputs, n_inputs, out);
+            std::string problem = check(inputs, n_inputs, out, "kernel");
             if (!problem.empty()) return problem;
             checked_ = true;
         }

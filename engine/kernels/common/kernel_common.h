@@ -1,6 +1,9 @@
-// What every CPU kernel family shares: reading a validated node's attributes,
-// dtype dispatch, the run-time checks of a kernel's buffers, and the blocked
-// loop that lets the compiler vectorize at -O2 on the x86-64 baseline.
+// What the kernel families share: reading a validated node's attributes, the
+// run-time checks of a kernel's buffers (NodeKernel, the base of the CPU's and
+// the GPU's kernels), the host-side plans both devices' kernels walk
+// (broadcast, transpose, reduce, softmax, matmul, concat), and for the CPU
+// dtype dispatch and the blocked loop that lets the compiler vectorize at -O2
+// on the x86-64 baseline.
 #pragma once
 #include <cstdint>
 #include <cstring>
@@ -37,13 +40,6 @@ bool bool_attr(const Node& n, std::string_view name, bool def);
 // An IntList attribute (a single integer counts as a one-entry list); nullopt when absent.
 std::optional<std::vector<int64_t>> ints_attr(const Node& n, std::string_view name);
 std::optional<DType> dtype_attr(const Node& n, std::string_view name);
-
-// The executor's buffers against what a kernel was built for (as many inputs,
-// each of its dtype and element count, data non-null when numel > 0): "" or
-// "internal error: <op> <what>: ...". Shared by the CPU and GPU kernels.
-std::string check_buffers(OpKind op, const char* what, const std::vector<DType>& in_dtypes,
-                          const std::vector<int64_t>& in_numel, DType out_dtype, int64_t out_numel,
-                          const TensorRef* inputs, size_t n_inputs, const TensorRef& out);
 
 // The broadcast of operands a and b onto `out` (NumPy's rules), innermost
 // dimension first, with dimensions of size 1 dropped and neighbours that stay
@@ -84,25 +80,47 @@ struct AxisSplit {
 };
 std::optional<AxisSplit> softmax_split(const Node& n, const Shape& in);
 
+// matmul (numpy.matmul): a 1-D a is promoted to a row, a 1-D b to a column;
+// one product is m x k by k x n of row-major matrices (lda, ldb as gemm
+// takes them, transposed per the node's transpose_a/transpose_b); the batch
+// dims broadcast right-aligned and are merged as broadcast_dims merges them,
+// with strides counted in matrices. nullopt when the shapes do not match
+// each other or the output's element count.
+struct MatmulPlan {
+    bool ta = false, tb = false;
+    int64_t m = 0, n = 0, k = 0, lda = 1, ldb = 1;
+    int64_t mat_a = 0, mat_b = 0;  // elements per matrix of a and of b
+    int64_t batch = 1;             // matrices in the output
+    std::vector<BroadcastDim> batch_dims;
+};
+std::optional<MatmulPlan> matmul_plan(const Node& n, const Shape& a, const Shape& b,
+                                      int64_t out_numel);
+
+// concat: the output viewed around the node's axis as `outer` rows of `pitch`
+// elements, input k filling a band of widths[k] elements of each row, after
+// the bands of the inputs before it. nullopt when the inputs do not make up
+// the output.
+struct ConcatSplit {
+    int64_t outer = 1, pitch = 0;
+    std::vector<int64_t> widths;
+};
+std::optional<ConcatSplit> concat_split(const Node& n, const Shape& out, const std::vector<Shape>& in);
+
 // `axis` in [-rank, rank) made non-negative, or -1 when out of range.
 int64_t normalize_axis(int64_t axis, size_t rank);
 int64_t numel_of(const Shape& s);  // 0 for an overflowing shape (validation refuses those)
 
-// The base of every CPU kernel: records the dtypes and sizes of the node's
-// inputs and output, and checks the executor's buffers against them before
-// compute() first touches memory. run() never throws: an escaping exception (only
-// std::bad_alloc could) becomes an error message.
-class KernelBase : public Kernel {
-  public:
-    KernelBase(const Graph& g, const Node& n);
-    std::string run(const TensorRef* inputs, size_t n_inputs, TensorRef& out,
-                    const KernelContext& ctx) final;
-
+// What every kernel, CPU or GPU, records of its node: the dtypes and sizes of
+// its inputs and output, to check the executor's buffers against before
+// touching memory. The base of the CPU's KernelBase and the GPU's GpuKernel.
+class NodeKernel : public Kernel {
   protected:
-    // Inputs and output are checked: as many inputs as the node has, each of
-    // its validated dtype and element count, data non-null when numel > 0.
-    virtual std::string compute(const TensorRef* inputs, TensorRef& out,
-                                const KernelContext& ctx) = 0;
+    NodeKernel(const Graph& g, const Node& n);
+    // As many inputs as the node has, each of its validated dtype and element
+    // count, data non-null when numel > 0; likewise the output: "" or
+    // "internal error: <op> <what>: ...".
+    std::string check(const TensorRef* inputs, size_t n_inputs, const TensorRef& out,
+                      const char* what) const;
 
     OpKind op_;
     std::vector<DType> in_dtypes_;
@@ -111,9 +129,23 @@ class KernelBase : public Kernel {
     DType out_dtype_;
     Shape out_shape_;
     int64_t out_numel_;
+};
+
+// The base of every CPU kernel: checks the executor's buffers before
+// compute() first touches memory. run() never throws: an escaping exception
+// (only std::bad_alloc could) becomes an error message.
+class KernelBase : public NodeKernel {
+  public:
+    KernelBase(const Graph& g, const Node& n) : NodeKernel(g, n) {}
+    std::string run(const TensorRef* inputs, size_t n_inputs, TensorRef& out,
+                    const KernelContext& ctx) final;
+
+  protected:
+    // Inputs and output are checked.
+    virtual std::string compute(const TensorRef* inputs, TensorRef& out,
+                                const KernelContext& ctx) = 0;
 
   private:
-    std::string check(const TensorRef* inputs, size_t n_inputs, const TensorRef& out) const;
     // The executor hands a kernel buffers of the same dtypes and sizes on
     // every run (they come from the same validated node), so the check runs
     // on the first: later runs skip the walk over the inputs' records.

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <type_traits>
 
+#include "engine/kernels/common/elementwise_ops.h"
 #include "engine/kernels/common/kernel_common.h"
 #include "engine/kernels/cpu/kernel_families.h"
 #include "engine/kernels/cpu/parallel.h"
@@ -28,91 +29,7 @@ constexpr int64_t kCostlyGrain = int64_t{1} << 11;
 constexpr int64_t kElementwiseColdBelow = kElementwiseGrain * 16;
 constexpr int64_t kCostlyColdBelow = kCostlyGrain * 4;
 
-template <class T>
-using Unsigned = std::make_unsigned_t<T>;
-
-template <class T>
-constexpr bool kIsInt = std::is_integral_v<T>;
-
-// --- binary ops --------------------------------------------------------------
-
-struct AddOp {
-    template <class T>
-    static T apply(T a, T b) {
-        if constexpr (kIsInt<T>)
-            return static_cast<T>(static_cast<Unsigned<T>>(a) + static_cast<Unsigned<T>>(b));
-        else
-            return a + b;
-    }
-};
-struct SubOp {
-    template <class T>
-    static T apply(T a, T b) {
-        if constexpr (kIsInt<T>)
-            return static_cast<T>(static_cast<Unsigned<T>>(a) - static_cast<Unsigned<T>>(b));
-        else
-            return a - b;
-    }
-};
-struct MulOp {
-    template <class T>
-    static T apply(T a, T b) {
-        if constexpr (kIsInt<T>)
-            return static_cast<T>(static_cast<Unsigned<T>>(a) * static_cast<Unsigned<T>>(b));
-        else
-            return a * b;
-    }
-};
-struct DivOp {
-    template <class T>
-    static T apply(T a, T b) {
-        if constexpr (kIsInt<T>) {
-            // b == 0 was reported before the loop; the guard only keeps this total.
-            if (b == 0) return 0;
-            if (b == -1) return static_cast<T>(Unsigned<T>{0} - static_cast<Unsigned<T>>(a));
-            return static_cast<T>(a / b);
-        } else {
-            return a / b;
-        }
-    }
-};
-// NaN in either operand gives NaN (numpy.maximum/minimum).
-struct MaxOp {
-    template <class T>
-    static T apply(T a, T b) {
-        if constexpr (kIsInt<T>)
-            return a > b ? a : b;
-        else
-            return (a > b || a != a) ? a : b;
-    }
-};
-struct MinOp {
-    template <class T>
-    static T apply(T a, T b) {
-        if constexpr (kIsInt<T>)
-            return a < b ? a : b;
-        else
-            return (a < b || a != a) ? a : b;
-    }
-};
-
-// Integer power by squaring, wrapping. A negative exponent is reported before
-// the loop unless the base is 1 or -1, whose powers are exact.
-template <class T>
-T int_pow(T base, T exp) {
-    using U = Unsigned<T>;
-    if (exp < 0) {
-        if (base == 1) return 1;
-        if (base == -1) return (exp & 1) ? T(-1) : T(1);
-        return 0;
-    }
-    U result = 1, b = static_cast<U>(base);
-    for (auto e = static_cast<U>(exp); e != 0; e >>= 1) {
-        if (e & 1) result *= b;
-        b *= b;
-    }
-    return static_cast<T>(result);
-}
+// --- binary ops: add sub mul div maximum minimum are elementwise_ops.h's ------
 
 struct PowOp {
     template <class T>
@@ -305,36 +222,7 @@ class BinaryKernel final : public KernelBase {
 
 // --- unary ops -------------------------------------------------------------------
 
-struct NegOp {
-    template <class T>
-    static T apply(T x) {
-        if constexpr (kIsInt<T>)
-            return static_cast<T>(Unsigned<T>{0} - static_cast<Unsigned<T>>(x));
-        else
-            return -x;
-    }
-};
-struct AbsOp {
-    template <class T>
-    static T apply(T x) {
-        if constexpr (kIsInt<T>)
-            return x < 0 ? NegOp::apply(x) : x;  // abs(INT_MIN) wraps to INT_MIN
-        else
-            return std::fabs(x);
-    }
-};
-struct SquareOp {
-    template <class T>
-    static T apply(T x) {
-        return MulOp::apply(x, x);
-    }
-};
-struct ReluOp {
-    template <class T>
-    static T apply(T x) {
-        return x < 0 ? T(0) : x;  // NaN stays NaN
-    }
-};
+// neg abs square relu are elementwise_ops.h's.
 struct ExpOp {
     template <class T>
     static T apply(T x) {
@@ -365,15 +253,7 @@ struct TanhOp {
         return std::tanh(x);
     }
 };
-// exp of a non-positive argument only, so neither branch overflows.
-struct SigmoidOp {
-    template <class T>
-    static T apply(T x) {
-        if (x >= 0) return T(1) / (T(1) + std::exp(-x));
-        const T e = std::exp(x);
-        return e / (T(1) + e);
-    }
-};
+using SigmoidOp = SigmoidWith<ExpOp>;
 struct SinOp {
     template <class T>
     static T apply(T x) {

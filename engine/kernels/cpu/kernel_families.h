@@ -1,5 +1,5 @@
-// The CPU kernel families, one source file each; make_kernel.cpp's switch
-// over OpKind sends each op to its family's factory.
+// The CPU kernel families, one source file each; make_kernel.cpp lists them
+// for the one dispatch by op family (engine/kernels/common/families.h).
 #pragma once
 #include <memory>
 

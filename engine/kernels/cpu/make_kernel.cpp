@@ -1,64 +1,16 @@
-// The one switch over OpKind that picks a node's CPU kernel family.
-#include "engine/kernels/cpu/cpu_kernel.h"
-#include "engine/kernels/common/kernel_common.h"
-#include "engine/kernels/cpu/kernel_families.h"
+// The CPU's kernel factory per op family (dispatched by kernels/common/families.h).
 #include "engine/ir/ops.h"
+#include "engine/kernels/common/families.h"
+#include "engine/kernels/common/kernel_common.h"
+#include "engine/kernels/cpu/cpu_kernel.h"
+#include "engine/kernels/cpu/kernel_families.h"
 
 namespace graphrun {
 
 std::unique_ptr<Kernel> make_cpu_kernel(const Graph& g, const Node& n) {
     using namespace kernels;
-    switch (n.op) {
-        case OpKind::Const:
-        case OpKind::Zeros:
-        case OpKind::Ones:
-        case OpKind::Fill:
-        case OpKind::Range:
-        case OpKind::RandomUniform:
-        case OpKind::RandomNormal:
-            return make_creation_kernel(g, n);
-        case OpKind::Add:
-        case OpKind::Sub:
-        case OpKind::Mul:
-        case OpKind::Div:
-        case OpKind::Maximum:
-        case OpKind::Minimum:
-        case OpKind::Pow:
-            return make_binary_kernel(g, n);
-        case OpKind::Neg:
-        case OpKind::Abs:
-        case OpKind::Square:
-        case OpKind::Relu:
-        case OpKind::Exp:
-        case OpKind::Log:
-        case OpKind::Sqrt:
-        case OpKind::Rsqrt:
-        case OpKind::Tanh:
-        case OpKind::Sigmoid:
-        case OpKind::Sin:
-        case OpKind::Cos:
-            return make_unary_kernel(g, n);
-        case OpKind::Matmul:
-            return make_matmul_kernel(g, n);
-        case OpKind::Transpose:
-            return make_transpose_kernel(g, n);
-        case OpKind::Reshape:
-        case OpKind::Identity:
-            return make_copy_kernel(g, n);
-        case OpKind::Cast:
-            return make_cast_kernel(g, n);
-        case OpKind::Concat:
-            return make_concat_kernel(g, n);
-        case OpKind::ReduceSum:
-        case OpKind::ReduceMax:
-        case OpKind::ReduceMean:
-            return make_reduce_kernel(g, n);
-        case OpKind::Softmax:
-            return make_softmax_kernel(g, n);
-        case OpKind::LoopParam:
-        case OpKind::Invalid:
-            break;
-    }
+    static constexpr FamilyFactories<> kCpu GR_FAMILY_FACTORIES;
+    if (std::unique_ptr<Kernel> k = make_family_kernel(kCpu, g, n)) return k;
     return make_error_kernel(std::string("internal error: ") + op_name(n.op) + " has no kernel");
 }
 

@@ -78,61 +78,27 @@ template <class T>
 class MatmulKernel final : public KernelBase {
   public:
     MatmulKernel(const Graph& g, const Node& n) : KernelBase(g, n) {
-        ta_ = bool_attr(n, "transpose_a", false);
-        tb_ = bool_attr(n, "transpose_b", false);
-        Shape sa = in_shapes_[0], sb = in_shapes_[1];
-        if (sa.empty() || sb.empty()) {
+        std::optional<MatmulPlan> plan = matmul_plan(n, in_shapes_[0], in_shapes_[1], out_numel_);
+        if (!plan || plan->batch_dims.size() > static_cast<size_t>(kMaxDims)) {
             ok_ = false;
             return;
         }
-        if (sa.size() == 1) sa.insert(sa.begin(), 1);
-        if (sb.size() == 1) sb.push_back(1);
-        const int64_t rows_a = sa[sa.size() - 2], cols_a = sa.back();
-        const int64_t rows_b = sb[sb.size() - 2], cols_b = sb.back();
-        m_ = ta_ ? cols_a : rows_a;
-        k_ = ta_ ? rows_a : cols_a;
-        n_ = tb_ ? rows_b : cols_b;
-        lda_ = cols_a;
-        ldb_ = cols_b;
-        if ((tb_ ? cols_b : rows_b) != k_) ok_ = false;
-
-        // Batch dimensions, broadcast right-aligned; strides counted in matrices.
-        const size_t ra = sa.size() - 2, rb = sb.size() - 2, r = std::max(ra, rb);
-        if (r > static_cast<size_t>(kMaxDims)) {
-            ok_ = false;
-            return;
-        }
-        int64_t stride_a = 1, stride_b = 1;
-        int64_t b_batch = 1;
-        batch_rank_ = static_cast<int>(r);
-        for (size_t k = 0; k < r; ++k) {  // innermost first
-            const int64_t ad = k < ra ? sa[ra - 1 - k] : 1, bd = k < rb ? sb[rb - 1 - k] : 1;
-            const int64_t od = ad == 1 ? bd : ad;
-            if (ad != od && ad != 1) ok_ = false;
-            if (bd != od && bd != 1) ok_ = false;
-            batch_size_[k] = od;
-            batch_sa_[k] = ad == 1 ? 0 : stride_a;
-            batch_sb_[k] = bd == 1 ? 0 : stride_b;
-            stride_a *= ad;
-            stride_b *= bd;
-            batch_ *= od;
-            b_batch *= bd;
-        }
-        mat_a_ = rows_a * cols_a;
-        mat_b_ = rows_b * cols_b;
+        p_ = std::move(*plan);
         // One matrix b against every matrix of a: the batch of a is contiguous
         // rows of one tall matrix (only without transpose_a).
-        blas_ok_ = fits_int(m_) && fits_int(n_) && fits_int(k_) && fits_int(lda_) && fits_int(ldb_);
-        fold_ = b_batch == 1 && !ta_ && batch_ > 1 && blas_ok_ &&
-                batch_ <= INT_MAX / std::max<int64_t>(m_, 1);
-        if (batch_ * m_ * n_ != out_numel_) ok_ = false;
+        bool b_batched = false;
+        for (const BroadcastDim& d : p_.batch_dims) b_batched |= d.sb != 0;
+        blas_ok_ = fits_int(p_.m) && fits_int(p_.n) && fits_int(p_.k) && fits_int(p_.lda) &&
+                   fits_int(p_.ldb);
+        fold_ = !b_batched && !p_.ta && p_.batch > 1 && blas_ok_ &&
+                p_.batch <= INT_MAX / std::max<int64_t>(p_.m, 1);
     }
 
     std::string compute(const TensorRef* in, TensorRef& out, const KernelContext& ctx) override {
         if (!ok_) return "internal error: matmul operand shapes do not match";
         if (out.numel == 0) return "";
         T* c = static_cast<T*>(out.data);
-        if (k_ == 0) {
+        if (p_.k == 0) {
             std::memset(c, 0,
                         static_cast<size_t>(out.numel) * sizeof(T));  // all-zero bytes are 0.0
             return "";
@@ -143,22 +109,23 @@ class MatmulKernel final : public KernelBase {
         if (ctx.threads >= 1 && openblas_get_num_threads() != ctx.threads)
             openblas_set_num_threads(ctx.threads);
         if (fold_) {
-            gemm(false, tb_, static_cast<int>(batch_ * m_), static_cast<int>(n_),
-                 static_cast<int>(k_), a, static_cast<int>(lda_), b, static_cast<int>(ldb_), c,
-                 static_cast<int>(n_));
+            gemm(false, p_.tb, static_cast<int>(p_.batch * p_.m), static_cast<int>(p_.n),
+                 static_cast<int>(p_.k), a, static_cast<int>(p_.lda), b,
+                 static_cast<int>(p_.ldb), c, static_cast<int>(p_.n));
             return "";
         }
+        const std::vector<BroadcastDim>& dims = p_.batch_dims;  // innermost first
         std::array<int64_t, kMaxDims> idx;
-        std::fill_n(idx.begin(), batch_rank_, int64_t{0});
+        std::fill_n(idx.begin(), dims.size(), int64_t{0});
         int64_t oa = 0, ob = 0;
-        for (int64_t t = 0; t < batch_; ++t) {
-            multiply(a + oa * mat_a_, b + ob * mat_b_, c + t * m_ * n_);
-            for (int d = 0; d < batch_rank_; ++d) {
-                oa += batch_sa_[d];
-                ob += batch_sb_[d];
-                if (++idx[d] < batch_size_[d]) break;
-                oa -= batch_size_[d] * batch_sa_[d];
-                ob -= batch_size_[d] * batch_sb_[d];
+        for (int64_t t = 0; t < p_.batch; ++t) {
+            multiply(a + oa * p_.mat_a, b + ob * p_.mat_b, c + t * p_.m * p_.n);
+            for (size_t d = 0; d < dims.size(); ++d) {
+                oa += dims[d].sa;
+                ob += dims[d].sb;
+                if (++idx[d] < dims[d].size) break;
+                oa -= dims[d].size * dims[d].sa;
+                ob -= dims[d].size * dims[d].sb;
                 idx[d] = 0;
             }
         }
@@ -169,27 +136,26 @@ class MatmulKernel final : public KernelBase {
     // One m x k by k x n product.
     void multiply(const T* a, const T* b, T* c) const {
         if (blas_ok_) {
-            gemm(ta_, tb_, static_cast<int>(m_), static_cast<int>(n_), static_cast<int>(k_), a,
-                 static_cast<int>(lda_), b, static_cast<int>(ldb_), c, static_cast<int>(n_));
+            gemm(p_.ta, p_.tb, static_cast<int>(p_.m), static_cast<int>(p_.n),
+                 static_cast<int>(p_.k), a, static_cast<int>(p_.lda), b, static_cast<int>(p_.ldb),
+                 c, static_cast<int>(p_.n));
             return;
         }
         // Dimensions beyond gemm's int arguments: a plain loop, accumulated in double.
-        for (int64_t i = 0; i < m_; ++i)
-            for (int64_t j = 0; j < n_; ++j) {
+        for (int64_t i = 0; i < p_.m; ++i)
+            for (int64_t j = 0; j < p_.n; ++j) {
                 double s = 0;
-                for (int64_t p = 0; p < k_; ++p) {
-                    const T x = ta_ ? a[p * lda_ + i] : a[i * lda_ + p];
-                    const T y = tb_ ? b[j * ldb_ + p] : b[p * ldb_ + j];
+                for (int64_t p = 0; p < p_.k; ++p) {
+                    const T x = p_.ta ? a[p * p_.lda + i] : a[i * p_.lda + p];
+                    const T y = p_.tb ? b[j * p_.ldb + p] : b[p * p_.ldb + j];
                     s += static_cast<double>(x) * static_cast<double>(y);
                 }
-                c[i * n_ + j] = static_cast<T>(s);
+                c[i * p_.n + j] = static_cast<T>(s);
             }
     }
 
-    bool ta_ = false, tb_ = false, ok_ = true, fold_ = false, blas_ok_ = true;
-    int64_t m_ = 0, n_ = 0, k_ = 0, lda_ = 1, ldb_ = 1, mat_a_ = 0, mat_b_ = 0, batch_ = 1;
-    int batch_rank_ = 0;
-    std::array<int64_t, kMaxDims> batch_size_{}, batch_sa_{}, batch_sb_{};
+    bool ok_ = true, fold_ = false, blas_ok_ = true;
+    MatmulPlan p_;
 };
 
 }  // namespace

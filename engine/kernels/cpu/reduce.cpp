@@ -397,14 +397,8 @@ template <class T>
 class SoftmaxKernel final : public KernelBase {
   public:
     SoftmaxKernel(const Graph& g, const Node& n) : KernelBase(g, n) {
-        auto split = softmax_split(n, in_shapes_[0]);
-        if (!split) {
-            ok_ = false;
-            return;
-        }
-        outer_ = split->outer;
-        len_ = split->len;
-        inner_ = split->inner;
+        if (auto split = softmax_split(n, in_shapes_[0])) s_ = *split;
+        else ok_ = false;
     }
 
     std::string compute(const TensorRef* in, TensorRef& out, const KernelContext& ctx) override {
@@ -413,9 +407,9 @@ class SoftmaxKernel final : public KernelBase {
         const T* x = static_cast<const T*>(in[0].data);
         T* o = static_cast<T*>(out.data);
         if constexpr (std::is_same_v<T, float>) {
-            if (inner_ == 1) {
-                const int64_t len = len_;
-                parallel_for(ctx, outer_, std::max<int64_t>(1, kSoftmaxGrain / len),
+            if (s_.inner == 1) {
+                const int64_t len = s_.len;
+                parallel_for(ctx, s_.outer, std::max<int64_t>(1, kSoftmaxGrain / len),
                              [=](int64_t lo, int64_t hi) {
                                  for (int64_t row = lo; row < hi; ++row)
                                      contiguous_slice(x + row * len, o + row * len, len);
@@ -423,14 +417,14 @@ class SoftmaxKernel final : public KernelBase {
                 return "";
             }
         }
-        const int64_t tiles = (inner_ + kTileWidth - 1) / kTileWidth;
+        const int64_t tiles = (s_.inner + kTileWidth - 1) / kTileWidth;
         const int64_t grain =
-            std::max<int64_t>(1, kReduceGrain / (len_ * std::min(inner_, kTileWidth)));
-        parallel_for(ctx, outer_ * tiles, grain, [&](int64_t lo, int64_t hi) {
+            std::max<int64_t>(1, kReduceGrain / (s_.len * std::min(s_.inner, kTileWidth)));
+        parallel_for(ctx, s_.outer * tiles, grain, [&](int64_t lo, int64_t hi) {
             for (int64_t item = lo; item < hi; ++item) {
                 const int64_t row = item / tiles, j0 = item % tiles * kTileWidth;
-                const int64_t off = row * len_ * inner_ + j0;
-                slice(x + off, o + off, std::min(kTileWidth, inner_ - j0));
+                const int64_t off = row * s_.len * s_.inner + j0;
+                slice(x + off, o + off, std::min(kTileWidth, s_.inner - j0));
             }
         });
         return "";
@@ -449,26 +443,26 @@ class SoftmaxKernel final : public KernelBase {
         scale_f32(o, len, 1.0 / sum);
     }
 
-    // `w` neighbouring slices of length len_, element k of slice j at k * inner_ + j.
+    // `w` neighbouring slices of length s_.len, element k of slice j at k * s_.inner + j.
     void slice(const T* x, T* o, int64_t w) const {
         double m[kTileWidth], sum[kTileWidth];
         for (int64_t j = 0; j < w; ++j) m[j] = x[j], sum[j] = 0;
-        for (int64_t k = 1; k < len_; ++k)
+        for (int64_t k = 1; k < s_.len; ++k)
             for (int64_t j = 0; j < w; ++j)
-                m[j] = nan_max(m[j], static_cast<double>(x[k * inner_ + j]));
-        for (int64_t k = 0; k < len_; ++k)
+                m[j] = nan_max(m[j], static_cast<double>(x[k * s_.inner + j]));
+        for (int64_t k = 0; k < s_.len; ++k)
             for (int64_t j = 0; j < w; ++j) {
-                const double e = std::exp(static_cast<double>(x[k * inner_ + j]) - m[j]);
-                o[k * inner_ + j] = static_cast<T>(e);
+                const double e = std::exp(static_cast<double>(x[k * s_.inner + j]) - m[j]);
+                o[k * s_.inner + j] = static_cast<T>(e);
                 sum[j] += e;
             }
-        for (int64_t k = 0; k < len_; ++k)
+        for (int64_t k = 0; k < s_.len; ++k)
             for (int64_t j = 0; j < w; ++j)
-                o[k * inner_ + j] = static_cast<T>(o[k * inner_ + j] / sum[j]);
+                o[k * s_.inner + j] = static_cast<T>(o[k * s_.inner + j] / sum[j]);
     }
 
     bool ok_ = true;
-    int64_t outer_ = 1, len_ = 1, inner_ = 1;
+    AxisSplit s_;
 };
 
 template <ReduceKind K>

@@ -177,28 +177,14 @@ std::unique_ptr<Kernel> make_cast_from(const Graph& g, const Node& n) {
 class ConcatKernel final : public KernelBase {
   public:
     ConcatKernel(const Graph& g, const Node& n) : KernelBase(g, n) {
-        const size_t r = out_shape_.size();
-        const int64_t axis = normalize_axis(int_attr(n, "axis", 0), r);
-        if (axis < 0) {
+        const std::optional<ConcatSplit> split = concat_split(n, out_shape_, in_shapes_);
+        if (!split) {
             ok_ = false;
             return;
         }
-        const auto ax = static_cast<size_t>(axis);
-        const size_t elem = dtype_size(n.dtype);
-        int64_t inner = 1;
-        for (size_t d = ax + 1; d < r; ++d) inner *= out_shape_[d];
-        outer_ = 1;
-        for (size_t d = 0; d < ax; ++d) outer_ *= out_shape_[d];
-        int64_t total = 0;
-        for (const Shape& s : in_shapes_) {
-            if (s.size() != r) {
-                ok_ = false;
-                return;
-            }
-            chunk_bytes_.push_back(static_cast<size_t>(s[ax] * inner) * elem);
-            total += s[ax];
-        }
-        if (total != out_shape_[ax]) ok_ = false;
+        outer_ = split->outer;
+        for (int64_t width : split->widths)
+            chunk_bytes_.push_back(static_cast<size_t>(width) * dtype_size(n.dtype));
     }
 
     std::string compute(const TensorRef* in, TensorRef& out, const KernelContext&) override {

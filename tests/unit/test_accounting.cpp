@@ -1,0 +1,264 @@
+// Unit tests for the one accounting path (CountingAllocator, through the CPU
+// allocator: the limit, the statistics, the failure-injection hook) and for the
+// op table's family column and GPU-support table.
+#include <doctest/doctest.h>
+
+#include <cstdint>
+#include <limits>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/ir/device_name.h"
+#include "engine/ir/ops.h"
+#include "engine/kernels/common/families.h"
+#include "engine/runtime/allocator.h"
+
+using namespace graphrun;
+
+namespace {
+
+// Sets the failure-injection countdown for one test and clears it after.
+struct Countdown {
+    explicit Countdown(int64_t k) { g_fail_allocation_countdown = k; }
+    ~Countdown() { g_fail_allocation_countdown = 0; }
+};
+
+// A kernel factory that records which family was asked for.
+template <OpFamily F>
+std::unique_ptr<Kernel> probe(const Graph&, const Node&, int& called) {
+    called = static_cast<int>(F);
+    return nullptr;
+}
+
+}  // namespace
+
+namespace doctest {
+template <>
+struct StringMaker<MemoryStats> {
+    static String convert(const MemoryStats& s) {
+        std::string t = "{in_use " + std::to_string(s.in_use) + ", peak " + std::to_string(s.peak) +
+                        ", pending " + std::to_string(s.pending) + ", pending_peak " +
+                        std::to_string(s.pending_peak) + ", reserved " + std::to_string(s.reserved) +
+                        ", allocs " + std::to_string(s.allocs) + ", frees " + std::to_string(s.frees) +
+                        ", live " + std::to_string(s.live) + ", copied_in " + std::to_string(s.copied_in) +
+                        "}";
+        return String(t.c_str());
+    }
+};
+}  // namespace doctest
+
+TEST_CASE("accounting: the limit refuses what would take in_use past it") {
+    CpuAllocator a(1024);
+    CHECK(a.limit() == 1024);
+    void* p = a.allocate(1024);
+    REQUIRE(p != nullptr);
+    CHECK(a.allocate(64) == nullptr);  // 1088 > 1024
+    MemoryStats s = a.stats();
+    CHECK(s.in_use == 1024);
+    CHECK(s.allocs == 1);  // a refusal is not an allocation
+    CHECK(s.live == 1);
+    a.release(p, 1024);
+    void* q = a.allocate(1024);  // the limit counts in_use, not what is cached
+    CHECK(q == p);
+    a.release(q, 1024);
+    // A size whose sum with in_use overflows is refused, not wrapped.
+    CpuAllocator unlimited(std::numeric_limits<uint64_t>::max());
+    void* r = unlimited.allocate(64);
+    REQUIRE(r != nullptr);
+    CHECK(unlimited.allocate(std::numeric_limits<uint64_t>::max() - 63) == nullptr);
+    unlimited.release(r, 64);
+    CHECK(unlimited.stats().in_use == 0);
+}
+
+TEST_CASE("accounting: the injected failure hits the k-th allocation only") {
+    CpuAllocator a(1 << 20);
+    Countdown k(3);
+    void* p1 = a.allocate(64);
+    void* p2 = a.allocate(0);
+    void* p3 = a.allocate(64);  // the third: fails however much memory there is
+    void* p4 = a.allocate(64);
+    CHECK(p1 != nullptr);
+    CHECK(p2 != nullptr);
+    CHECK(p3 == nullptr);
+    CHECK(p4 != nullptr);
+    CHECK(g_fail_allocation_countdown.load() == 0);
+    MemoryStats s = a.stats();
+    CHECK(s.allocs == 3);
+    CHECK(s.live == 3);
+    CHECK(s.in_use == 128);
+    a.release(p1, 64);
+    a.release(p2, 0);
+    a.release(p4, 64);
+    CHECK(a.stats().live == 0);
+}
+
+TEST_CASE("accounting: statistics after allocate, pending, release and trim") {
+    CpuAllocator a(1 << 20);
+    void* p = a.allocate(128);
+    void* q = a.allocate(64);
+    void* z = a.allocate(0);
+    REQUIRE(p != nullptr);
+    REQUIRE(q != nullptr);
+    REQUIRE(z != nullptr);
+    // A zero-byte buffer is counted but takes no memory.
+    CHECK(a.stats() == MemoryStats{.in_use = 192, .peak = 192, .reserved = 192, .allocs = 3, .live = 3});
+
+    a.add_pending(128);  // pending buffers are still in use
+    CHECK(a.stats() == MemoryStats{.in_use = 192, .peak = 192, .pending = 128, .pending_peak = 128,
+                                   .reserved = 192, .allocs = 3, .live = 3});
+
+    a.release(p, 128);  // its block stays cached for reuse
+    CHECK(a.stats() == MemoryStats{.in_use = 64, .peak = 192, .pending_peak = 128, .reserved = 192,
+                                   .allocs = 3, .frees = 1, .live = 2});
+
+    // A scratch buffer never becomes pending: pending_peak does not see it.
+    a.release_scratch(q, 64);
+    a.release(z, 0);
+    a.add_copied_in(4096);
+    CHECK(a.stats() == MemoryStats{.peak = 192, .pending_peak = 128, .reserved = 192, .allocs = 3,
+                                   .frees = 3, .copied_in = 4096});
+
+    a.trim();
+    CHECK(a.stats() == MemoryStats{.peak = 192, .pending_peak = 128, .allocs = 3, .frees = 3,
+                                   .copied_in = 4096});
+}
+
+TEST_CASE("accounting: release_unreferenced counts its buffers as pending together") {
+    CpuAllocator a(1 << 20);
+    void* p = a.allocate(256);
+    void* q = a.allocate(64);
+    a.add_pending(64);  // some other buffer already pending
+    const PendingRelease items[] = {{p, 256, &a}, {q, 64, &a}};
+    a.release_unreferenced(items, 2);
+    CHECK(a.stats() == MemoryStats{.peak = 320, .pending = 64, .pending_peak = 64 + 256 + 64,
+                                   .reserved = 320, .allocs = 2, .frees = 2});
+}
+
+TEST_CASE("accounting: release_batch releases pending buffers, and their blocks are reused") {
+    CpuAllocator a(1 << 20);
+    std::vector<void*> ps;
+    for (int i = 0; i < 4; ++i) ps.push_back(a.allocate(128));
+    void* z = a.allocate(0);
+    std::vector<PendingRelease> items;
+    for (void* p : ps) items.push_back({p, 128, &a});
+    items.push_back({z, 0, &a});
+    a.add_pending(4 * 128);
+    a.release_batch(items.data(), items.size());
+    CHECK(a.stats() == MemoryStats{.peak = 512, .pending_peak = 512, .reserved = 512, .allocs = 5,
+                                   .frees = 5});
+    // The returned blocks serve the next allocations of their size.
+    for (int i = 0; i < 4; ++i) CHECK(a.allocate(128) != nullptr);
+    CHECK(a.stats().reserved == 512);
+}
+
+TEST_CASE("accounting: the cache is trimmed to keep reserved within the limit") {
+    CpuAllocator a(256);
+    void* p = a.allocate(128);
+    a.release(p, 128);
+    CHECK(a.stats().reserved == 128);
+    void* q = a.allocate(192);  // 128 cached + 192 > 256: the cache goes first
+    REQUIRE(q != nullptr);
+    CHECK(a.stats().reserved == 192);
+    a.release(q, 192);
+}
+
+TEST_CASE("ops: every op has a family, and the family dispatch reaches its factory") {
+    using kernels::FamilyFactories;
+    constexpr auto make_creation_kernel = &probe<OpFamily::Creation>;
+    constexpr auto make_binary_kernel = &probe<OpFamily::Binary>;
+    constexpr auto make_unary_kernel = &probe<OpFamily::Unary>;
+    constexpr auto make_matmul_kernel = &probe<OpFamily::Matmul>;
+    constexpr auto make_transpose_kernel = &probe<OpFamily::Transpose>;
+    constexpr auto make_copy_kernel = &probe<OpFamily::Copy>;
+    constexpr auto make_cast_kernel = &probe<OpFamily::Cast>;
+    constexpr auto make_concat_kernel = &probe<OpFamily::Concat>;
+    constexpr auto make_reduce_kernel = &probe<OpFamily::Reduce>;
+    constexpr auto make_softmax_kernel = &probe<OpFamily::Softmax>;
+    const FamilyFactories<int> probes GR_FAMILY_FACTORIES;
+
+    Graph g;
+    for (const OpInfo& info : all_ops()) {
+        CAPTURE(info.name);
+        CHECK(info.family != OpFamily::None);
+        CHECK((info.family == OpFamily::Creation) == is_creation(info.kind));
+        CHECK((info.family == OpFamily::Binary) == is_binary_elementwise(info.kind));
+        CHECK((info.family == OpFamily::Unary) == is_unary_elementwise(info.kind));
+        CHECK((info.family == OpFamily::Reduce) == is_reduction(info.kind));
+        CHECK((info.family == OpFamily::Copy) == is_alias_op(info.kind));
+        Node n;
+        n.op = info.kind;
+        int called = -1;
+        CHECK(kernels::make_family_kernel(probes, g, n, called) == nullptr);
+        CHECK(called == static_cast<int>(info.family));
+    }
+    for (OpKind k : {OpKind::LoopParam, OpKind::Invalid}) {
+        CHECK(op_info(k).family == OpFamily::None);
+        Node n;
+        n.op = k;
+        int called = -1;
+        CHECK(kernels::make_family_kernel(probes, g, n, called) == nullptr);
+        CHECK(called == -1);
+    }
+}
+
+TEST_CASE("ops: the GPU-support table agrees with OpInfo::gpu and with the GPU's kernels") {
+    // What gpu/kernels implement, op by op (the dtypes each kernel family is
+    // instantiated for). A change to either side must change this table too.
+    const std::map<std::string, std::string> gpu_kernels = {
+        {"const", "all"},          {"zeros", "all"},
+        {"ones", "all"},           {"fill", "all"},
+        {"range", "num"},          {"random_uniform", "float"},
+        {"random_normal", "float"}, {"add", "num"},
+        {"sub", "num"},            {"mul", "num"},
+        {"div", "num"},            {"maximum", "num"},
+        {"minimum", "num"},        {"pow", "num"},
+        {"neg", "num"},            {"abs", "num"},
+        {"square", "num"},         {"relu", "num"},
+        {"exp", "float"},          {"log", "float"},
+        {"sqrt", "float"},         {"rsqrt", "float"},
+        {"tanh", "float"},         {"sigmoid", "float"},
+        {"sin", "float"},          {"cos", "float"},
+        {"matmul", "float"},       {"transpose", "all"},
+        {"reshape", "all"},        {"cast", "all"},
+        {"identity", "all"},       {"concat", "all"},
+        {"reduce_sum", "num"},     {"reduce_max", "num"},
+        {"reduce_mean", "float"},  {"softmax", "float"},
+    };
+    CHECK(gpu_kernels.size() == all_ops().size());
+    const DType dtypes[] = {DType::F32, DType::F64, DType::I32, DType::I64, DType::Bool};
+    for (const OpInfo& info : all_ops()) {
+        CAPTURE(info.name);
+        auto it = gpu_kernels.find(info.name);
+        REQUIRE(it != gpu_kernels.end());
+        CHECK(info.gpu);  // every op has a GPU kernel
+        for (DType t : dtypes) {
+            CAPTURE(dtype_name(t));
+            const bool expected = it->second == "all" || (it->second == "num" && t != DType::Bool) ||
+                                  (it->second == "float" && is_float(t));
+            CHECK(gpu_runs(info.kind, t) == expected);
+            // The GPU runs an op on exactly the dtypes the op takes.
+            const bool in_class = info.dtypes == DTypeClass::All ||
+                                  (info.dtypes == DTypeClass::Num && t != DType::Bool) ||
+                                  (info.dtypes == DTypeClass::Float && is_float(t));
+            CHECK(gpu_runs(info.kind, t) == (info.gpu && in_class));
+        }
+    }
+    for (OpKind k : {OpKind::LoopParam, OpKind::Invalid}) {
+        CHECK_FALSE(op_info(k).gpu);
+        for (DType t : dtypes) CHECK_FALSE(gpu_runs(k, t));
+    }
+}
+
+TEST_CASE("device kind: one enum, and the kind of a canonical name") {
+    CHECK(DeviceName{}.kind == DeviceKind::Cpu);
+    CHECK(DeviceName{DeviceKind::Gpu, 3}.str() == "gpu:3");
+    CHECK(device_kind(DeviceName{}.str()) == DeviceKind::Cpu);
+    CHECK(device_kind(DeviceName{DeviceKind::Gpu, 0}.str()) == DeviceKind::Gpu);
+    CHECK(device_kind(interned_device_name(DeviceName{DeviceKind::Gpu, 12})) == DeviceKind::Gpu);
+    CHECK(device_kind(interned_device_name(DeviceName{})) == DeviceKind::Cpu);
+    auto parsed = parse_device_name("/device:GPU:1");
+    REQUIRE(parsed);
+    CHECK(parsed->kind == DeviceKind::Gpu);
+}
