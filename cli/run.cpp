@@ -15,6 +15,7 @@
 #include "cli/values.h"
 #include "engine/api/run.h"
 #include "engine/api/units.h"
+#include "engine/ir/device_name.h"
 
 namespace graphrun::cli {
 
@@ -61,7 +62,7 @@ void print_json(const RunResult& r, const RunFileOptions& opts, std::ostream& ou
     for (const auto& [dev, s] : r.before) before[dev] = stats_json(s);
     for (const auto& [dev, s] : r.after) after[dev] = stats_json(s);
     doc["memory"] = ojson{{"before_teardown", before}, {"after_teardown", after}};
-    doc["system"] = ojson{{"cpu", ojson{{"kind", "rss"},
+    doc["system"] = ojson{{std::string(kCpuDeviceName), ojson{{"kind", "rss"},
                                         {"before_session", r.rss_session},
                                         {"before_teardown", r.rss_before},
                                         {"after_teardown", r.rss_after}}}};

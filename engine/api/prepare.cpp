@@ -5,6 +5,7 @@
 #include "engine/api/units.h"
 #include "engine/base/diagnostics.h"
 #include "engine/runtime/allocator.h"
+#include "engine/ir/device_name.h"
 
 namespace graphrun {
 
@@ -83,7 +84,7 @@ std::optional<Error> plan_prepared(Prepared& p, const PrepareOptions& opts, std:
     if (!opts.refuse_over_limit) return std::nullopt;
     p.cpu_memory_limit = opts.memory_limit ? opts.memory_limit : default_cpu_memory_limit();
     for (const auto& [dev, bytes] : p.plan->static_peak) {
-        bool gpu = dev != "cpu";
+        bool gpu = device_kind(dev) == DeviceKind::Gpu;
         // A GPU without --memory-limit is checked against its free memory once it is open.
         if (bytes > p.cpu_memory_limit && (!gpu || opts.memory_limit)) {
             std::string msg = over_limit_message(dev, bytes, p.cpu_memory_limit);

@@ -56,7 +56,7 @@ RunResult run_prepared(Prepared& p, const RunFileOptions& opts, std::ostream& er
     GpuRuntime* rt = nullptr;
     for (const auto& [dev, bytes] : plan.static_peak) {
         auto dn = parse_device_name(dev);
-        if (!dn || dn->kind != DeviceName::Kind::Gpu) continue;
+        if (!dn || dn->kind != DeviceKind::Gpu) continue;
         if (!rt) rt = gpu_runtime(nullptr);
         DriverFigures& f = r.gpu_system[dev];
         if (rt) f.before_session = rt->driver_used_bytes(dn->index, &f.why);
@@ -77,7 +77,7 @@ RunResult run_prepared(Prepared& p, const RunFileOptions& opts, std::ostream& er
     // A GPU's limit (its free memory by default) is known once its device is open.
     for (const auto& [dev, lim] : session.limits()) {
         auto it = plan.static_peak.find(dev);
-        if (dev != "cpu" && it != plan.static_peak.end() && it->second > lim && refused.empty()) {
+        if (device_kind(dev) == DeviceKind::Gpu && it != plan.static_peak.end() && it->second > lim && refused.empty()) {
             refused = over_limit_message(dev, it->second, lim);
             err << lg.display << ": error: " << refused << "\n";
         }

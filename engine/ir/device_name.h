@@ -14,7 +14,6 @@ enum class DeviceKind { Cpu, Gpu };
 inline constexpr std::string_view kCpuDeviceName = "cpu";
 
 struct DeviceName {
-    using Kind = DeviceKind;  // the older spelling, DeviceName::Kind::Cpu
     DeviceKind kind = DeviceKind::Cpu;
     int index = 0;
     std::string str() const {

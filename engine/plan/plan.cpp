@@ -2,6 +2,7 @@
 // static peak.
 #include "engine/plan/plan.h"
 #include "engine/plan/plan_walker.h"
+#include "engine/ir/device_name.h"
 
 #include <algorithm>
 #include <unordered_map>
@@ -17,7 +18,7 @@ bool may_take_input_buffer(const Graph& g, const Node& n, size_t k) {
     // The CPU kernels of these ops read each element before they write it, at
     // the same index (elementwise.cpp); the GPU kernels are not written for it.
     if (!is_binary_elementwise(n.op) && !is_unary_elementwise(n.op)) return false;
-    if (n.placed != "cpu" || k >= n.inputs.size()) return false;
+    if (device_kind(n.placed) != DeviceKind::Cpu || k >= n.inputs.size()) return false;
     const Node& in = g.node(n.inputs[k].id);
     return in.dtype == n.dtype && in.placed == n.placed && in.shape == n.shape;
 }

@@ -4,6 +4,7 @@
 #include "engine/runtime/session.h"
 
 #include "engine/kernels/cpu/cpu_kernel.h"
+#include "engine/ir/device_name.h"
 
 #include <algorithm>
 #include <chrono>
@@ -40,7 +41,7 @@ Session::Session(const Graph& g, const Plan& plan, SessionOptions opts)
       walker_(g, plan) {
     ctx_.threads = std::max(1, opts_.threads);
     bool uses_blas = false;
-    for (const Node& n : g.nodes) uses_blas |= n.op == OpKind::Matmul && n.placed == "cpu";
+    for (const Node& n : g.nodes) uses_blas |= n.op == OpKind::Matmul && device_kind(n.placed) == DeviceKind::Cpu;
     set_blas_threads(ctx_.threads, uses_blas);
     if (ctx_.threads > 1) {
         pool_ = std::make_unique<ThreadPool>(ctx_.threads);
@@ -106,7 +107,7 @@ Device* Session::device_for(std::string_view name) {
 std::map<std::string, MemoryStats> Session::stats() const {
     std::map<std::string, MemoryStats> out;
     for (const auto& [name, dev] : devices_) out[name] = dev->allocator().stats();
-    if (out.empty()) out["cpu"] = MemoryStats{};
+    if (out.empty()) out[std::string(kCpuDeviceName)] = MemoryStats{};
     return out;
 }
 
@@ -158,9 +159,9 @@ std::optional<RunError> Session::copy_input(const Node& n, const Node& in, const
     const uint64_t bytes = static_cast<uint64_t>(ref.numel) * dtype_size(in.dtype);
     std::string err;
     if (bytes == 0) {
-    } else if (src.dev->name() == "cpu") {
+    } else if (src.dev->kind() == DeviceKind::Cpu) {
         err = dev.copy_from_host(p, src.data, bytes);
-    } else if (dev.name() == "cpu") {
+    } else if (dev.kind() == DeviceKind::Cpu) {
         err = src.dev->copy_to_host(p, src.data, bytes);
     } else {  // GPU to GPU: through the host
         std::vector<uint8_t> host(bytes);
@@ -236,7 +237,7 @@ std::optional<RunError> Session::run_node_profiled(NodeId id) {
     auto e = run_node(id);
     const Node& n = g_.node(id);
     // A GPU kernel returns before it has run: wait, so the time is its own.
-    if (Device* d = exec_[static_cast<size_t>(id)].dev; !e && d && d->name() != "cpu") {
+    if (Device* d = exec_[static_cast<size_t>(id)].dev; !e && d && d->kind() != DeviceKind::Cpu) {
         if (std::string se = d->synchronize(); !se.empty())
             e = RunError{node_label(n) + " on " + std::string(n.placed) + ": " + se, n.loc};
     }

@@ -116,8 +116,8 @@ TEST_CASE("placement: each node holds its device's one interned name") {
     // One copy of each name, however it was asked for.
     CHECK(placed("a").data() == placed("b").data());
     CHECK(placed("a").data() == placed("c").data());
-    CHECK(interned_device_name(DeviceName{DeviceName::Kind::Gpu, 1}).data() == placed("a").data());
-    CHECK(interned_device_name(DeviceName{DeviceName::Kind::Gpu, 0}) == "gpu:0");
+    CHECK(interned_device_name(DeviceName{DeviceKind::Gpu, 1}).data() == placed("a").data());
+    CHECK(interned_device_name(DeviceName{DeviceKind::Gpu, 0}) == "gpu:0");
     CHECK(log.str().empty());
 }
 
