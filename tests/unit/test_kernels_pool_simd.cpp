@@ -1,0 +1,356 @@
+// Unit tests for the thread pool that runs the CPU kernels, the SIMD loops
+// chosen at run time, and softmax rows (helpers in kernel_test_helpers.h).
+#include <doctest/doctest.h>
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <atomic>
+#include <chrono>
+#include <limits>
+#include <memory>
+#include <mutex>
+#include <numeric>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "tests/unit/kernel_test_helpers.h"
+
+using namespace graphrun;
+using namespace kernel_test;
+
+namespace {
+
+// Runs parallel_for and checks that the chunks cover [0, n) exactly once,
+// each at least `grain` long unless there is only one.
+void check_cover(ThreadPool& pool, int64_t n, int64_t grain) {
+    std::vector<std::atomic<int>> hits(static_cast<size_t>(std::max<int64_t>(n, 0)));
+    std::atomic<int64_t> calls{0}, short_chunks{0}, bad{0};
+    pool.parallel_for(n, grain, [&](int64_t lo, int64_t hi) {
+        calls.fetch_add(1);
+        if (lo < 0 || hi > n || lo >= hi) bad.fetch_add(1);
+        if (hi - lo < grain) short_chunks.fetch_add(1);
+        for (int64_t i = std::max<int64_t>(lo, 0); i < std::min(hi, n); ++i)
+            hits[static_cast<size_t>(i)].fetch_add(1, std::memory_order_relaxed);
+    });
+    INFO("n=", n, " grain=", grain, " pool=", pool.size());
+    CHECK(bad.load() == 0);
+    if (n <= 0) CHECK(calls.load() == 0);
+    if (calls.load() > 1) CHECK(short_chunks.load() == 0);
+    int64_t wrong = 0;
+    for (auto& h : hits) wrong += h.load() != 1;
+    CHECK(wrong == 0);
+}
+
+}  // namespace
+
+TEST_CASE("thread pool: chunks cover the range exactly once") {
+    for (int threads : {1, 2, 3, 8}) {
+        ThreadPool pool(threads);
+        CHECK(pool.size() >= 1);
+        CHECK(pool.size() <= threads);
+        if (threads == 1) CHECK(pool.size() == 1);  // no thread started
+        for (int64_t n : {0, 1, 2, 3, 7, 8, 100, 1000, 4097, 100000})
+            for (int64_t grain : {1, 2, 16, 1000, 1 << 20}) check_cover(pool, n, grain);
+        check_cover(pool, -5, 1);
+    }
+}
+
+TEST_CASE("thread pool: chunk bounds are contiguous and balanced") {
+    for (int64_t n : {1, 5, 64, 1001})
+        for (int64_t chunks : {1, 2, 3, 7})
+            if (chunks <= n) {
+                CHECK(ThreadPool::chunk_begin(n, chunks, 0) == 0);
+                CHECK(ThreadPool::chunk_begin(n, chunks, chunks) == n);
+                for (int64_t c = 0; c < chunks; ++c) {
+                    const int64_t len =
+                        ThreadPool::chunk_begin(n, chunks, c + 1) - ThreadPool::chunk_begin(n, chunks, c);
+                    CHECK(len >= n / chunks);
+                    CHECK(len <= n / chunks + 1);
+                }
+            }
+}
+
+TEST_CASE("thread pool: many jobs in a row, workers really take part, nested calls run inline") {
+    ThreadPool pool(4);
+    // Back-to-back jobs: hand-over with spinning and sleeping workers.
+    std::vector<int64_t> out(4096);
+    for (int job = 0; job < 2000; ++job) {
+        pool.parallel_for(static_cast<int64_t>(out.size()), 64, [&](int64_t lo, int64_t hi) {
+            for (int64_t i = lo; i < hi; ++i) out[static_cast<size_t>(i)] += i;
+        });
+        if (job % 500 == 0) std::this_thread::sleep_for(std::chrono::milliseconds(2));  // workers asleep
+    }
+    int64_t wrong = 0;
+    for (size_t i = 0; i < out.size(); ++i) wrong += out[i] != static_cast<int64_t>(i) * 2000;
+    CHECK(wrong == 0);
+    if (pool.size() > 1) {
+        // Chunks that wait (up to 10 s) until a second thread has entered one
+        // prove that the workers run chunks.
+        std::mutex mu;
+        std::vector<std::thread::id> ids;
+        std::atomic<int> entered{0};
+        pool.parallel_for(pool.size() * 4, 1, [&](int64_t, int64_t) {
+            entered.fetch_add(1);
+            {
+                std::lock_guard<std::mutex> lock(mu);
+                if (std::find(ids.begin(), ids.end(), std::this_thread::get_id()) == ids.end())
+                    ids.push_back(std::this_thread::get_id());
+            }
+            const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+            while (std::chrono::steady_clock::now() < deadline) {
+                {
+                    std::lock_guard<std::mutex> lock(mu);
+                    if (ids.size() >= 2) break;
+                }
+                std::this_thread::yield();
+            }
+        });
+        CHECK(entered.load() == pool.size() * 4);
+        CHECK(ids.size() >= 2);
+        // Nested use from inside a body: runs on the calling thread, whole.
+        std::atomic<int64_t> inner_calls{0}, inner_total{0};
+        pool.parallel_for(8, 1, [&](int64_t lo, int64_t hi) {
+            for (int64_t i = lo; i < hi; ++i)
+                pool.parallel_for(100, 1, [&](int64_t a, int64_t b) {
+                    inner_calls.fetch_add(1);
+                    inner_total.fetch_add(b - a);
+                });
+        });
+        CHECK(inner_total.load() == 800);
+        CHECK(inner_calls.load() >= 8);
+        // Two threads using one pool at once: both complete.
+        std::atomic<int64_t> sum_a{0}, sum_b{0};
+        std::thread other([&] {
+            for (int k = 0; k < 200; ++k)
+                pool.parallel_for(1000, 10, [&](int64_t lo, int64_t hi) { sum_a.fetch_add(hi - lo); });
+        });
+        for (int k = 0; k < 200; ++k)
+            pool.parallel_for(1000, 10, [&](int64_t lo, int64_t hi) { sum_b.fetch_add(hi - lo); });
+        other.join();
+        CHECK(sum_a.load() == 200 * 1000);
+        CHECK(sum_b.load() == 200 * 1000);
+    }
+}
+
+TEST_CASE("thread pool: a short job finds the workers asleep and runs on the caller; a long one wakes them") {
+    ThreadPool pool(2);
+    if (pool.size() < 2) return;
+    const int64_t grain = 100, cold_below = 16 * grain, n = cold_below - 1;
+    // Once the worker has slept (it spins for tens of microseconds), a job of
+    // fewer than cold_below elements is one call on the caller.
+    bool inline_seen = false;
+    for (int attempt = 0; attempt < 100 && !inline_seen; ++attempt) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        std::atomic<int> calls{0};
+        std::atomic<int64_t> covered{0};
+        pool.parallel_for(
+            n, grain,
+            [&](int64_t lo, int64_t hi) {
+                calls.fetch_add(1);
+                covered.fetch_add(hi - lo);
+            },
+            cold_below);
+        CHECK(covered.load() == n);
+        inline_seen = calls.load() == 1;
+    }
+    CHECK(inline_seen);
+    // A job of cold_below elements or more wakes the worker, which takes
+    // part once it runs (a virtual machine may take milliseconds to run it).
+    std::mutex mu;
+    std::vector<std::thread::id> ids;
+    const int64_t big = cold_below;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (ids.size() < 2 && std::chrono::steady_clock::now() < deadline)
+        pool.parallel_for(
+            big, grain,
+            [&](int64_t, int64_t) {
+                std::lock_guard<std::mutex> lock(mu);
+                if (std::find(ids.begin(), ids.end(), std::this_thread::get_id()) == ids.end())
+                    ids.push_back(std::this_thread::get_id());
+            },
+            cold_below);
+    CHECK(ids.size() == 2);
+    check_cover(pool, n, grain);
+    check_cover(pool, big, grain);
+}
+
+TEST_CASE("thread pool: created and destroyed repeatedly, idle or not") {
+    for (int k = 0; k < 20; ++k) {
+        ThreadPool pool(1 + k % 4);
+        if (k % 2) check_cover(pool, 1000, 10);
+    }
+}
+
+// --- SIMD paths ----------------------------------------------------------------------
+
+namespace {
+
+// Restores the instruction set on scope exit.
+struct IsaScope {
+    kernels::Isa saved;
+    explicit IsaScope(kernels::Isa cap) : saved(kernels::limit_isa(cap)) {}
+    ~IsaScope() { kernels::limit_isa(saved); }
+};
+
+std::vector<kernels::Isa> isas() {
+    std::vector<kernels::Isa> v;
+    for (int i = 0; i <= static_cast<int>(kernels::detected_isa()); ++i)
+        v.push_back(static_cast<kernels::Isa>(i));
+    return v;
+}
+
+template <class T>
+bool same_bits(T a, T b) {
+    return std::memcmp(&a, &b, sizeof a) == 0;
+}
+
+}  // namespace
+
+TEST_CASE("simd: the f32 row primitives give the same bits on every instruction set") {
+    INFO("detected ", kernels::isa_name(kernels::detected_isa()));
+    std::mt19937_64 g(7);
+    std::uniform_real_distribution<float> u(-30.0f, 30.0f);
+    for (int64_t n : {1, 2, 7, 15, 16, 17, 31, 32, 33, 63, 64, 65, 100, 1000, 4096, 100003}) {
+        std::vector<float> x(static_cast<size_t>(n));
+        for (float& v : x) v = u(g);
+        x[static_cast<size_t>(n / 2)] = 1e30f;  // a large value somewhere
+        double sum0 = 0;
+        float max0 = 0;
+        std::vector<float> e0(x.size()), s0(x.size());
+        double esum0 = 0;
+        for (kernels::Isa isa : isas()) {
+            IsaScope scope(isa);
+            INFO("n=", n, " isa ", kernels::isa_name(isa));
+            REQUIRE(kernels::active_isa() == isa);
+            const double sum = kernels::sum_f32(x.data(), n);
+            const float mx = kernels::max_f32(x.data(), n);
+            std::vector<float> e(x.size());
+            std::vector<float> y = x;
+            for (float& v : y) v = std::fmod(v, 20.0f);  // exponents that do not all round to 0
+            const float m = kernels::max_f32(y.data(), n);
+            const double esum = kernels::exp_shifted_f32(y.data(), e.data(), n, m);
+            std::vector<float> sc = e;
+            kernels::scale_f32(sc.data(), n, 1.0 / esum);
+            if (isa == kernels::Isa::Baseline) {
+                sum0 = sum, max0 = mx, e0 = e, s0 = sc, esum0 = esum;
+                // The baseline against plain references.
+                long double ref = 0;
+                for (float v : x) ref += v;
+                CHECK(std::fabs(sum - static_cast<double>(ref)) <= 1e-15 * std::fabs(static_cast<double>(ref)) + 1e-9);
+                CHECK(mx == *std::max_element(x.begin(), x.end()));
+                long double eref = 0;
+                for (int64_t i = 0; i < n; ++i) {
+                    const long double want = std::exp(static_cast<long double>(y[i]) - m);
+                    eref += want;
+                    REQUIRE(close(e[i], static_cast<double>(want), 1e-7, 1e-45));
+                }
+                CHECK(std::fabs(esum - static_cast<double>(eref)) <= 1e-9 * static_cast<double>(eref));
+            } else {
+                CHECK(same_bits(sum, sum0));
+                CHECK(same_bits(mx, max0));
+                CHECK(same_bits(esum, esum0));
+                CHECK(std::memcmp(e.data(), e0.data(), e.size() * sizeof(float)) == 0);
+                CHECK(std::memcmp(sc.data(), s0.data(), sc.size() * sizeof(float)) == 0);
+            }
+        }
+    }
+}
+
+TEST_CASE("simd: max_f32 propagates NaN and handles infinities on every path") {
+    for (kernels::Isa isa : isas()) {
+        IsaScope scope(isa);
+        for (int64_t n : {1, 5, 16, 40}) {
+            for (int64_t at : {int64_t{0}, n / 2, n - 1}) {
+                std::vector<float> x(static_cast<size_t>(n), 1.0f);
+                x[static_cast<size_t>(at)] = std::numeric_limits<float>::quiet_NaN();
+                CHECK(std::isnan(kernels::max_f32(x.data(), n)));
+                x[static_cast<size_t>(at)] = std::numeric_limits<float>::infinity();
+                CHECK(kernels::max_f32(x.data(), n) == std::numeric_limits<float>::infinity());
+            }
+            std::vector<float> neg(static_cast<size_t>(n), -std::numeric_limits<float>::infinity());
+            CHECK(kernels::max_f32(neg.data(), n) == -std::numeric_limits<float>::infinity());
+        }
+    }
+}
+
+TEST_CASE("simd: the exponential behind softmax is within 3e-10 of exp") {
+    double worst = 0;
+    for (double t = -150; t <= 0; t += 0.000731) {
+        const double want = static_cast<double>(std::exp(static_cast<long double>(t)));
+        worst = std::max(worst, std::fabs(kernels::exp_nonpositive(t) - want) / want);
+    }
+    CHECK(worst < 3e-10);
+    CHECK(kernels::exp_nonpositive(0.0) == 1.0);
+    CHECK(static_cast<float>(kernels::exp_nonpositive(-std::numeric_limits<double>::infinity())) == 0.0f);
+    CHECK(static_cast<float>(kernels::exp_nonpositive(-1000.0)) == 0.0f);
+}
+
+TEST_CASE("simd: kernels give the same bytes on every instruction set") {
+    struct Case {
+        OpKind op;
+        DType t;
+        Shape a, b, out;
+        std::vector<NamedAttr> attrs;
+    };
+    const std::vector<Case> cases = {
+        {OpKind::Add, DType::F32, {1000, 37}, {37}, {1000, 37}, {}},
+        {OpKind::Maximum, DType::F32, {70001}, {70001}, {70001}, {}},
+        {OpKind::Minimum, DType::F64, {5, 3001}, {5, 1}, {5, 3001}, {}},
+        {OpKind::Mul, DType::I32, {70001}, {}, {70001}, {}},
+        {OpKind::Sub, DType::I64, {33, 129}, {33, 129}, {33, 129}, {}},
+        {OpKind::Relu, DType::F32, {70001}, {}, {70001}, {}},
+        {OpKind::Abs, DType::F64, {999}, {}, {999}, {}},
+        {OpKind::ReduceSum, DType::F32, {300001}, {}, {}, {}},
+        {OpKind::ReduceSum, DType::F32, {257, 1031}, {}, {1031}, {{"axes", I(0), {}}}},
+        {OpKind::ReduceSum, DType::F32, {257, 1031}, {}, {257}, {{"axes", I(1), {}}}},
+        {OpKind::ReduceMean, DType::F64, {257, 1031}, {}, {1031}, {{"axes", I(0), {}}}},
+        {OpKind::ReduceSum, DType::I32, {100003}, {}, {}, {}},
+        {OpKind::ReduceMax, DType::F32, {257, 1031}, {}, {1031}, {{"axes", I(0), {}}}},
+        {OpKind::ReduceMax, DType::F32, {300001}, {}, {}, {}},
+        {OpKind::Softmax, DType::F32, {77, 1001}, {}, {77, 1001}, {}},
+        {OpKind::Softmax, DType::F32, {77, 31}, {}, {77, 31}, {{"axis", I(0), {}}}},
+    };
+    for (const Case& c : cases) {
+        Tensor a = random_tensor(c.t, c.a, -50, 50);
+        const bool binary = c.op == OpKind::Add || c.op == OpKind::Sub || c.op == OpKind::Mul ||
+                            c.op == OpKind::Maximum || c.op == OpKind::Minimum;
+        Tensor b = binary ? random_tensor(c.t, c.b, -50, 50) : Tensor();  // {}: a scalar operand
+        Tensor first;
+        for (kernels::Isa isa : isas()) {
+            IsaScope scope(isa);
+            for (int threads : {1, 3}) {
+                INFO(op_name(c.op), " ", dtype_name(c.t), " ", shape_string(c.a), " isa ",
+                     kernels::isa_name(isa), " threads ", threads);
+                Result r = binary ? run_op(c.op, {&a, &b}, c.attrs, c.t, c.out, threads)
+                                  : run_op(c.op, {&a}, c.attrs, c.t, c.out, threads);
+                REQUIRE(r.error == "");
+                if (first.words.empty())
+                    first = r.out;
+                else
+                    CHECK(same_bytes(r.out, first));
+            }
+        }
+    }
+}
+
+TEST_CASE("kernel softmax f32 rows: NaN, infinities and a -inf max") {
+    const float inf = std::numeric_limits<float>::infinity();
+    Tensor x(DType::F32, {4, 40});
+    for (int64_t i = 0; i < x.n(); ++i) x.set(i, static_cast<double>(i % 7) - 3);
+    x.set(3, -inf);                                      // row 0: one -inf element -> 0
+    x.set(40 + 5, inf);                                  // row 1: an infinite max -> NaN
+    for (int64_t i = 80; i < 120; ++i) x.set(i, -inf);   // row 2: all -inf -> NaN
+    x.set(120 + 39, std::numeric_limits<float>::quiet_NaN());  // row 3: NaN -> NaN
+    for (int threads : {1, 2}) {
+        Result r = run_op(OpKind::Softmax, {&x}, {}, DType::F32, {4, 40}, threads);
+        REQUIRE(r.error == "");
+        CHECK(r.out.get(3) == 0);
+        double s = 0;
+        for (int64_t i = 0; i < 40; ++i) s += r.out.get(i);
+        CHECK(std::fabs(s - 1) < 1e-6);
+        for (int64_t i = 40; i < 160; ++i) CHECK(std::isnan(r.out.get(i)));
+    }
+}
