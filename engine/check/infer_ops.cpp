@@ -78,7 +78,8 @@ bool infer_binary(NodeCheck& c) {
             Node& lit = c.input(w);
             std::string problem = retype_weak_literal(lit, lit.dtype);
             if (problem.empty()) continue;
-            c.error(c.input_loc(w), c.literal_text(lit) + " cannot be " + dtype_name(lit.dtype) + ": " + problem);
+            c.error(c.input_loc(w),
+                    c.literal_text(lit) + " cannot be " + dtype_name(lit.dtype) + ": " + problem);
             ok = false;
         }
         if (!ok) return false;

@@ -15,7 +15,8 @@ TEST_CASE("cli suggests the command or option a typo most likely meant") {
     CHECK(suggest("devics", commands) == "devices");
     CHECK(suggest("frobnicate", commands).empty());
     CHECK(suggest("", commands).empty());
-    const std::vector<std::string> options{"--iterations", "--fetch", "--format", "--memory-limit", "--threads"};
+    const std::vector<std::string> options{"--iterations", "--fetch", "--format", "--memory-limit",
+                                           "--threads"};
     CHECK(suggest("--iteration", options) == "--iterations");
     CHECK(suggest("--fech", options) == "--fetch");
     CHECK(suggest("--mem", options) == "--memory-limit");  // the only option it begins
@@ -32,15 +33,19 @@ TEST_CASE("cli option values: messages say what is expected") {
           "'abc' is not a whole number; expected an integer from 0 to 2^40");
     CHECK(integer_problem("1.5", 0, max, "2^40") ==
           "'1.5' is not a whole number; expected an integer from 0 to 2^40");
-    CHECK(integer_problem("", 0, max, "2^40") == "'' is not a whole number; expected an integer from 0 to 2^40");
-    CHECK(integer_problem("-1", 0, max, "2^40") == "'-1' is out of range; expected an integer from 0 to 2^40");
+    CHECK(integer_problem("", 0, max, "2^40") ==
+          "'' is not a whole number; expected an integer from 0 to 2^40");
+    CHECK(integer_problem("-1", 0, max, "2^40") ==
+          "'-1' is out of range; expected an integer from 0 to 2^40");
     CHECK(integer_problem("1099511627777", 0, max, "2^40") ==
           "'1099511627777' is out of range; expected an integer from 0 to 2^40");
     CHECK(integer_problem("99999999999999999999", 0, max, "2^40") ==
           "'99999999999999999999' is out of range; expected an integer from 0 to 2^40");
-    CHECK(integer_problem("0", 1, 1024, "1024") == "'0' is out of range; expected an integer from 1 to 1024");
+    CHECK(integer_problem("0", 1, 1024, "1024") ==
+          "'0' is out of range; expected an integer from 1 to 1024");
     CHECK(memory_size_problem("512MiB").empty());
     CHECK(memory_size_problem("1").empty());
     CHECK(memory_size_problem("0").find("'0' is 0 bytes; expected a size above 0: ") == 0);
-    CHECK(memory_size_problem("lots").find("'lots' is not a memory size; expected a size above 0: ") == 0);
+    CHECK(memory_size_problem("lots").find(
+              "'lots' is not a memory size; expected a size above 0: ") == 0);
 }
