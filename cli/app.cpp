@@ -2,6 +2,8 @@
 #include "cli/app.h"
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
+#include <charconv>
 #include <functional>
 #include <iostream>
 
@@ -24,7 +26,70 @@ void add_placement_options(CLI::App* cmd, PlacementOptions& p) {
     cmd->add_flag("--log-placement", p.log, "print one line per node with its device to stderr");
 }
 
+// Edit distance with adjacent transpositions counted as one edit (optimal
+// string alignment), so that `rnu` is one edit from `run`.
+size_t typo_distance(std::string_view a, std::string_view b) {
+    std::vector<std::vector<size_t>> d(a.size() + 1, std::vector<size_t>(b.size() + 1));
+    for (size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
+    for (size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
+    for (size_t i = 1; i <= a.size(); ++i)
+        for (size_t j = 1; j <= b.size(); ++j) {
+            d[i][j] = std::min(
+                {d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + (a[i - 1] != b[j - 1])});
+            if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1])
+                d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+        }
+    return d[a.size()][b.size()];
+}
+
 }  // namespace
+
+// The candidate a user most likely meant by `word`: within a third of its
+// length in edits (at least one), or the only candidate it is a prefix of
+// (three characters or more); "" when none is.
+std::string suggest(std::string_view word, const std::vector<std::string>& candidates) {
+    if (word.empty() || word.size() > 64) return {};
+    std::string best;
+    size_t best_d = SIZE_MAX;
+    for (const std::string& c : candidates) {
+        const size_t d = typo_distance(word, c);
+        if (d < best_d) best_d = d, best = c;
+    }
+    if (best_d <= std::max<size_t>(1, std::max(word.size(), best.size()) / 3)) return best;
+    if (word.size() < 3) return {};
+    std::string prefixed;
+    for (const std::string& c : candidates) {
+        if (c.compare(0, word.size(), word) != 0) continue;
+        if (!prefixed.empty()) return {};
+        prefixed = c;
+    }
+    return prefixed;
+}
+
+std::string integer_problem(const std::string& v, int64_t lo, int64_t hi,
+                            const std::string& hi_text) {
+    const std::string expected =
+        "expected an integer from " + std::to_string(lo) + " to " + hi_text;
+    int64_t n = 0;
+    const char* end = v.data() + v.size();
+    auto [ptr, ec] = std::from_chars(v.data() + (!v.empty() && v[0] == '+'), end, n);
+    if (v.empty() || ptr != end || (ec != std::errc() && ec != std::errc::result_out_of_range))
+        return "'" + v + "' is not a whole number; " + expected;
+    if (ec == std::errc::result_out_of_range || n < lo || n > hi)
+        return "'" + v + "' is out of range; " + expected;
+    return {};
+}
+
+std::string memory_size_problem(const std::string& v) {
+    const std::string expected =
+        "expected a size above 0: a number of bytes (1048576) or one with a unit "
+        "(512MiB, 1.5GiB, 2GB; KB, MB, GB are powers of 1000, K, KiB, M, MiB, G, GiB "
+        "of 1024)";
+    uint64_t b = 0;
+    if (!parse_memory_size(v, b)) return "'" + v + "' is not a memory size; " + expected;
+    if (b == 0) return "'" + v + "' is 0 bytes; " + expected;
+    return {};
+}
 
 int exit_code(const Error& e) {
     switch (e.kind) {
@@ -37,13 +102,59 @@ int exit_code(const Error& e) {
     return kExitRuntime;
 }
 
+namespace {
+
+// CLI11's message for a usage error, with a did-you-mean for a misspelt command
+// or long option.
+std::string usage_error_message(const CLI::App& app, const CLI::ParseError& e) {
+    const CLI::App* cmd = &app;
+    for (const CLI::App* sub : app.get_subcommands()) cmd = sub;  // the one parsed, if any
+    std::vector<std::string> extras = app.remaining(true);
+    if (cmd == &app) {
+        // No command was recognised: the first word is a misspelt one.
+        for (const std::string& word : extras) {
+            if (word.empty() || word[0] == '-') continue;
+            std::vector<std::string> names;
+            for (const CLI::App* sub : app.get_subcommands({})) names.push_back(sub->get_name());
+            std::string msg = "unknown command '" + word + "'";
+            if (auto near = suggest(word, names); !near.empty())
+                return msg + "; did you mean '" + near + "'?";
+            std::string all;
+            for (const std::string& n : names) all += (all.empty() ? "" : ", ") + n;
+            return msg + " (the commands are " + all + ")";
+        }
+    }
+    if (dynamic_cast<const CLI::ExtrasError*>(&e) == nullptr) return e.what();
+    std::vector<std::string> options;
+    for (const CLI::Option* opt : cmd->get_options())
+        for (const std::string& n : opt->get_lnames()) options.push_back("--" + n);
+    std::string msg, listed;
+    bool any = false;
+    for (const std::string& word : extras) {
+        listed += (listed.empty() ? "" : " ") + word;
+        if (word.size() < 3 || word.compare(0, 2, "--") != 0) continue;
+        if (auto near = suggest(word.substr(0, word.find('=')), options); !near.empty()) {
+            listed += " (did you mean " + near + "?)";
+            any = true;
+        }
+    }
+    if (!any) return e.what();
+    return (extras.size() > 1 ? "The following arguments were not expected: "
+                              : "The following argument was not expected: ") +
+           listed;
+}
+
+}  // namespace
+
 int run_app(int argc, char** argv) {
     CLI::App app{"graphrun: run tensor graph scripts and see what they do with memory", "graphrun"};
     // Called only for --version: asking the plugin for its toolkit loads cuBLAS.
     app.set_version_flag("--version", std::function<std::string()>(version_string));
     app.require_subcommand(1);
-    app.footer("Exit codes: 0 success, 1 runtime error, 2 usage error, 3 invalid graph, 4 leak found.\n"
-               "See graphrun(1) for the script language, JSON format and statistics.");
+    app.footer(
+        "Exit codes: 0 success, 1 runtime error, 2 usage error, 3 invalid graph, 4 leak found,\n"
+        "130 interrupted by SIGINT, 143 by SIGTERM (after teardown and the statistics).\n"
+        "See graphrun(1) for the script language, JSON format and statistics.");
 
     CheckOptions check;
     std::string check_format = "text";
@@ -51,7 +162,9 @@ int run_app(int argc, char** argv) {
                                                   "outputs and static peak");
     check_cmd->add_option("FILE", check.file, "graph file (.graph text or .json), or - for standard input")
         ->required();
-    check_cmd->add_option("--format", check_format, "output format")->check(CLI::IsMember({"text", "json"}));
+    check_cmd->add_option("--format", check_format, "output format")
+        ->check(CLI::IsMember({"text", "json"}))
+        ->default_str("text");
     add_placement_options(check_cmd, check.engine.placement);
     check_cmd->add_option("--fetch", check.engine.fetch, "name to fetch instead of the script's outputs (repeatable)");
 
@@ -62,25 +175,36 @@ int run_app(int argc, char** argv) {
     run_cmd->add_option("FILE", run.files, "graph files (.graph text or .json), or - for standard input; each runs "
                                            "in a fresh graph and session")
         ->required();
-    run_cmd->add_option("--cleanup", run_cleanup, "when unreferenced tensors are released: background (a reclaimer "
-                                                  "thread), safepoint (at safe points), close (only at close)")
-        ->check(CLI::IsMember({"background", "safepoint", "close"}));
+    run_cmd
+        ->add_option("--cleanup", run_cleanup,
+                     "when unreferenced tensors are released: background (a reclaimer "
+                     "thread), safepoint (at safe points), close (only at close)")
+        ->check(CLI::IsMember({"background", "safepoint", "close"}))
+        ->default_str("background");
     add_placement_options(run_cmd, run.engine.prepare.placement);
-    run_cmd->add_option("--iterations", run.engine.iterations, "run the graph N times in the one session")
-        ->check(CLI::Range(int64_t{0}, int64_t{1} << 40));
+    run_cmd
+        ->add_option("--iterations", run.engine.iterations,
+                     "run the graph N times in the one session (0 to 2^40)")
+        ->check(CLI::Validator(
+            [](std::string& v) { return integer_problem(v, 0, int64_t{1} << 40, "2^40"); }, ""))
+        ->default_str("1");
     run_cmd->add_option("--fetch", run.engine.prepare.fetch, "name to fetch and print instead of the script's outputs (repeatable)");
-    run_cmd->add_option("--format", run_format, "output format on stdout (json: one JSON document per file per line)")
-        ->check(CLI::IsMember({"text", "json"}));
-    run_cmd->add_option("--memory-limit", run_memory_limit,
-                        "per-device cap on bytes in use (512MiB, 2GB, bytes); default 90% of available memory")
-        ->check([](const std::string& v) -> std::string {
-            uint64_t b;
-            if (parse_memory_size(v, b) && b > 0) return {};
-            return "not a memory size: '" + v + "' (use e.g. 512MiB, 2GB, 1048576)";
-        });
+    run_cmd
+        ->add_option("--format", run_format,
+                     "output format on stdout (json: one JSON document per file per line)")
+        ->check(CLI::IsMember({"text", "json"}))
+        ->default_str("text");
+    run_cmd
+        ->add_option(
+            "--memory-limit", run_memory_limit,
+            "per-device cap on bytes in use (512MiB, 2GB, bytes); default 90% of available memory")
+        ->check(CLI::Validator([](std::string& v) { return memory_size_problem(v); }, ""));
     run_cmd->add_flag("--check-leaks", run.engine.check_leaks, "exit 4 if any allocator reports memory left after teardown");
-    run_cmd->add_option("--threads", run.engine.threads, "CPU worker threads (default: all cores)")
-        ->check(CLI::Range(1, 1024));
+    run_cmd
+        ->add_option("--threads", run.engine.threads,
+                     "CPU worker threads, 1 to 1024 (default: all cores)")
+        ->check(
+            CLI::Validator([](std::string& v) { return integer_problem(v, 1, 1024, "1024"); }, ""));
     run_cmd->add_flag("--allow-tf32", run.engine.allow_tf32, "let GPU matmul use TF32 (no effect without a GPU)");
     run_cmd->add_flag("--reset-device", run.engine.reset_device, "end the CUDA context at teardown (no effect without a GPU)");
     run_cmd->add_flag("--profile", run.engine.profile, "print per-op totals (count, time, bytes) after the run");
@@ -92,11 +216,22 @@ int run_app(int argc, char** argv) {
 
     app.add_subcommand("devices", "list usable devices, or say why no GPU is usable");
 
+    // A repeatable option takes one value per use (`--fetch=b a.graph` fetches
+    // b and runs a.graph), never the positionals after it, as CLI11 would.
+    for (CLI::App* cmd : app.get_subcommands({}))
+        for (CLI::Option* opt : cmd->get_options())
+            if (!opt->get_positional() && opt->get_items_expected_max() > 1)
+                opt->allow_extra_args(false)->option_text(opt->get_type_name());  // not "TEXT ..."
+
     try {
         app.parse(argc, argv);
+        if (std::count(run.files.begin(), run.files.end(), "-") > 1)
+            throw CLI::ValidationError("FILE", "standard input (-) can be read only once");
     } catch (const CLI::ParseError& e) {
-        int code = app.exit(e);  // prints help, version or the error
-        return code == 0 ? kExitOk : kExitUsage;
+        if (e.get_exit_code() == 0)
+            return app.exit(e) == 0 ? kExitOk : kExitUsage;  // prints help or version
+        std::cerr << usage_error_message(app, e) << "\nRun with --help for more information.\n";
+        return kExitUsage;
     }
 
     if (run_cmd->parsed()) {

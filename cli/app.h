@@ -1,5 +1,9 @@
 // The command line: option table, subcommands, exit codes (SPEC section 6).
 #pragma once
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
 
 namespace graphrun::cli {
 
@@ -13,5 +17,15 @@ enum ExitCode : int {
 };
 
 int run_app(int argc, char** argv);
+
+// The candidate a user most likely meant by `word` (a misspelt command or
+// option: `rnu` -> `run`, `--iteration` -> `--iterations`), or "".
+std::string suggest(std::string_view word, const std::vector<std::string>& candidates);
+// What is wrong with `v` as an integer from lo to hi ("" when nothing is):
+// "'abc' is not a whole number; expected an integer from 0 to 2^40".
+std::string integer_problem(const std::string& v, int64_t lo, int64_t hi,
+                            const std::string& hi_text);
+// What is wrong with `v` as a --memory-limit ("" when nothing is).
+std::string memory_size_problem(const std::string& v);
 
 }  // namespace graphrun::cli

@@ -512,5 +512,175 @@ def second_sigint_exits_at_once():
     import signal
     code, _, _ = interrupted(signal.SIGINT, extra_signal=True)
     expect(code == 130, f"exit {code}")
+
+
+# --- the CLI defects of issue 15 ---------------------------------------------
+
+def write(tmp, name, text):
+    path = os.path.join(tmp, name)
+    with open(path, "w") as f:
+        f.write(text)
+    return path
+
+
+@test
+def repeatable_options_take_one_value_per_use():
+    with tempfile.TemporaryDirectory() as tmp:
+        a = write(tmp, "a.graph", "a = [1, 2]\nb = a * 2\n")
+        b = write(tmp, "b.graph", "b = [3, 4]\n")
+        for fetch in (["--fetch=b"], ["--fetch", "b"]):
+            docs, err = run_json(*fetch, a, b)
+            expect([d["file"] for d in docs] == [a, b], f"{fetch}: {[d['file'] for d in docs]} ({err})")
+            expect([d["outputs"][0]["data"] for d in docs] == [[2.0, 4.0], [3.0, 4.0]], docs)
+        docs, _ = run_json("--fetch=b", "--fetch=a", a)
+        expect([o["name"] for o in docs[0]["outputs"]] == ["b", "a"], docs[0]["outputs"])
+        doc = check_json(a, "--fetch", "a")
+        expect([o["name"] for o in doc["outputs"]] == ["a"], doc["outputs"])
+        code, _, err = run("check", "--fetch", a)  # the name is a's path; no FILE is left
+        expect(code == 2 and "FILE is required" in err, f"exit {code}: {err}")
+        code, out, _ = run("run", "--help")
+        expect("--fetch TEXT " in out and "--fetch TEXT ..." not in out, out)
+
+
+@test
+def misspelt_commands_and_options_get_a_suggestion():
+    code, _, err = run("rnu", "x.graph")
+    expect(code == 2 and err == "unknown command 'rnu'; did you mean 'run'?\nRun with --help for more information.\n",
+           f"exit {code}: {err!r}")
+    code, _, err = run("chekc")
+    expect(code == 2 and "did you mean 'check'?" in err, err)
+    code, _, err = run("frobnicate")
+    expect(code == 2 and "unknown command 'frobnicate' (the commands are check, run, convert, devices)" in err, err)
+    add = os.path.join(EXAMPLES, "add.graph")
+    code, out, err = run("run", "--iteration=3", add)
+    expect(code == 2 and out == "", f"exit {code}")
+    expect(err == "The following argument was not expected: --iteration=3 (did you mean --iterations?)\n"
+                  "Run with --help for more information.\n", repr(err))
+    code, _, err = run("check", add, "--no-soft-placemnt", "--fech=c")
+    expect(code == 2 and "--no-soft-placemnt (did you mean --no-soft-placement?)" in err and
+           "--fech=c (did you mean --fetch?)" in err, err)
+    code, _, err = run("run", "--mem=1G", add)
+    expect(code == 2 and "(did you mean --memory-limit?)" in err, err)
+    # Without a suggestion, CLI11's message is unchanged.
+    code, _, err = run("check", "x.graph", "--bogus")
+    expect(code == 2 and err == "The following argument was not expected: --bogus\n"
+                                "Run with --help for more information.\n", repr(err))
+
+
+@test
+def bad_option_values_say_what_is_expected():
+    add = os.path.join(EXAMPLES, "add.graph")
+    cases = [("--iterations=abc", "--iterations: 'abc' is not a whole number; expected an integer from 0 to 2^40"),
+             ("--iterations=-1", "--iterations: '-1' is out of range; expected an integer from 0 to 2^40"),
+             ("--iterations=1099511627777", "--iterations: '1099511627777' is out of range; expected an integer "
+                                            "from 0 to 2^40"),
+             ("--threads=0", "--threads: '0' is out of range; expected an integer from 1 to 1024"),
+             ("--memory-limit=0", "--memory-limit: '0' is 0 bytes; expected a size above 0: a number of bytes "
+                                  "(1048576) or one with a unit (512MiB, 1.5GiB, 2GB"),
+             ("--memory-limit=lots", "--memory-limit: 'lots' is not a memory size; expected a size above 0: ")]
+    for arg, msg in cases:
+        code, out, err = run("run", add, arg)
+        expect(code == 2 and out == "", f"{arg}: exit {code}")
+        expect(err.startswith(msg), f"{arg}: {err!r}")
+    docs, _ = run_json(add, "--iterations=0")
+    expect(docs[0]["session"]["iterations"] == 0, docs[0]["session"])
+
+
+@test
+def standard_input_may_be_named_once():
+    code, out, err = run("run", "-", "-", stdin=b"a = [1, 2]\n")
+    expect(code == 2 and out == "", f"exit {code}: {out}")
+    expect(err == "FILE: standard input (-) can be read only once\nRun with --help for more information.\n", repr(err))
+    code, out, err = run("run", "-", os.path.join(EXAMPLES, "add.graph"), stdin=b"a = [1, 2]\n")
+    expect(code == 0 and out.count("\nmemory after teardown:\n") == 2, err)
+
+
+@test
+def f32_literals_out_of_range_are_errors_like_i32():
+    code, _, i32 = run("check", "-", stdin=b"x = const(3000000000, dtype=i32)\n")
+    expect(code == 3 and "<stdin>:1:11: error: x: const: 3000000000 cannot be i32: it is out of range" in i32, i32)
+    for src, where, value in ((b"x = 1e39\n", "<stdin>:1:5", "1e+39"),
+                              (b"y = [1, 2]\nx = [1, -3.5e38, 3]\n", "<stdin>:2:9", "-3.5e+38"),
+                              (b"p = [1, 2]\nx = p * 1e39\n", "<stdin>:2:9", "1e+39")):
+        code, out, err = run("run", "-", stdin=src)
+        expect(code == 3, f"{src!r}: exit {code}: {err}")
+        expect(f"{where}: error: " in err and f"{value} cannot be f32" in err and
+               "it is out of range (-3.4028235e38 to 3.4028235e38)" in err, f"{src!r}: {err}")
+    code, _, err = run("check", "-", stdin=b'{"graphrun": 1, "nodes": [{"name": "x", "op": "const", "value": [1, 1e39]}]}')
+    expect(code == 3 and "<stdin>: /nodes/0/value/1: error: x: const: 1e+39 cannot be f32: it is out of range" in err,
+           err)
+    # f64 holds it, and a weak literal takes f64 from its other operand; the f32 maximum itself fits.
+    docs, err = run_json("-", stdin=b"d = const([1, 2], dtype=f64)\nx = d * 1e39\nm = 3.4028235e38\noutput x, m\n")
+    expect(docs[0]["outputs"][0]["data"] == [1e39, 2e39], docs[0]["outputs"])
+    expect(docs[0]["outputs"][1]["data"] == 3.4028235e38, docs[0]["outputs"])
+
+
+@test
+def operand_messages_use_the_users_names():
+    code, _, err = run("check", "-", stdin=b"p = const([1, 2], dtype=i32)\nq = [1.5, 2]\nr = p + q\n")
+    expect(code == 3 and "<stdin>:3:7: error: r: add: operands have different dtypes: p is i32[2], q is f32[2]; "
+                         "use cast(p, dtype=f32)" in err, err)
+    code, _, err = run("check", "-", stdin=b"p = const([1, 2], dtype=i32)\nr = concat(p, [1.5])\n")
+    expect(code == 3 and "the literal [1.5] is f32[1], but p is i32[2]" in err, err)
+    code, _, err = run("check", "-", stdin=b"w = ones([4, 2])\nc = relu(ones([2, 3])) @ w\n")
+    expect(code == 3 and "matmul: inner dimensions differ: relu is f32[2,3], w is f32[4,2]" in err, err)
+    code, _, err = run("check", "-", stdin=b'{"graphrun": 1, "nodes": [{"name": "k", "op": "zeros", "shape": [2], '
+                                              b'"dtype": "i32"}, {"name": "y", "op": "exp", "inputs": ["k"]}]}')
+    expect(code == 3 and "y: exp: k is i32[2], but exp takes f32 or f64; use cast(k, dtype=f32)" in err, err)
+
+
+@test
+def help_shows_defaults_and_every_exit_code():
+    code, out, _ = run("--help")
+    expect(code == 0, f"exit {code}")
+    for c in ("0 success", "1 runtime error", "2 usage error", "3 invalid graph", "4 leak found", "130", "143"):
+        expect(c in out, f"--help lacks exit code {c!r}")
+    code, out, _ = run("run", "--help")
+    for text in ("=background", "--device TEXT=auto", "--iterations INT=1", "=text", "default 90% of available memory",
+                 "default: all cores", "default: on", "130", "143"):
+        expect(text in out, f"run --help lacks {text!r}:\n{out}")
+    code, out, _ = run("check", "--help")
+    expect("--format TEXT:{text,json}=text" in out and "--device TEXT=auto" in out, out)
+
+
+def man_page_example(section):
+    with open(os.path.join(SRC, "man", "graphrun.1")) as f:
+        page = f.read()
+    body = page.split(f".SH {section}\n.nf\n", 1)[1].split("\n.fi\n", 1)[0]
+    return body.replace("\\-", "-").replace("\\(dq", '"').encode()
+
+
+@test
+def man_page_examples_run():
+    for section in ("JSON GRAPHS", "TEXT SCRIPTS"):
+        src = man_page_example(section)
+        docs, err = run_json("-", "--check-leaks", stdin=src)
+        expect(docs[0]["outputs"], f"{section}: {err}")
+        code, out, err = run("convert", "-", "--to=json", stdin=src)
+        expect(code == 0, f"{section}: {err}")
+    docs, _ = run_json("-", stdin=man_page_example("JSON GRAPHS"))
+    expect([o["name"] for o in docs[0]["outputs"]] == ["c", "x"] and
+           docs[0]["outputs"][0]["data"] == [[14.0, 32.0], [32.0, 77.0]], docs[0]["outputs"])
+
+
+@test
+def cmake_install_puts_the_man_page_where_man_finds_it():
+    build = os.path.dirname(os.path.abspath(BIN))
+    if not os.path.exists(os.path.join(build, "CMakeCache.txt")) or \
+            subprocess.run(["sh", "-c", "command -v cmake"], capture_output=True).returncode != 0:
+        print("     (skipped: no CMake build directory beside the binary)")
+        return
+    with tempfile.TemporaryDirectory() as prefix:
+        p = subprocess.run(["cmake", "--install", build, "--prefix", prefix], capture_output=True, text=True,
+                           timeout=120)
+        expect(p.returncode == 0, p.stderr)
+        page = os.path.join(prefix, "share", "man", "man1", "graphrun.1")
+        expect(os.path.exists(page), f"no {page}: {p.stdout}")
+        expect(os.access(os.path.join(prefix, "bin", "graphrun"), os.X_OK), p.stdout)
+        if subprocess.run(["sh", "-c", "command -v man"], capture_output=True).returncode == 0:
+            env = dict(os.environ, MANPATH=os.path.join(prefix, "share", "man"))
+            m = subprocess.run(["man", "-w", "graphrun"], capture_output=True, text=True, env=env, timeout=60)
+            expect(m.returncode == 0 and m.stdout.strip() == page, f"man -w graphrun: {m.stdout} {m.stderr}")
+
 print(f"cli: {results['passed']} passed, {results['failed']} failed")
 sys.exit(1 if results["failed"] else 0)

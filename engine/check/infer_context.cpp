@@ -142,7 +142,15 @@ std::optional<Scalar> to_scalar(const Attr& a) {
 
 std::string conversion_problem(const Scalar& s, DType t) {
     if (t == DType::Bool) return s.is_bool ? "" : "use true/false";
-    if (is_float(t) || s.is_bool) return "";
+    if (s.is_bool || t == DType::F64) return "";
+    if (t == DType::F32) {
+        // Like an i32 out of range: a finite number that f32 cannot hold is an
+        // error, not an infinity.
+        const double v = s.is_int ? static_cast<double>(s.i) : s.f;
+        if (std::isfinite(v) && std::isinf(static_cast<float>(v)))
+            return "it is out of range (-3.4028235e38 to 3.4028235e38)";
+        return "";
+    }
     const bool i32 = t == DType::I32;
     const char* range = i32 ? "it is out of range (-2147483648 to 2147483647)"
                             : "it is out of range (-9223372036854775808 to 9223372036854775807)";
@@ -213,18 +221,41 @@ const Loc& NodeCheck::input_loc(size_t i) const {
     return l.known() ? l : node.loc;
 }
 
-std::string NodeCheck::role(size_t i) const {
-    if (node.op == OpKind::Concat) {
-        std::string r = "x";  // not "x" + to_string(): GCC 12 -O3 warns falsely (-Wrestrict)
-        return r += std::to_string(i + 1);
-    }
-    if (is_binary_elementwise(node.op) || node.op == OpKind::Matmul) return i == 0 ? "a" : "b";
-    return "x";
+namespace {
+
+// A literal written in place: a const node the user did not name.
+bool is_inline_literal(const Node& n) {
+    return n.op == OpKind::Const && n.generated && n.find_attr("value") != nullptr;
+}
+
+std::string literal_value_text(const Node& lit) {
+    const NamedAttr* va = lit.find_attr("value");
+    if (!va) return "?";
+    if (auto value = to_scalar(va->value)) return scalar_text(*value);
+    return attr_text(va->value);
+}
+
+}  // namespace
+
+std::string NodeCheck::literal_text(const Node& lit) {
+    return "the literal " + literal_value_text(lit);
+}
+
+std::string NodeCheck::role(size_t i) {
+    const Node& in = input(i);
+    if (is_inline_literal(in)) return literal_value_text(in);
+    return std::string(in.display());
+}
+
+std::string NodeCheck::operand_name(size_t i) {
+    const Node& in = input(i);
+    if (is_inline_literal(in)) return literal_text(in);
+    return std::string(in.display());
 }
 
 std::string NodeCheck::operand_text(size_t i) {
     const Node& in = input(i);
-    return role(i) + " is " + type_string(in.dtype, in.shape);
+    return operand_name(i) + " is " + type_string(in.dtype, in.shape);
 }
 
 bool NodeCheck::check_input_class(size_t i) {

@@ -67,10 +67,16 @@ class NodeCheck {
     size_t arity() const { return node.inputs.size(); }
     Node& input(size_t i) { return graph.node(node.inputs[i].id); }
     const Loc& input_loc(size_t i) const;
-    // The operand's name in messages: a/b (binary, matmul), x (unary), x1.. (concat).
-    std::string role(size_t i) const;
-    // "a is f32[2,3]"
+    // The operand as the user wrote it, for code in hints (`use cast(p, ...)`):
+    // its display name (`p`, `x#2`, or the generated `add_1` that `check`
+    // lists), or the text of a literal written in place (`[1, 2]`, `2.5`).
+    std::string role(size_t i);
+    // The operand in a sentence: its display name, or "the literal [1, 2]".
+    std::string operand_name(size_t i);
+    // "p is f32[2,3]", "the literal 2.5 is f32[]"
     std::string operand_text(size_t i);
+    // "the literal 2.5" for a literal node (its value's text, shortened).
+    static std::string literal_text(const Node& lit);
     // Checks input i's dtype against the op's class; reports with a cast hint.
     bool check_input_class(size_t i);
     // Checks that a result shape has at most kMaxElements elements.

@@ -168,9 +168,12 @@ bool infer_const(NodeCheck& c) {
         }
         shape = *s;
     }
+    // A weak literal takes its dtype from the other operand (f64 holds 1e39):
+    // the binary op checks it once that dtype is known.
+    const bool dtype_from_operand = c.node.weak && !c.attr("dtype");
     for (const Scalar& e : elems) {
         std::string problem = conversion_problem(e, t);
-        if (problem.empty()) continue;
+        if (problem.empty() || dtype_from_operand) continue;
         c.error(known_or(e.src->loc, c.attr_loc("value")),
                 scalar_text(e) + " cannot be " + dtype_name(t) + ": " + problem);
         return false;

@@ -65,17 +65,24 @@ bool infer_binary(NodeCheck& c) {
         if (!c.check_input_class(s)) return false;
         Node& lit = c.input(w);
         const DType t = c.input(s).dtype;
-        if (lit.dtype != t) {
-            std::string problem = retype_weak_literal(lit, t);
-            if (!problem.empty()) {
-                const NamedAttr* va = lit.find_attr("value");
-                auto value = va ? to_scalar(va->value) : std::nullopt;
-                std::string text = value ? scalar_text(*value) : va ? attr_text(va->value) : "?";
-                c.error(c.input_loc(w), "the literal " + text + " cannot be " + dtype_name(t) +
-                                            " (" + c.operand_text(s) + "): " + problem);
-                return false;
-            }
+        std::string problem = retype_weak_literal(lit, t);  // also when it is t: 1e39 in f32
+        if (!problem.empty()) {
+            c.error(c.input_loc(w), c.literal_text(lit) + " cannot be " + dtype_name(t) + " (" +
+                                        c.operand_text(s) + "): " + problem);
+            return false;
         }
+    } else if (weak_a) {
+        // Two bare literals keep their own dtype, which must hold them.
+        bool ok = true;
+        for (size_t w = 0; w < 2; ++w) {
+            Node& lit = c.input(w);
+            std::string problem = retype_weak_literal(lit, lit.dtype);
+            if (problem.empty()) continue;
+            c.error(c.input_loc(w),
+                    c.literal_text(lit) + " cannot be " + dtype_name(lit.dtype) + ": " + problem);
+            ok = false;
+        }
+        if (!ok) return false;
     }
     bool ok = c.check_input_class(0);
     ok = c.check_input_class(1) && ok;
@@ -124,7 +131,7 @@ bool infer_matmul(NodeCheck& c) {
     for (size_t i = 0; i < 2; ++i) {
         const char* name = i == 0 ? "transpose_a" : "transpose_b";
         if (!(i == 0 ? ta : tb) || c.input(i).shape.size() >= 2) continue;
-        c.error(c.attr_loc(name), std::string(name) + "=true needs " + c.role(i) +
+        c.error(c.attr_loc(name), std::string(name) + "=true needs " + c.operand_name(i) +
                                       " to have at least 2 dimensions, but " + c.operand_text(i));
         ok = false;
     }

@@ -259,16 +259,16 @@ TEST_CASE("validate attributes: value types") {
 
 TEST_CASE("validate messages name the node unless its name was generated") {
     TestGraph t;
-    NodeId a = t.zeros({2, 3});
-    NodeId b = t.zeros({4, 2});
+    NodeId a = t.zeros({2, 3}, "f32", "p");
+    NodeId b = t.zeros({4, 2}, "f32", "q");
     t.add(OpKind::Matmul, {a, b}, {}, "c");
     t.add(OpKind::Matmul, {a, b});
     CHECK_FALSE(t.run());
     REQUIRE(t.errors() == 2);
     CHECK(t.diag.all()[0].message ==
-          "c: matmul: inner dimensions differ: a is f32[2,3], b is f32[4,2]");
+          "c: matmul: inner dimensions differ: p is f32[2,3], q is f32[4,2]");
     CHECK(t.diag.all()[1].message ==
-          "matmul: inner dimensions differ: a is f32[2,3], b is f32[4,2]");
+          "matmul: inner dimensions differ: p is f32[2,3], q is f32[4,2]");
     CHECK(t.diag.all()[0].loc.line == 3);
 }
 

@@ -34,10 +34,10 @@ TEST_CASE("validate binary broadcasting") {
 
 TEST_CASE("validate binary dtypes") {
     TestGraph t;
-    NodeId a = t.zeros({2}, "f32");
-    NodeId b = t.zeros({2}, "f64");
-    NodeId i = t.zeros({2}, "i32");
-    NodeId q = t.zeros({2}, "bool");
+    NodeId a = t.zeros({2}, "f32", "p");
+    NodeId b = t.zeros({2}, "f64", "q");
+    NodeId i = t.zeros({2}, "i32", "k");
+    NodeId q = t.zeros({2}, "bool", "flag");
     t.add(OpKind::Add, {a, b});
     t.add(OpKind::Sub, {i, b});
     t.add(OpKind::Mul, {a, q});
@@ -45,12 +45,12 @@ TEST_CASE("validate binary dtypes") {
     REQUIRE(t.errors() == 3);
     const auto& d = t.diag.all();
     CHECK(d[0].message ==
-          "add: operands have different dtypes: a is f32[2], b is f64[2]; use cast(b, dtype=f32)");
+          "add: operands have different dtypes: p is f32[2], q is f64[2]; use cast(q, dtype=f32)");
     CHECK(d[0].loc.line == 5);
     CHECK(d[1].message ==
-          "sub: operands have different dtypes: a is i32[2], b is f64[2]; use cast(a, dtype=f64)");
+          "sub: operands have different dtypes: k is i32[2], q is f64[2]; use cast(k, dtype=f64)");
     CHECK(d[2].message ==
-          "mul: b is bool[2], but mul takes f32, f64, i32 or i64; use cast(b, dtype=f32)");
+          "mul: flag is bool[2], but mul takes f32, f64, i32 or i64; use cast(flag, dtype=f32)");
     CHECK((d[2].loc.line == 7 && d[2].loc.col == 11));
 }
 
@@ -87,12 +87,12 @@ TEST_CASE("validate weak scalar literals take the other operand's dtype") {
 
 TEST_CASE("validate weak literal that cannot take the other dtype") {
     TestGraph t;
-    NodeId i = t.zeros({3}, "i32");
+    NodeId i = t.zeros({3}, "i32", "k");
     NodeId half = t.lit(F(2.5), true);
     t.add(OpKind::Mul, {i, half});
     NodeId huge = t.lit(I(5000000000), true);
     t.add(OpKind::Add, {huge, i});
-    NodeId q = t.zeros({3}, "bool");
+    NodeId q = t.zeros({3}, "bool", "flag");
     NodeId one = t.lit(I(1), true);
     t.add(OpKind::Add, {q, one});
     NodeId nonweak = t.lit(I(2));  // not weak: stays f32 and clashes
@@ -100,15 +100,15 @@ TEST_CASE("validate weak literal that cannot take the other dtype") {
     CHECK_FALSE(t.run());
     REQUIRE(t.errors() == 4);
     const auto& d = t.diag.all();
-    CHECK(d[0].message == "mul: the literal 2.5 cannot be i32 (a is i32[3]): it is not an integer");
+    CHECK(d[0].message == "mul: the literal 2.5 cannot be i32 (k is i32[3]): it is not an integer");
     CHECK((d[0].loc.line == 3 && d[0].loc.col == 11));
     CHECK(d[1].message.find(
-              "add: the literal 5000000000 cannot be i32 (b is i32[3]): it is out of range") == 0);
+              "add: the literal 5000000000 cannot be i32 (k is i32[3]): it is out of range") == 0);
     CHECK((d[1].loc.line == 5 && d[1].loc.col == 10));
     CHECK(d[2].message ==
-          "add: a is bool[3], but add takes f32, f64, i32 or i64; use cast(a, dtype=f32)");
+          "add: flag is bool[3], but add takes f32, f64, i32 or i64; use cast(flag, dtype=f32)");
     CHECK(d[3].message ==
-          "add: operands have different dtypes: a is i32[3], b is f32[]; use cast(a, dtype=f32)");
+          "add: operands have different dtypes: k is i32[3], the literal 2 is f32[]; use cast(k, dtype=f32)");
 }
 
 TEST_CASE("validate unary dtype classes") {
@@ -117,13 +117,13 @@ TEST_CASE("validate unary dtype classes") {
     CHECK(infer(OpKind::Exp, {{2}}, {}, "f64") == "f64[2]");
     CHECK(infer(OpKind::Sigmoid, {{}}) == "f32[]");
     CHECK(error_of(OpKind::Exp, {{3}}, {}, "i32") ==
-          "exp: x is i32[3], but exp takes f32 or f64; use cast(x, dtype=f32)");
+          "exp: p is i32[3], but exp takes f32 or f64; use cast(p, dtype=f32)");
     CHECK(error_of(OpKind::Log, {{3}}, {}, "i64") ==
-          "log: x is i64[3], but log takes f32 or f64; use cast(x, dtype=f64)");
+          "log: p is i64[3], but log takes f32 or f64; use cast(p, dtype=f64)");
     CHECK(error_of(OpKind::Neg, {{3}}, {}, "bool") ==
-          "neg: x is bool[3], but neg takes f32, f64, i32 or i64; use cast(x, dtype=f32)");
+          "neg: p is bool[3], but neg takes f32, f64, i32 or i64; use cast(p, dtype=f32)");
     CHECK(error_of(OpKind::Sqrt, {{3}}, {}, "bool") ==
-          "sqrt: x is bool[3], but sqrt takes f32 or f64; use cast(x, dtype=f32)");
+          "sqrt: p is bool[3], but sqrt takes f32 or f64; use cast(p, dtype=f32)");
 }
 
 // ---------------------------------------------------------------------------
@@ -149,32 +149,32 @@ TEST_CASE("validate matmul shapes follow numpy.matmul") {
 
 TEST_CASE("validate matmul errors") {
     CHECK(error_of(OpKind::Matmul, {{2, 3}, {4, 2}}) ==
-          "matmul: inner dimensions differ: a is f32[2,3], b is f32[4,2]");
+          "matmul: inner dimensions differ: p is f32[2,3], q is f32[4,2]");
     CHECK(error_of(OpKind::Matmul, {{3}, {4}}) ==
-          "matmul: inner dimensions differ: a is f32[3], b is f32[4]");
+          "matmul: inner dimensions differ: p is f32[3], q is f32[4]");
     CHECK(error_of(OpKind::Matmul, {{2, 3}, {2, 3}}, {{"transpose_b", B(false)}}) ==
-          "matmul: inner dimensions differ: a is f32[2,3], b is f32[2,3]");
+          "matmul: inner dimensions differ: p is f32[2,3], q is f32[2,3]");
     CHECK(error_of(OpKind::Matmul, {{2, 3}, {3, 4}}, {{"transpose_b", B(true)}}) ==
-          "matmul: inner dimensions differ: a is f32[2,3], b is f32[3,4] (transpose_b=true)");
+          "matmul: inner dimensions differ: p is f32[2,3], q is f32[3,4] (transpose_b=true)");
     CHECK(error_of(OpKind::Matmul, {{2, 2, 3}, {5, 3, 4}}) ==
-          "matmul: batch dimensions do not broadcast: a is f32[2,2,3], b is f32[5,3,4]: dimension "
+          "matmul: batch dimensions do not broadcast: p is f32[2,2,3], q is f32[5,3,4]: dimension "
           "2 vs 5");
     CHECK(error_of(OpKind::Matmul, {{}, {3}}) ==
-          "matmul: a is f32[], a scalar; matmul needs operands with at least 1 dimension");
+          "matmul: p is f32[], a scalar; matmul needs operands with at least 1 dimension");
     CHECK(error_of(OpKind::Matmul, {{3}, {3}}, {{"transpose_a", B(true)}}) ==
-          "matmul: transpose_a=true needs a to have at least 2 dimensions, but a is f32[3]");
+          "matmul: transpose_a=true needs p to have at least 2 dimensions, but p is f32[3]");
     CHECK(error_of(OpKind::Matmul, {{2, 2}, {2, 2}}, {}, "i32") ==
-          "several errors: matmul: a is i32[2,2], but matmul takes f32 or f64; use cast(a, "
+          "several errors: matmul: p is i32[2,2], but matmul takes f32 or f64; use cast(p, "
           "dtype=f32)\n"
-          "matmul: b is i32[2,2], but matmul takes f32 or f64; use cast(b, dtype=f32)\n");
+          "matmul: q is i32[2,2], but matmul takes f32 or f64; use cast(q, dtype=f32)\n");
 
     TestGraph t;
-    NodeId a = t.zeros({2, 2}, "f32");
-    NodeId b = t.zeros({2, 2}, "f64");
+    NodeId a = t.zeros({2, 2}, "f32", "p");
+    NodeId b = t.zeros({2, 2}, "f64", "q");
     t.add(OpKind::Matmul, {a, b}, {{"transpose_a", B(true)}});
     CHECK_FALSE(t.run());
     CHECK(t.messages() ==
-          "matmul: operands have different dtypes: a is f32[2,2], b is f64[2,2]; use cast(b, "
+          "matmul: operands have different dtypes: p is f32[2,2], q is f64[2,2]; use cast(q, "
           "dtype=f32)\n");
 
     TestGraph u;
@@ -194,14 +194,14 @@ TEST_CASE("validate transpose") {
     CHECK(infer(OpKind::Transpose, {{}}) == "f32[]");
     CHECK(infer(OpKind::Transpose, {{2, 3}}, {}, "bool") == "bool[3,2]");
     CHECK(error_of(OpKind::Transpose, {{2, 3}}, {{"perm", Ints({0, 1, 2})}}) ==
-          "transpose: perm [0,1,2] has 3 entries, but x is f32[2,3] (rank 2)");
+          "transpose: perm [0,1,2] has 3 entries, but p is f32[2,3] (rank 2)");
     CHECK(error_of(OpKind::Transpose, {{2, 3}}, {{"perm", Ints({0, -2})}}) ==
-          "transpose: perm [0,-2] is not a permutation of 0..1: axis 0 appears twice (x is "
+          "transpose: perm [0,-2] is not a permutation of 0..1: axis 0 appears twice (p is "
           "f32[2,3])");
     CHECK(error_of(OpKind::Transpose, {{2, 3}}, {{"perm", Ints({0, 2})}}) ==
-          "transpose: perm [0,2]: entry 2 is out of range for rank 2 (x is f32[2,3])");
+          "transpose: perm [0,2]: entry 2 is out of range for rank 2 (p is f32[2,3])");
     CHECK(error_of(OpKind::Transpose, {{2, 3}}, {{"perm", Ints({-3, 0})}}) ==
-          "transpose: perm [-3,0]: entry -3 is out of range for rank 2 (x is f32[2,3])");
+          "transpose: perm [-3,0]: entry -3 is out of range for rank 2 (p is f32[2,3])");
 }
 
 TEST_CASE("validate reshape") {
@@ -246,26 +246,26 @@ TEST_CASE("validate concat") {
     CHECK(infer(OpKind::Concat, {{7}}) == "f32[7]");
     CHECK(infer(OpKind::Concat, {{2}, {3}}, {}, "bool") == "bool[5]");
     CHECK(error_of(OpKind::Concat, {{2, 3}, {2, 4}}) ==
-          "concat: x2 is f32[2,4], but x1 is f32[2,3]: dimension 1 differs (4 vs 3); only axis 0 "
+          "concat: q is f32[2,4], but p is f32[2,3]: dimension 1 differs (4 vs 3); only axis 0 "
           "may differ");
     CHECK(error_of(OpKind::Concat, {{2, 3}, {3}}) ==
-          "concat: x2 is f32[3], but x1 is f32[2,3]: ranks differ (1 vs 2)");
+          "concat: q is f32[3], but p is f32[2,3]: ranks differ (1 vs 2)");
     CHECK(error_of(OpKind::Concat, {{}, {}}) ==
-          "several errors: concat: x1 is f32[], a scalar; concat needs inputs with at least 1 "
+          "several errors: concat: p is f32[], a scalar; concat needs inputs with at least 1 "
           "dimension\n"
-          "concat: x2 is f32[], a scalar; concat needs inputs with at least 1 dimension\n");
+          "concat: q is f32[], a scalar; concat needs inputs with at least 1 dimension\n");
     CHECK(error_of(OpKind::Concat, {{2, 3}, {2, 3}}, {{"axis", I(2)}}) ==
-          "concat: axis 2 is out of range for rank 2 (x1 is f32[2,3])");
+          "concat: axis 2 is out of range for rank 2 (p is f32[2,3])");
     CHECK(error_of(OpKind::Concat, {{2, 3}, {2, 3}}, {{"axis", I(-3)}}) ==
-          "concat: axis -3 is out of range for rank 2 (x1 is f32[2,3])");
+          "concat: axis -3 is out of range for rank 2 (p is f32[2,3])");
 
     TestGraph t;
-    NodeId a = t.zeros({2}, "f32");
-    NodeId b = t.zeros({2}, "i32");
+    NodeId a = t.zeros({2}, "f32", "p");
+    NodeId b = t.zeros({2}, "i32", "q");
     t.add(OpKind::Concat, {a, a, b});
     CHECK_FALSE(t.run());
     CHECK(t.messages() ==
-          "concat: x3 is i32[2], but x1 is f32[2]; all inputs need the same dtype: use cast(x3, "
+          "concat: q is i32[2], but p is f32[2]; all inputs need the same dtype: use cast(q, "
           "dtype=f32)\n");
     CHECK((t.first().loc.line == 3 && t.first().loc.col == 12));
 
@@ -292,18 +292,18 @@ TEST_CASE("validate reductions") {
     CHECK(infer(OpKind::ReduceMax, {{0, 3}}, {{"axes", Ints({1})}}) == "f32[0]");
     CHECK(infer(OpKind::ReduceSum, {{2, 3}}, {}, "i32") == "i32[]");
     CHECK(error_of(OpKind::ReduceSum, {{2, 3}}, {{"axes", Ints({2})}}) ==
-          "reduce_sum: axes [2]: axis 2 is out of range for rank 2 (x is f32[2,3])");
+          "reduce_sum: axes [2]: axis 2 is out of range for rank 2 (p is f32[2,3])");
     CHECK(error_of(OpKind::ReduceSum, {{2, 3}}, {{"axes", Ints({1, -1})}}) ==
           "reduce_sum: axes [1,-1] names axis 1 twice");
     CHECK(error_of(OpKind::ReduceMax, {{0, 3}}, {{"axes", Ints({0})}}) ==
-          "reduce_max: x is f32[0,3]: axis 0 is empty, and reduce_max of an empty dimension has no "
+          "reduce_max: p is f32[0,3]: axis 0 is empty, and reduce_max of an empty dimension has no "
           "identity");
     CHECK(error_of(OpKind::ReduceMax, {{3, 0}})
               .find("reduce_max of an empty dimension has no identity") != std::string::npos);
     CHECK(error_of(OpKind::ReduceMean, {{2}}, {}, "i32") ==
-          "reduce_mean: x is i32[2], but reduce_mean takes f32 or f64; use cast(x, dtype=f32)");
+          "reduce_mean: p is i32[2], but reduce_mean takes f32 or f64; use cast(p, dtype=f32)");
     CHECK(error_of(OpKind::ReduceSum, {{2}}, {}, "bool") ==
-          "reduce_sum: x is bool[2], but reduce_sum takes f32, f64, i32 or i64; use cast(x, "
+          "reduce_sum: p is bool[2], but reduce_sum takes f32, f64, i32 or i64; use cast(p, "
           "dtype=f32)");
 }
 
@@ -312,11 +312,11 @@ TEST_CASE("validate softmax") {
     CHECK(infer(OpKind::Softmax, {{2, 3}}, {{"axis", I(0)}}, "f64") == "f64[2,3]");
     CHECK(infer(OpKind::Softmax, {{2, 3}}, {{"axis", I(-2)}}) == "f32[2,3]");
     CHECK(error_of(OpKind::Softmax, {{}}) ==
-          "softmax: x is f32[], a scalar; softmax needs at least 1 dimension");
+          "softmax: p is f32[], a scalar; softmax needs at least 1 dimension");
     CHECK(error_of(OpKind::Softmax, {{2, 3}}, {{"axis", I(2)}}) ==
-          "softmax: axis 2 is out of range for rank 2 (x is f32[2,3])");
+          "softmax: axis 2 is out of range for rank 2 (p is f32[2,3])");
     CHECK(error_of(OpKind::Softmax, {{2}}, {}, "i64") ==
-          "softmax: x is i64[2], but softmax takes f32 or f64; use cast(x, dtype=f64)");
+          "softmax: p is i64[2], but softmax takes f32 or f64; use cast(p, dtype=f64)");
 }
 
 // ---------------------------------------------------------------------------
@@ -426,4 +426,50 @@ TEST_CASE("validate result element counts are checked without allocating") {
               "add: result f32[1073741824,1073741824] has too many elements") == 0);
     CHECK(t.diag.all()[1].message.find(
               "m: matmul: result f32[1099511627776,1099511627776] has too many elements") == 0);
+}
+
+TEST_CASE("validate f32 literals out of range are errors, as i32 ones are") {
+    TestGraph t;
+    NodeId big = t.lit(F(1e39));  // f32 by default
+    NodeId list = t.lit(L({F(1), F(-1e39)}));
+    NodeId fits = t.lit(F(3.4028234e38));
+    NodeId f64 = t.add(OpKind::Const, {}, {{"value", F(1e39)}, {"dtype", W("f64")}});
+    (void)big, (void)list, (void)fits, (void)f64;
+    CHECK_FALSE(t.run());
+    REQUIRE(t.errors() == 2);
+    const auto& d = t.diag.all();
+    CHECK(d[0].message == "const: 1e+39 cannot be f32: it is out of range (-3.4028235e38 to 3.4028235e38)");
+    CHECK((d[0].loc.line == 1 && d[0].loc.col == 40));
+    CHECK(d[1].message == "const: -1e+39 cannot be f32: it is out of range (-3.4028235e38 to 3.4028235e38)");
+
+    // A weak literal takes the other operand's dtype first: f64 holds 1e39, f32 does not.
+    TestGraph w;
+    NodeId x64 = w.zeros({2}, "f64", "d");
+    NodeId m = w.add(OpKind::Mul, {x64, w.lit(F(1e39), true)});
+    NodeId x32 = w.zeros({2}, "f32", "x");
+    w.add(OpKind::Mul, {x32, w.lit(F(1e39), true)});
+    w.add(OpKind::Mul, {w.lit(F(-1e39), true), w.lit(I(2), true)});
+    CHECK_FALSE(w.run());
+    CHECK(w.type(m) == "f64[2]");
+    CHECK(w.messages() ==
+          "mul: the literal 1e+39 cannot be f32 (x is f32[2]): it is out of range (-3.4028235e38 to "
+          "3.4028235e38)\n"
+          "mul: the literal -1e+39 cannot be f32: it is out of range (-3.4028235e38 to 3.4028235e38)\n");
+}
+
+TEST_CASE("validate messages name operands as the user wrote them") {
+    TestGraph t;
+    NodeId p = t.zeros({2}, "i32", "p");
+    NodeId q = t.zeros({2}, "f32", "q");
+    t.add(OpKind::Add, {p, q}, {}, "r");
+    NodeId lit = t.lit(L({F(1.5), F(2)}));  // a list written in place
+    t.add(OpKind::Sub, {p, lit});
+    NodeId relu = t.add(OpKind::Relu, {q});  // a generated name, as `check` lists it
+    t.add(OpKind::Matmul, {relu, t.zeros({3}, "f32", "w")});
+    CHECK_FALSE(t.run());
+    CHECK(t.messages() ==
+          "r: add: operands have different dtypes: p is i32[2], q is f32[2]; use cast(p, dtype=f32)\n"
+          "sub: operands have different dtypes: p is i32[2], the literal [1.5, 2] is f32[2]; use cast(p, "
+          "dtype=f32)\n"
+          "matmul: inner dimensions differ: relu_5 is f32[2], w is f32[3]\n");
 }

@@ -73,11 +73,12 @@ struct TestGraph {
         g.node(id).weak = weak;
         return id;
     }
-    NodeId tensor(OpKind op, std::vector<int64_t> shape, const char* dtype = "f32") {
-        return add(op, {}, {{"shape", Ints(std::move(shape))}, {"dtype", W(dtype)}});
+    NodeId tensor(OpKind op, std::vector<int64_t> shape, const char* dtype = "f32", const std::string& name = "") {
+        return add(op, {}, {{"shape", Ints(std::move(shape))}, {"dtype", W(dtype)}}, name);
     }
-    NodeId zeros(std::vector<int64_t> shape, const char* dtype = "f32") {
-        return tensor(OpKind::Zeros, std::move(shape), dtype);
+    // zeros, named `name` (or a generated name when it is "")
+    NodeId zeros(std::vector<int64_t> shape, const char* dtype = "f32", const std::string& name = "") {
+        return tensor(OpKind::Zeros, std::move(shape), dtype, name);
     }
 
     bool run() { return validate(g, diag); }
@@ -102,12 +103,17 @@ inline std::vector<T> values(const Node& n) {
     return out;
 }
 
-// Validates a graph of one op applied to zeros of the given shapes; returns the result type or "".
+// The names of the operands of infer() and error_of(): messages name operands as the user did.
+inline std::string operand_name(size_t i) {
+    return std::string(1, static_cast<char>('p' + i));
+}
+
+// Validates a graph of one op applied to zeros (p, q, r, ...) of the given shapes; returns the result type or "".
 inline std::string infer(OpKind op, std::vector<Shape> shapes,
                   std::vector<std::pair<std::string, Attr>> attrs = {}, const char* dtype = "f32") {
     TestGraph t;
     std::vector<NodeId> ins;
-    for (Shape& s : shapes) ins.push_back(t.zeros(s, dtype));
+    for (Shape& s : shapes) ins.push_back(t.zeros(s, dtype, operand_name(ins.size())));
     NodeId id = t.add(op, ins, std::move(attrs));
     if (!t.run()) return "error: " + t.messages();
     return t.type(id);
@@ -119,7 +125,7 @@ inline std::string error_of(OpKind op, std::vector<Shape> shapes,
                      const char* dtype = "f32") {
     TestGraph t;
     std::vector<NodeId> ins;
-    for (Shape& s : shapes) ins.push_back(t.zeros(s, dtype));
+    for (Shape& s : shapes) ins.push_back(t.zeros(s, dtype, operand_name(ins.size())));
     t.add(op, ins, std::move(attrs));
     if (t.run()) return "no error";
     if (t.errors() != 1) return "several errors: " + t.messages();
