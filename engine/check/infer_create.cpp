@@ -186,6 +186,11 @@ bool infer_const(NodeCheck& c) {
 std::string retype_weak_literal(Node& weak, DType t) {
     const NamedAttr* va = weak.find_attr("value");
     if (!va) return "it has no value";
+    if (weak.dtype == t) {
+        // Already encoded in t by its const check, which left only the range
+        // to this one: a bare number is one scalar, checked without a copy.
+        if (auto s = to_scalar(va->value)) return conversion_problem(*s, t);
+    }
     std::vector<Scalar> elems;
     collect_scalars(va->value, elems);
     for (const Scalar& e : elems) {

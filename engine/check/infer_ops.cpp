@@ -143,20 +143,21 @@ bool infer_matmul(NodeCheck& c) {
     if (sb.size() == 1) sb.push_back(1);
     if (ta) std::swap(sa[sa.size() - 1], sa[sa.size() - 2]);
     if (tb) std::swap(sb[sb.size() - 1], sb[sb.size() - 2]);
-    const std::string both = c.operand_text(0) + ", " + c.operand_text(1);
+    // Built only for a message: the operands' text costs a few allocations per node.
+    auto both = [&c] { return c.operand_text(0) + ", " + c.operand_text(1); };
     std::string flags;
     if (ta) flags += " (transpose_a=true";
     if (tb) flags += ta ? ", transpose_b=true" : " (transpose_b=true";
     if (!flags.empty()) flags += ")";
     if (sa.back() != sb[sb.size() - 2]) {
-        c.error(c.node.loc, "inner dimensions differ: " + both + flags);
+        c.error(c.node.loc, "inner dimensions differ: " + both() + flags);
         return false;
     }
     int64_t da = 0, db = 0;
     auto batch =
         broadcast(Shape(sa.begin(), sa.end() - 2), Shape(sb.begin(), sb.end() - 2), da, db);
     if (!batch) {
-        c.error(c.node.loc, "batch dimensions do not broadcast: " + both + ": dimension " +
+        c.error(c.node.loc, "batch dimensions do not broadcast: " + both() + ": dimension " +
                                 std::to_string(da) + " vs " + std::to_string(db));
         return false;
     }
@@ -178,7 +179,7 @@ bool infer_transpose(NodeCheck& c) {
         for (size_t k = r; k > 0; --k) perm.push_back(static_cast<int64_t>(k - 1));
     }
     const std::string what = "perm " + ints_text(perm);
-    const std::string of_x = " (" + c.operand_text(0) + ")";
+    auto of_x = [&c] { return " (" + c.operand_text(0) + ")"; };
     if (perm.size() != r) {
         c.error(c.attr_loc("perm"), what + " has " + std::to_string(perm.size()) +
                                         " entries, but " + c.operand_text(0) + " (" + rank_text(r) +
@@ -191,13 +192,13 @@ bool infer_transpose(NodeCheck& c) {
         auto p = normalize_axis(perm[k], r);
         if (!p) {
             c.error(c.attr_loc("perm"), what + ": entry " + std::to_string(perm[k]) +
-                                            " is out of range for " + rank_text(r) + of_x);
+                                            " is out of range for " + rank_text(r) + of_x());
             return false;
         }
         if (used[static_cast<size_t>(*p)]) {
             c.error(c.attr_loc("perm"), what + " is not a permutation of 0.." +
                                             std::to_string(r - 1) + ": axis " + std::to_string(*p) +
-                                            " appears twice" + of_x);
+                                            " appears twice" + of_x());
             return false;
         }
         used[static_cast<size_t>(*p)] = true;
