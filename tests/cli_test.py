@@ -456,6 +456,27 @@ def close_holds_every_tensor_of_a_repeated_chain():
 
 
 @test
+def readme_close_growth_figures_are_what_the_binary_prints():
+    with open(os.path.join(SRC, "README.md"), encoding="utf-8") as f:
+        readme = f.read()
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "chain.graph")
+        with open(path, "w") as f:
+            f.write("x = random_uniform([262144], seed=1)\n")
+            f.write("".join("x = relu(x)\n" if i % 2 == 0 else "x = x * 1.5\n" for i in range(11)))
+        code, out, err = run("check", path)
+        expect(code == 0, err)
+        tail = out[out.index("static peak (one pass"):]
+        expect("```\n" + tail + "```\n" in readme, f"README's check tail drifted; the binary prints:\n{tail}")
+        docs, _ = run_json(path, "--cleanup=close", "--iterations=16")
+        peak = docs[0]["memory"]["before_teardown"]["cpu"]["peak"]
+        expect(f"peaks at {peak} bytes ({peak / 2 ** 20:.2f} MiB)" in readme, f"close peak {peak}")
+        docs, _ = run_json(path, "--cleanup=safepoint", "--iterations=16")
+        peak = docs[0]["memory"]["before_teardown"]["cpu"]["peak"]
+        expect(f"`safepoint` peaks at {peak} bytes whatever" in readme, f"safepoint peak {peak}")
+
+
+@test
 def several_files_continue_after_a_failure():
     with tempfile.TemporaryDirectory() as tmp:
         bad = os.path.join(tmp, "bad.graph")
