@@ -330,7 +330,8 @@ private:
 
     // What a Run step allocates under close, `weight_` times over.
     void close_alloc(uint32_t dev, uint64_t bytes) {
-        close_[dev] = saturating_add(close_[dev], weight_ == 1 ? bytes : saturating_mul(bytes, weight_));
+        uint64_t& c = close_[dev];
+        c = saturating_add(c, weight_ == 1 ? bytes : saturating_mul(bytes, weight_));
     }
 
     void alloc(uint32_t dev, uint64_t bytes) {
@@ -351,13 +352,17 @@ private:
             if (b >= 0 && bufs_[static_cast<size_t>(b)].device != dev) copies += bufs_[static_cast<size_t>(b)].bytes;
         }
         if (copies) alloc(dev, copies);
-        // Under close: the output's buffer and the copies, all held (an alias
-        // allocates nothing, as Session::run_node, which copies nothing for it).
-        if (!aliases_input(g_, n)) close_alloc(dev, copies + p_.node_bytes[static_cast<size_t>(id)]);
         if (aliases_input(g_, n)) {
+            // Under close too an alias allocates nothing (Session::run_node
+            // copies nothing for it either).
             share(id, n.inputs[0].id);
-        } else if (const int8_t k = p_.donor[static_cast<size_t>(id)];
-                   k >= 0 && takes_buffer(n.inputs[static_cast<size_t>(k)].id, dev)) {
+            if (copies) live_[dev] -= copies;
+            return;
+        }
+        // Under close: the output's buffer and the copies, all held.
+        close_alloc(dev, copies + p_.node_bytes[static_cast<size_t>(id)]);
+        if (const int8_t k = p_.donor[static_cast<size_t>(id)];
+            k >= 0 && takes_buffer(n.inputs[static_cast<size_t>(k)].id, dev)) {
             share(id, n.inputs[static_cast<size_t>(k)].id);  // in place: no allocation
         } else {
             uint64_t bytes = p_.node_bytes[static_cast<size_t>(id)];
