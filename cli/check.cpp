@@ -1,5 +1,7 @@
-// `graphrun check`: parse, validate, place and plan; print nodes, outputs and the static peak.
+// `graphrun check`: parse, validate, place and plan; print nodes, outputs, the
+// static peak and the close growth.
 #include <charconv>
+#include <cstdint>
 #include <cstring>
 #include <exception>
 #include <iomanip>
@@ -108,7 +110,7 @@ std::string render_listing(const Graph& g) {
     return buf;
 }
 
-// The rest of the text listing: outputs and the static peak.
+// The rest of the text listing: outputs, the static peak and the close growth.
 void print_text_tail(const Graph& g, const Plan& plan, std::ostream& out) {
     out << "\noutputs:\n";
     for (const Output& o : g.outputs) {
@@ -118,6 +120,12 @@ void print_text_tail(const Graph& g, const Plan& plan, std::ostream& out) {
     out << "\nstatic peak (one pass, live tensor bytes):\n";
     for (const auto& [dev, bytes] : plan.static_peak)
         out << "  " << dev << ": " << bytes << " bytes (" << human_bytes(bytes) << ")\n";
+    out << "\nclose growth (--cleanup=close holds every tensor until the session closes):\n";
+    for (const auto& [dev, bytes] : plan.close_growth) {
+        out << "  " << dev << ": a pass allocates " << bytes << " bytes";
+        if (bytes == UINT64_MAX) out << " or more";  // Plan::close_growth saturates
+        out << " (" << human_bytes(bytes) << "); the peak grows by that per pass\n";
+    }
 }
 
 void print_json(const Graph& g, const Plan& plan, std::ostream& out) {
@@ -157,6 +165,9 @@ void print_json(const Graph& g, const Plan& plan, std::ostream& out) {
     nlohmann::ordered_json peak = nlohmann::ordered_json::object();
     for (const auto& [dev, bytes] : plan.static_peak) peak[dev] = bytes;
     doc["static_peak"] = std::move(peak);
+    nlohmann::ordered_json growth = nlohmann::ordered_json::object();
+    for (const auto& [dev, bytes] : plan.close_growth) growth[dev] = bytes;
+    doc["close_growth"] = std::move(growth);
     out << doc.dump() << "\n";
 }
 

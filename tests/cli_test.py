@@ -143,6 +143,14 @@ def check_json_fields():
     expect(doc["outputs"][0]["shape"] == [32, 10] and doc["outputs"][0]["dtype"] == "f32", doc["outputs"][0])
     expect(doc["outputs"][1]["shape"] == [32], doc["outputs"][1])
     expect(isinstance(doc["static_peak"]["cpu"], int) and doc["static_peak"]["cpu"] > 0, doc["static_peak"])
+    expect(list(doc.keys())[-2:] == ["static_peak", "close_growth"], list(doc.keys()))
+    expect(doc["close_growth"].keys() == doc["static_peak"].keys(), doc["close_growth"])
+    expect(doc["close_growth"]["cpu"] > doc["static_peak"]["cpu"], doc)  # mlp runs in place under safepoint
+    code, out, _ = run("check", os.path.join(EXAMPLES, "mlp.graph"))
+    growth = doc["close_growth"]["cpu"]
+    expect(out.endswith("\n\nclose growth (--cleanup=close holds every tensor until the session closes):\n"
+                        f"  cpu: a pass allocates {growth} bytes ({growth / 1024:.2f} KiB); "
+                        "the peak grows by that per pass\n"), out[-400:])
 
 
 @test
@@ -405,6 +413,67 @@ def close_grows_with_iterations_safepoint_and_background_do_not():
     expect(peaks[("close", 5)] >= 4 * peaks[("close", 1)], peaks)
     expect(peaks[("safepoint", 5)] == peaks[("safepoint", 1)], peaks)
     expect(peaks[("background", 5)] < peaks[("close", 5)] / 2, peaks)
+
+
+def close_peaks_at_n_m_s(path, n, s, m):
+    """Runs `path` (n intermediates of s bytes a pass) m times under each strategy: close
+    holds everything (at least 0.9 n·m·s, exactly m times check's close growth), safepoint
+    peaks at the static peak whatever m."""
+    plan = check_json(path)
+    docs, _ = run_json(path, "--cleanup=close", f"--iterations={m}", "--check-leaks")
+    bt = docs[0]["memory"]["before_teardown"]["cpu"]
+    expect(bt["peak"] >= 0.9 * n * m * s, f"{path}: close peak {bt['peak']} < 0.9 * {n}*{m}*{s}")
+    expect(bt["peak"] == m * plan["close_growth"]["cpu"], (bt, plan["close_growth"]))
+    expect(bt["in_use"] == bt["peak"] and bt["frees"] == 0, bt)
+    for cleanup in ("safepoint", "background"):
+        for iters in (1, m):
+            docs, _ = run_json(path, f"--cleanup={cleanup}", f"--iterations={iters}", "--check-leaks")
+            peak = docs[0]["memory"]["before_teardown"]["cpu"]["peak"]
+            if cleanup == "safepoint":
+                expect(peak == plan["static_peak"]["cpu"], f"{path}: safepoint m={iters} peak {peak}")
+            expect(peak < bt["peak"] / 4, f"{path}: {cleanup} m={iters} peak {peak} vs close {bt['peak']}")
+
+
+@test
+def close_holds_every_tensor_of_an_elementwise_chain():
+    # The issue's chain: 12 tensors a pass (random_uniform and 11 ops) of 256 KiB, 16 passes.
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "chain.graph")
+        with open(path, "w") as f:
+            f.write("x = random_uniform([65536], seed=1)\n")
+            f.write("".join(f"x = {'x * 1.5' if i % 2 else 'relu(x)'}\n" for i in range(11)))
+        close_peaks_at_n_m_s(path, 12, 65536 * 4, 16)
+
+
+@test
+def close_holds_every_tensor_of_a_repeated_chain():
+    # The first graph a user writes: a chain inside repeat 50, --iterations=20.
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "repeat.graph")
+        with open(path, "w") as f:
+            f.write("x = zeros([1024])\nrepeat 50 { x = x + 1; x = neg(x); x = abs(x) }\n")
+        close_peaks_at_n_m_s(path, 1 + 3 * 50, 4096, 20)
+
+
+@test
+def readme_close_growth_figures_are_what_the_binary_prints():
+    with open(os.path.join(SRC, "README.md"), encoding="utf-8") as f:
+        readme = f.read()
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "chain.graph")
+        with open(path, "w") as f:
+            f.write("x = random_uniform([262144], seed=1)\n")
+            f.write("".join("x = relu(x)\n" if i % 2 == 0 else "x = x * 1.5\n" for i in range(11)))
+        code, out, err = run("check", path)
+        expect(code == 0, err)
+        tail = out[out.index("static peak (one pass"):]
+        expect("```\n" + tail + "```\n" in readme, f"README's check tail drifted; the binary prints:\n{tail}")
+        docs, _ = run_json(path, "--cleanup=close", "--iterations=16")
+        peak = docs[0]["memory"]["before_teardown"]["cpu"]["peak"]
+        expect(f"peaks at {peak} bytes ({peak / 2 ** 20:.2f} MiB)" in readme, f"close peak {peak}")
+        docs, _ = run_json(path, "--cleanup=safepoint", "--iterations=16")
+        peak = docs[0]["memory"]["before_teardown"]["cpu"]["peak"]
+        expect(f"`safepoint` peaks at {peak} bytes whatever" in readme, f"safepoint peak {peak}")
 
 
 @test

@@ -7,6 +7,7 @@ the harness reads:
   # cmd: check                  the subcommand (default: check)
   # expect: y: f32[2,3] (cpu)   a line that stdout must contain (stripped, exact)
   # expect-peak: cpu 1216       `check` must report this static peak (bytes)
+  # expect-close: cpu 4096      `check` must report this close growth (bytes one pass allocates)
   # error: 3:7: unknown name    stderr must hold FILE:3:7: error: ... containing the text
   # error: /nodes/1/op: unknown (JSON) FILE: /nodes/1/op: error: ... containing the text
   # warning: gpu:0 unavailable  stderr must contain this text
@@ -27,9 +28,10 @@ def expectations(path):
     with open(exp_path, encoding="utf-8", errors="replace") as f:
         lines = f.read().splitlines()
     spec = {"args": [], "cmd": "check", "expect": [], "peak": [], "error": [],
-            "warning": [], "exit": None, "errors_only": False}
+            "warning": [], "exit": None, "errors_only": False, "close": []}
     for line in lines:
-        m = re.search(r"#\s*(args|cmd|expect-peak|expect|errors-only|error|warning|exit):?\s?(.*)$", line)
+        m = re.search(r"#\s*(args|cmd|expect-peak|expect-close|expect|errors-only|error|warning|exit):?\s?(.*)$",
+                      line)
         if not m:
             continue
         key, val = m.group(1), m.group(2).strip()
@@ -41,6 +43,8 @@ def expectations(path):
             spec["expect"].append(val)
         elif key == "expect-peak":
             spec["peak"].append(val)
+        elif key == "expect-close":
+            spec["close"].append(val)
         elif key == "error":
             spec["error"].append(val)
         elif key == "warning":
@@ -50,6 +54,15 @@ def expectations(path):
         elif key == "errors-only":
             spec["errors_only"] = True
     return spec
+
+
+def section(out, header):
+    """The stripped lines of `check`'s section under `header`, to the next blank line."""
+    lines = out.splitlines()
+    if header not in lines:
+        return []
+    rest = lines[lines.index(header) + 1:]
+    return [l.strip() for l in rest[:rest.index("")] if l] if "" in rest else [l.strip() for l in rest]
 
 
 def check_one(binary, path):
@@ -71,10 +84,16 @@ def check_one(binary, path):
     for e in spec["expect"]:
         if e not in out_lines:
             problems.append(f"stdout lacks the line: {e}")
+    peaks = section(out, "static peak (one pass, live tensor bytes):")
     for pk in spec["peak"]:
         dev, val = pk.split()
-        if f"{dev}: {val} bytes" not in out:
+        if not any(l.startswith(f"{dev}: {val} bytes (") for l in peaks):
             problems.append(f"static peak {dev} is not {val} bytes")
+    growth = section(out, "close growth (--cleanup=close holds every tensor until the session closes):")
+    for cg in spec["close"]:
+        dev, val = cg.split()
+        if not any(l.startswith(f"{dev}: a pass allocates {val} bytes (") for l in growth):
+            problems.append(f"close growth {dev} is not {val} bytes")
     diag_re = re.compile(r"^" + re.escape(path) + r"(?::(\d+):(\d+)|: (\S+)): error: (.*)$")
     diags = []
     for line in err.splitlines():

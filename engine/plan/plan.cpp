@@ -223,7 +223,22 @@ private:
     std::unordered_map<int32_t, std::unordered_map<NodeId, bool>> free_cache_;
 };
 
-// Runs the steps with sizes instead of data: the same moves the executor makes.
+uint64_t saturating_add(uint64_t a, uint64_t b) {
+    uint64_t r;
+    return __builtin_add_overflow(a, b, &r) ? UINT64_MAX : r;
+}
+uint64_t saturating_mul(uint64_t a, uint64_t b) {
+    uint64_t r;
+    return __builtin_mul_overflow(a, b, &r) ? UINT64_MAX : r;
+}
+
+// Runs the steps with sizes instead of data: the same moves the executor makes
+// under safepoint (the static peak). In the same walk it adds up what every
+// Run step allocates when nothing is reused or released (the close growth):
+// a buffer's device is the same either way (a donor's buffer is taken only on
+// the node's own device), so each step's copies are too. A loop runs at most
+// twice per pass of its parent and every later pass repeats the second, so
+// the second pass's allocations count (count - 1) times.
 class PeakSimulator {
 public:
     PeakSimulator(const Graph& g, const Plan& p) : g_(g), p_(p), value_buf_(g.nodes.size(), -1) {
@@ -243,15 +258,19 @@ public:
         }
         live_.assign(devices_.size(), 0);
         peak_.assign(devices_.size(), 0);
+        close_.assign(devices_.size(), 0);
         touched_.assign(devices_.size(), false);
     }
 
-    bool simulate(std::map<std::string, uint64_t>& peak) {
+    bool simulate(std::map<std::string, uint64_t>& peak, std::map<std::string, uint64_t>& close_growth) {
         budget_ = kMaxSimulatedSteps;
         if (!PlanWalker(g_, p_).walk(*this)) return false;
         // Every device a node is placed on has a figure, 0 if nothing was allocated there.
         for (size_t k = 0; k < devices_.size(); ++k)
-            if (touched_[k] || used_[k]) peak[std::string(devices_[k])] = peak_[k];
+            if (touched_[k] || used_[k]) {
+                peak[std::string(devices_[k])] = peak_[k];
+                close_growth[std::string(devices_[k])] = close_[k];
+            }
         return true;
     }
 
@@ -262,8 +281,20 @@ public:
         return true;
     }
     // Every pass after the second repeats the second exactly.
-    static int64_t passes(const Repeat& rep) { return std::min<int64_t>(rep.count, 2); }
-    void loop_pass_end(int32_t) {}
+    int64_t passes(const Repeat& rep) {
+        const int64_t n = std::min<int64_t>(rep.count, 2);
+        if (n > 0) loops_.push_back(LoopPass{weight_, rep.count, 0});
+        return n;
+    }
+    void loop_pass_end(int32_t) {
+        LoopPass& l = loops_.back();
+        if (++l.done == std::min<int64_t>(l.count, 2)) {
+            weight_ = l.outer_weight;
+            loops_.pop_back();
+        } else {  // the second pass stands for all the others
+            weight_ = saturating_mul(l.outer_weight, static_cast<uint64_t>(l.count - 1));
+        }
+    }
 
     // The executor's moves (ExecutionFrame::share and drop), with sizes. The
     // plan has dropped `to` before it shares (ExecutionFrame::share drops it
@@ -291,6 +322,18 @@ private:
         uint32_t device;
         int64_t refs;
     };
+    // A loop being walked: the weight of the pass around it, its count, its passes walked.
+    struct LoopPass {
+        uint64_t outer_weight;
+        int64_t count;
+        int64_t done;
+    };
+
+    // What a Run step allocates under close, `weight_` times over.
+    void close_alloc(uint32_t dev, uint64_t bytes) {
+        uint64_t& c = close_[dev];
+        c = saturating_add(c, weight_ == 1 ? bytes : saturating_mul(bytes, weight_));
+    }
 
     void alloc(uint32_t dev, uint64_t bytes) {
         touched_[dev] = true;
@@ -311,9 +354,16 @@ private:
         }
         if (copies) alloc(dev, copies);
         if (aliases_input(g_, n)) {
+            // Under close too an alias allocates nothing (Session::run_node
+            // copies nothing for it either).
             share(id, n.inputs[0].id);
-        } else if (const int8_t k = p_.donor[static_cast<size_t>(id)];
-                   k >= 0 && takes_buffer(n.inputs[static_cast<size_t>(k)].id, dev)) {
+            if (copies) live_[dev] -= copies;
+            return;
+        }
+        // Under close: the output's buffer and the copies, all held.
+        close_alloc(dev, copies + p_.node_bytes[static_cast<size_t>(id)]);
+        if (const int8_t k = p_.donor[static_cast<size_t>(id)];
+            k >= 0 && takes_buffer(n.inputs[static_cast<size_t>(k)].id, dev)) {
             share(id, n.inputs[static_cast<size_t>(k)].id);  // in place: no allocation
         } else {
             uint64_t bytes = p_.node_bytes[static_cast<size_t>(id)];
@@ -347,6 +397,9 @@ private:
     std::vector<std::string_view> devices_;  // placed names seen
     std::vector<uint32_t> device_of_;   // per node: index into devices_
     std::vector<uint64_t> live_, peak_;  // per device
+    std::vector<uint64_t> close_;        // per device: the close growth so far
+    std::vector<LoopPass> loops_;        // the loops being walked, innermost last
+    uint64_t weight_ = 1;                // how many passes of the whole the current step stands for
     std::vector<bool> touched_;          // per device: allocated on at least once
     std::vector<bool> used_;             // per device: a node (not a loop parameter) is placed there
     uint64_t budget_ = 0;                // steps left to simulate
@@ -370,7 +423,7 @@ std::optional<Plan> compile_plan(const Graph& g, const std::vector<NodeId>& outp
         }
         simulated += mult;
     }
-    if (simulated > static_cast<double>(kMaxSimulatedSteps) || !PeakSimulator(g, plan).simulate(plan.static_peak)) {
+    if (simulated > static_cast<double>(kMaxSimulatedSteps) || !PeakSimulator(g, plan).simulate(plan.static_peak, plan.close_growth)) {
         if (error)
             *error = "the static plan needs more than " + std::to_string(kMaxSimulatedSteps) +
                      " simulated steps (repeat loops nested too deeply)";

@@ -1,7 +1,8 @@
 // The execution plan of one pass (SPEC section 4): the order nodes run in and
 // the points where each value is dropped, compiled once. The executor runs
-// these steps; the static peak is the same steps simulated with buffer sizes,
-// so that the two follow one rule. Both walk them with PlanWalker (plan_walker.h).
+// these steps; the static figures are the same steps simulated with buffer
+// sizes, so that the two follow one rule. Both walk them with PlanWalker
+// (plan_walker.h).
 #pragma once
 #include <cstdint>
 #include <map>
@@ -41,8 +42,20 @@ struct Plan {
     std::vector<uint64_t> node_bytes;   // buffer bytes per node (64-byte rounded; 0 for an alias)
     // Per node: the input whose buffer it may write its output into (-1: none);
     // see may_take_input_buffer. Whether it does is decided when it runs.
+    // Only a strategy that releases before close reuses a buffer: under
+    // --cleanup=close no node runs in place (Session, per Cleanup::holds_until_close).
     std::vector<int8_t> donor;
-    std::map<std::string, uint64_t> static_peak;  // per device ("cpu", "gpu:0"), for one pass
+    // Per device ("cpu", "gpu:0"), for one pass: the most bytes live at any
+    // allocation with the donors used and every dropped buffer released at
+    // once (--cleanup=safepoint's peak for one pass).
+    std::map<std::string, uint64_t> static_peak;
+    // Per device, the same devices as static_peak: the bytes one pass
+    // allocates when nothing is reused or released, as under --cleanup=close:
+    // every Run step's output (an alias 0, no donor taken) and every copy of
+    // an input from another device, in every repeat pass. close holds them all
+    // until the session closes, so its in_use grows by this much per pass and
+    // m passes peak at m times it. Saturates at UINT64_MAX.
+    std::map<std::string, uint64_t> close_growth;
 };
 
 // Largest number of steps simulated for the static peak. The simulation runs
@@ -64,7 +77,8 @@ bool aliases_input(const Graph& g, const Node& n);
 bool may_take_input_buffer(const Graph& g, const Node& n, size_t k);
 
 // Compiles the plan of a validated, placed graph for `outputs` (the fetched
-// values). Fails only when the simulation exceeds kMaxSimulatedSteps.
+// values), with its static peak and close growth. Fails only when the
+// simulation exceeds kMaxSimulatedSteps.
 std::optional<Plan> compile_plan(const Graph& g, const std::vector<NodeId>& outputs, std::string* error);
 
 }  // namespace graphrun

@@ -56,6 +56,12 @@ public:
     // and stops any thread. Idempotent.
     virtual void close() { release_pending_now(); }
     virtual bool thread_running() const { return false; }
+    // True when the session must hold every buffer until it closes (close):
+    // then no node runs in place (Plan::donor is not used) and a node's copy
+    // of an input from another device is handed here too, not released
+    // after the node, so that nothing is reused or released before close and
+    // a pass allocates exactly Plan::close_growth.
+    virtual bool holds_until_close() const { return false; }
 
 protected:
     // A safe point calls flush_at_safe_point() once the batch holds
@@ -87,12 +93,14 @@ private:
 
 // --cleanup=close: counts each buffer as pending at once (its out-of-memory
 // message says how much of what is in use is unreferenced) and releases it
-// at close.
+// at close. It holds every buffer the session allocates: nothing runs in
+// place, nothing is released before close (SPEC section 4).
 class CloseCleanup final : public Cleanup {
 public:
     CloseCleanup() : Cleanup(SIZE_MAX, UINT64_MAX) {}  // a safe point never has work
     void on_unreferenced(const PendingRelease& buf) override;
     std::string oom_note(const MemoryStats& s) const override;
+    bool holds_until_close() const override { return true; }
 };
 
 // --cleanup=safepoint: a buffer goes back at the safe point after it became

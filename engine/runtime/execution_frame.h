@@ -2,7 +2,8 @@
 // running session, their reference counts, and which buffer each value
 // refers to. A value refers to at most one buffer; an alias or a loop
 // parameter shares its source's buffer; a node running in place takes its
-// donor's buffer. When a buffer's last reference goes, the frame hands it to
+// donor's buffer (the session asks only where its strategy reuses buffers,
+// never under close). When a buffer's last reference goes, the frame hands it to
 // the cleanup strategy, which decides when it goes back to its allocator.
 #pragma once
 #include <cstdint>

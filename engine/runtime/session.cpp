@@ -37,6 +37,7 @@ Session::Session(const Graph& g, const Plan& plan, SessionOptions opts)
       opts_(with_defaults(opts)),
       factory_(opts_.cpu_memory_limit, opts_.gpu_runtime, opts_.gpu),
       cleanup_(make_cleanup(opts_.cleanup, largest_static_peak(plan))),
+      holds_all_(cleanup_->holds_until_close()),
       frame_(g.nodes.size(), *cleanup_),
       walker_(g, plan) {
     ctx_.threads = std::max(1, opts_.threads);
@@ -69,7 +70,8 @@ Session::Session(const Graph& g, const Plan& plan, SessionOptions opts)
         if (aliases_input(g, n)) {
             e.alias_of = n.inputs[0].id;
         } else {
-            if (const int8_t k = plan.donor[static_cast<size_t>(s.arg)]; k >= 0)
+            // In place only where the strategy reuses buffers (not under close).
+            if (const int8_t k = plan.donor[static_cast<size_t>(s.arg)]; k >= 0 && !holds_all_)
                 e.donor = n.inputs[static_cast<size_t>(k)].id;
             kernels_[static_cast<size_t>(s.arg)] = dev->make_kernel(g, n);
             e.kernel = kernels_[static_cast<size_t>(s.arg)].get();
@@ -178,9 +180,13 @@ std::optional<RunError> Session::copy_input(const Node& n, const Node& in, const
 }
 
 // Scratch copies go back as soon as their node has run; on a GPU the release
-// is stream-ordered after the kernel that reads them.
+// is stream-ordered after the kernel that reads them. Under close they are
+// held with everything else until the session closes.
 void Session::release_scratch() {
-    for (const PendingRelease& f : scratch_) f.alloc->release_scratch(f.data, f.bytes);
+    if (holds_all_)
+        for (const PendingRelease& f : scratch_) cleanup_->on_unreferenced(f);
+    else
+        for (const PendingRelease& f : scratch_) f.alloc->release_scratch(f.data, f.bytes);
     scratch_.clear();
 }
 

@@ -88,7 +88,7 @@ private:
         uint32_t first_input = 0;  // into exec_inputs_
         uint32_t n_inputs = 0;
         NodeId alias_of = kNoNode;  // reshape/identity sharing its input's buffer
-        NodeId donor = kNoNode;     // the input whose buffer it may take (Plan::donor)
+        NodeId donor = kNoNode;     // the input whose buffer it may take (Plan::donor; none under close)
     };
     struct ExecInput {
         NodeId id;
@@ -104,6 +104,8 @@ private:
 
     // Declared after devices_: destroyed before the allocators they refer to.
     std::unique_ptr<Cleanup> cleanup_;
+    // The strategy holds every buffer until close: no donors, scratch copies held.
+    const bool holds_all_;
     ExecutionFrame frame_;
     PlanWalker walker_;
 

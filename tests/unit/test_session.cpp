@@ -29,7 +29,7 @@ struct Ran {
     std::vector<HostTensor> outputs;
     MemoryStats before, after;
     uint64_t static_peak = 0;
-    uint64_t pass_bytes = 0;  // bytes every Run step of one pass allocates
+    uint64_t close_growth = 0;  // Plan::close_growth: bytes one pass allocates under close
     bool error = false;
     std::string message;
 };
@@ -50,6 +50,7 @@ Ran run_script(const std::string& src, CleanupStrategy cleanup, int64_t iteratio
     REQUIRE(plan);
     Ran r;
     r.static_peak = plan->static_peak["cpu"];
+    r.close_growth = plan->close_growth["cpu"];
     SessionOptions so;
     so.cleanup = cleanup;
     so.threads = threads;
@@ -97,13 +98,17 @@ float first_f32(const HostTensor& t) {
 
 TEST_CASE("session: close peaks at n*m*s, safepoint at the static plan, background stays bounded") {
     const int n = 10;
-    const uint64_t pass_bytes = 4096 + n * 4096;  // zeros, then one `ones` per add (the sums are in place)
+    // zeros, then per add its `ones` and its sum: close runs nothing in place.
+    const uint64_t pass_bytes = 4096 + n * 2 * 4096;
     for (int64_t m : {1, 3, 8}) {
         CAPTURE(m);
         Ran c = run_script(chain(n), CleanupStrategy::Close, m);
         REQUIRE_FALSE(c.error);
+        CHECK(c.close_growth == pass_bytes);
         CHECK(c.before.peak == pass_bytes * static_cast<uint64_t>(m));
-        CHECK(c.before.allocs == static_cast<uint64_t>(m) * (1 + n));
+        CHECK(c.before.in_use == c.before.peak);  // nothing released before close
+        CHECK(c.before.frees == 0);
+        CHECK(c.before.allocs == static_cast<uint64_t>(m) * (1 + 2 * n));
         check_torn_down(c.after);
 
         Ran sp = run_script(chain(n), CleanupStrategy::Safepoint, m);
@@ -134,13 +139,17 @@ TEST_CASE("session: close peaks at n*m*s, safepoint at the static plan, backgrou
 
 TEST_CASE("session: close grows with the repeat count, safepoint does not") {
     auto script = [](int count) {
-        // Each pass leaves its `ones` behind (y and x are computed in place).
+        // Each pass leaves its `ones` behind (under safepoint y and x are
+        // computed in place; under close nothing is).
         return "w = ones([256])\nx = zeros([256])\nrepeat " + std::to_string(count) +
                " { y = x * w\n x = y + ones([256]) }\noutput x\n";
     };
     Ran c2 = run_script(script(2), CleanupStrategy::Close, 1);
     Ran c20 = run_script(script(20), CleanupStrategy::Close, 1);
     CHECK(c20.before.peak > c2.before.peak * 5);
+    // w, x, then per pass y, the `ones` and the sum: 1024 bytes each.
+    CHECK(c20.before.peak == 2 * 1024 + 20 * 3 * 1024);
+    CHECK(c20.before.peak == c20.close_growth);
     Ran s2 = run_script(script(2), CleanupStrategy::Safepoint, 1);
     Ran s20 = run_script(script(20), CleanupStrategy::Safepoint, 1);
     CHECK(s2.before.peak == s2.static_peak);
@@ -169,8 +178,9 @@ TEST_CASE("session: in place, each element is read before it is written, whichev
         REQUIRE_FALSE(r.error);
         CHECK(f32s(r.outputs[0]) == std::vector<float>{18, 38, 28, 38, 94.0f / 3, 38});
         CHECK(f32s(r.outputs[1]) == std::vector<float>{1, 2, 3});
-        // a and b are allocated; c, d, e and f are not.
-        CHECK(r.before.allocs == 2 * 2);
+        // a and b are allocated; c, d, e and f are not, but under close,
+        // which reuses nothing (s aliases f and allocates nothing).
+        CHECK(r.before.allocs == (st == CleanupStrategy::Close ? 6 * 2 : 2 * 2));
         if (st == CleanupStrategy::Safepoint) CHECK(r.before.peak == r.static_peak);
         check_torn_down(r.after);
     }
@@ -223,7 +233,8 @@ TEST_CASE("session: statistics before teardown show the outputs still held") {
 TEST_CASE("session: out of memory is an error naming the node, and teardown still gives everything back") {
     for (CleanupStrategy st : {CleanupStrategy::Close, CleanupStrategy::Safepoint, CleanupStrategy::Background}) {
         CAPTURE(cleanup_name(st));
-        // Each pass allocates 4096 + 10 * 4096 bytes; a limit of 16 KiB fits safepoint's peak but not close's.
+        // Under close each pass allocates 4096 + 10 * 2 * 4096 bytes, all held; a
+        // limit of 16 KiB fits safepoint's peak (8 KiB) but not close's.
         Ran r = run_script(chain(10), st, 3, 16384);
         if (st == CleanupStrategy::Close) {
             CHECK(r.error);
@@ -240,11 +251,12 @@ TEST_CASE("session: out of memory is an error naming the node, and teardown stil
 TEST_CASE("session: every injected allocation failure tears down cleanly") {
     const std::string src = "a = random_uniform([8, 8], seed=3)\nb = a @ a\nrepeat 3 { b = softmax(b) + a }\n"
                             "c = reduce_sum(b, axes=[0])\noutput b, c\n";
-    Ran ok = run_script(src, CleanupStrategy::Close, 2);
-    REQUIRE_FALSE(ok.error);
-    uint64_t allocs = ok.before.allocs;
-    REQUIRE(allocs > 0);
     for (CleanupStrategy st : {CleanupStrategy::Close, CleanupStrategy::Safepoint, CleanupStrategy::Background}) {
+        CAPTURE(cleanup_name(st));
+        Ran ok = run_script(src, st, 2);  // close allocates more than the others: nothing runs in place
+        REQUIRE_FALSE(ok.error);
+        const uint64_t allocs = ok.before.allocs;
+        REQUIRE(allocs > 0);
         for (uint64_t k = 1; k <= allocs; ++k) {
             CAPTURE(k);
             g_fail_allocation_countdown = static_cast<int64_t>(k);
