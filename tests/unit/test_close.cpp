@@ -32,6 +32,7 @@ class FakeGpu final : public Device {
 public:
     explicit FakeGpu(uint64_t limit) : cpu_(limit) {}
     const std::string& name() const override { return name_; }
+    DeviceKind kind() const override { return DeviceKind::Gpu; }
     Allocator& allocator() override { return cpu_.allocator(); }
     bool supports(OpKind op, DType dtype) const override { return cpu_.supports(op, dtype); }
     std::unique_ptr<Kernel> make_kernel(const Graph& g, const Node& n) override { return make_cpu_kernel(g, n); }
