@@ -140,7 +140,15 @@ CudaDevice::CudaDevice(int index, const GpuDeviceOptions& opts)
     ctx_.allow_tf32 = opts.allow_tf32;
     ctx_.host_kernel = opts.host_kernel;
     CudaAllocator* alloc = allocator_.get();
-    ctx_.scratch_alloc = [alloc](uint64_t bytes) { return alloc->allocate(round_up_64(bytes)); };
+    // A failed scratch allocation takes the session's second chance, as a
+    // tensor's: the strategy's backlog goes back and the allocation is tried
+    // once more (the allocator itself syncs and trims on a device failure).
+    ctx_.scratch_alloc = [this, alloc](uint64_t bytes) {
+        const uint64_t rounded = round_up_64(bytes);
+        void* p = alloc->allocate(rounded);
+        if (!p && retry_ && retry_(rounded)) p = alloc->allocate(rounded);
+        return p;
+    };
     ctx_.scratch_free = [alloc](void* p, uint64_t bytes) {
         alloc->release_scratch(p, round_up_64(bytes));
     };
