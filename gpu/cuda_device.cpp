@@ -2,6 +2,8 @@
 // error flag), copies, synchronisation and teardown in reverse order.
 #include "gpu/cuda_device.h"
 
+#include <algorithm>
+
 #include "gpu/cublas_api.h"
 #include "gpu/cuda_check.h"
 
@@ -83,12 +85,17 @@ CudaDevice::CudaDevice(int index, const GpuDeviceOptions& opts)
                         "cudaDevAttrMemoryPoolsSupported", __FILE__, __LINE__);
 
     // The memory limit: --memory-limit, else what is free now that the
-    // context exists (so the context itself is not counted as available).
+    // context exists (so the context itself is not counted as available),
+    // less a headroom of max(512 MiB, 5% of it) for what is not counted and
+    // comes later: cuBLAS's own allocations, lazily loaded kernel modules,
+    // other processes' growth.
     uint64_t limit = opts.memory_limit;
     if (limit == 0) {
         size_t free_bytes = 0, total_bytes = 0;
         GR_CUDA_THROW(cudaMemGetInfo(&free_bytes, &total_bytes));
-        limit = free_bytes;
+        const uint64_t headroom = std::max<uint64_t>(512 * kMiB, free_bytes / 20);
+        // A card with less than that free keeps half of what is free.
+        limit = free_bytes > headroom ? free_bytes - headroom : free_bytes / 2;
     }
 
     // Non-blocking: the session's stream never waits for the legacy default
