@@ -159,6 +159,7 @@ CudaDevice::CudaDevice(int index, const GpuDeviceOptions& opts)
     ctx_.scratch_free = [alloc](void* p, uint64_t bytes) {
         alloc->release_scratch(p, round_up_64(bytes));
     };
+    ctx_.trim_memory = [alloc] { alloc->trim(); };
     ctx_.error_flag = static_cast<int*>(flag);
 }
 
