@@ -36,6 +36,26 @@ const char* cublas_status_name(cublasStatus_t s) {
     return "an unknown cuBLAS status";
 }
 
+std::string cuda_error_text(cudaError_t err) {
+    std::string text = std::string("CUDA error ") + cudaGetErrorName(err) + ": " + cudaGetErrorString(err);
+    switch (err) {
+        case cudaErrorIllegalAddress:
+        case cudaErrorLaunchFailure:
+        case cudaErrorLaunchTimeout:
+        case cudaErrorAssert:
+        case cudaErrorHardwareStackError:
+        case cudaErrorIllegalInstruction:
+        case cudaErrorMisalignedAddress:
+        case cudaErrorInvalidAddressSpace:
+        case cudaErrorInvalidPc:
+        case cudaErrorECCUncorrectable:
+            return "an earlier GPU operation failed: " + text +
+                   " (a fault of work queued before this point; the GPU context is unusable from here on)";
+        default:
+            return text;
+    }
+}
+
 void log_cuda_failure(const std::string& what, const char* expr, const char* file, int line) {
     // One fprintf call, so that lines from the executor and the reclaimer
     // thread never interleave within a line.

@@ -18,6 +18,12 @@ public:
 };
 
 const char* cublas_status_name(cublasStatus_t s);
+// "CUDA error NAME: description". A sticky fault (an illegal address, a kernel
+// that trapped: every later call of the context returns it) surfaces at
+// whatever call comes next, usually not the operation that caused it: it is
+// worded as "an earlier GPU operation failed: CUDA error ...", so that the
+// node being run when it surfaced is not blamed for it.
+std::string cuda_error_text(cudaError_t err);
 // Logs a failed call to stderr once per call site would be noise; it logs every time.
 void log_cuda_failure(const std::string& what, const char* expr, const char* file, int line);
 
@@ -27,9 +33,8 @@ void log_cuda_failure(const std::string& what, const char* expr, const char* fil
     do {                                                                                                     \
         cudaError_t gr_err_ = (expr);                                                                        \
         if (gr_err_ != cudaSuccess)                                                                          \
-            throw ::graphrun::gpu::CudaError(std::string("CUDA error ") + cudaGetErrorName(gr_err_) + ": " + \
-                                                 cudaGetErrorString(gr_err_),                                \
-                                             #expr, __FILE__, __LINE__);                                     \
+            throw ::graphrun::gpu::CudaError(::graphrun::gpu::cuda_error_text(gr_err_), #expr, __FILE__,       \
+                                             __LINE__);                                                      \
     } while (0)
 
 #define GR_CUBLAS_THROW(expr)                                                                                   \
@@ -46,7 +51,6 @@ void log_cuda_failure(const std::string& what, const char* expr, const char* fil
     do {                                                                                                    \
         cudaError_t gr_err_ = (expr);                                                                       \
         if (gr_err_ != cudaSuccess)                                                                         \
-            ::graphrun::gpu::log_cuda_failure(std::string("CUDA error ") + cudaGetErrorName(gr_err_) + ": " + \
-                                                  cudaGetErrorString(gr_err_),                              \
-                                              #expr, __FILE__, __LINE__);                                   \
+            ::graphrun::gpu::log_cuda_failure(::graphrun::gpu::cuda_error_text(gr_err_), #expr, __FILE__,     \
+                                              __LINE__);                                                    \
     } while (0)

@@ -2,6 +2,8 @@
 // error flag), copies, synchronisation and teardown in reverse order.
 #include "gpu/cuda_device.h"
 
+#include <algorithm>
+
 #include "gpu/cublas_api.h"
 #include "gpu/cuda_check.h"
 
@@ -83,12 +85,17 @@ CudaDevice::CudaDevice(int index, const GpuDeviceOptions& opts)
                         "cudaDevAttrMemoryPoolsSupported", __FILE__, __LINE__);
 
     // The memory limit: --memory-limit, else what is free now that the
-    // context exists (so the context itself is not counted as available).
+    // context exists (so the context itself is not counted as available),
+    // less a headroom of max(512 MiB, 5% of it) for what is not counted and
+    // comes later: cuBLAS's own allocations, lazily loaded kernel modules,
+    // other processes' growth.
     uint64_t limit = opts.memory_limit;
     if (limit == 0) {
         size_t free_bytes = 0, total_bytes = 0;
         GR_CUDA_THROW(cudaMemGetInfo(&free_bytes, &total_bytes));
-        limit = free_bytes;
+        const uint64_t headroom = std::max<uint64_t>(512 * kMiB, free_bytes / 20);
+        // A card with less than that free keeps half of what is free.
+        limit = free_bytes > headroom ? free_bytes - headroom : free_bytes / 2;
     }
 
     // Non-blocking: the session's stream never waits for the legacy default
@@ -140,10 +147,19 @@ CudaDevice::CudaDevice(int index, const GpuDeviceOptions& opts)
     ctx_.allow_tf32 = opts.allow_tf32;
     ctx_.host_kernel = opts.host_kernel;
     CudaAllocator* alloc = allocator_.get();
-    ctx_.scratch_alloc = [alloc](uint64_t bytes) { return alloc->allocate(round_up_64(bytes)); };
+    // A failed scratch allocation takes the session's second chance, as a
+    // tensor's: the strategy's backlog goes back and the allocation is tried
+    // once more (the allocator itself syncs and trims on a device failure).
+    ctx_.scratch_alloc = [this, alloc](uint64_t bytes) {
+        const uint64_t rounded = round_up_64(bytes);
+        void* p = alloc->allocate(rounded);
+        if (!p && retry_ && retry_(rounded)) p = alloc->allocate(rounded);
+        return p;
+    };
     ctx_.scratch_free = [alloc](void* p, uint64_t bytes) {
         alloc->release_scratch(p, round_up_64(bytes));
     };
+    ctx_.trim_memory = [alloc] { alloc->trim(); };
     ctx_.error_flag = static_cast<int*>(flag);
 }
 

@@ -7,6 +7,7 @@
 #include <memory>
 #include <string>
 #include <type_traits>
+#include <utility>
 
 #include "engine/runtime/device.h"
 #include "gpu/cuda_allocator.h"
@@ -74,6 +75,7 @@ class CudaDevice final : public graphrun::Device {
     std::string copy_from_host(void* dst, const void* src, uint64_t bytes) override;
     std::string copy_to_host(void* dst, const void* src, uint64_t bytes) override;
     std::string synchronize() override;
+    void set_allocation_retry(AllocationRetry retry) override { retry_ = std::move(retry); }
     void close() override;
 
     // The cuBLAS workspace this device chose (bytes; 0 when none fitted).
@@ -91,6 +93,7 @@ class CudaDevice final : public graphrun::Device {
     DeviceBuffer workspace_;
     DeviceBuffer error_flag_;
     GpuContext ctx_;
+    AllocationRetry retry_;  // the session's, for scratch (Device::set_allocation_retry)
     bool closed_ = false;
 };
 

@@ -24,6 +24,10 @@ struct GpuContext {
     // scratch_alloc returns nullptr when the memory limit is reached.
     std::function<void*(uint64_t bytes)> scratch_alloc;
     std::function<void(void* p, uint64_t bytes)> scratch_free;
+    // Waits for the stream and gives the pool's cached blocks back to the
+    // driver: before one more try of a library call that ran out of device
+    // memory of its own (cuBLAS's CUBLAS_STATUS_ALLOC_FAILED).
+    std::function<void()> trim_memory;
     // One device int, zeroed at open, that a kernel sets to report a data
     // error (integer division by zero); the kernel checks it after its launch.
     int* error_flag = nullptr;

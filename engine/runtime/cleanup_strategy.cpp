@@ -122,9 +122,22 @@ void BackgroundCleanup::at_pass_end() {
     flush_to_reclaimer(static_peak_);
 }
 
-// Over the limit, the backlog goes first.
+// The backlog goes back before the allocation fails: over the limit, always;
+// below it (the device itself is full, or its allocator failed otherwise: a
+// GPU whose other users took memory, a kernel's scratch), when the backlog
+// holds anything. The retry then allocates after the drain; the GPU's
+// allocator synchronizes its stream and trims its pool when the first try of
+// that allocation fails (gpu/cuda_allocator.cpp), so that the blocks the
+// drain freed in stream order are free to be had.
 bool BackgroundCleanup::release_for_retry(const Allocator& a, uint64_t bytes) {
-    if (a.stats().in_use + bytes <= a.limit()) return false;  // not for want of the backlog
+    if (a.stats().in_use + bytes <= a.limit()) {
+        bool backlog = !pending_.empty();
+        if (!backlog) {
+            std::lock_guard<std::mutex> lock(mu_);
+            backlog = queued_bytes_ > 0;
+        }
+        if (!backlog) return false;  // nothing to give back: the failure stands
+    }
     flush_to_reclaimer(0);
     return true;
 }

@@ -42,8 +42,10 @@ public:
     }
     // The end of a pass of the plan.
     virtual void at_pass_end() { at_safe_point(); }
-    // An allocation of `bytes` from `a` failed. True when the strategy gave
-    // back what it held and the allocation is worth one more try.
+    // An allocation of `bytes` from `a` failed, over its limit or not (the
+    // device itself was full). True when the strategy gave back what it held
+    // and the allocation is worth one more try. Called on the executing
+    // thread, also from inside a kernel's run (GPU scratch).
     virtual bool release_for_retry(const Allocator& a, uint64_t bytes);
     // The run stopped, finished or not: what is unreferenced and not yet
     // counted shows as pending from here on, before anyone reads the figures.

@@ -3,6 +3,7 @@
 // Nothing here names a CUDA type.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -38,6 +39,13 @@ public:
     virtual std::string copy_to_host(void* dst, const void* src, uint64_t bytes) = 0;
     // Waits for the device's outstanding work. "" or an error message.
     virtual std::string synchronize() = 0;
+    // The session's second chance for an allocation that the device makes
+    // itself while a kernel runs (GPU scratch): called with the bytes that
+    // failed, true when the allocation is worth one more try (the cleanup
+    // strategy gave its backlog back: Cleanup::release_for_retry). The CPU's
+    // kernels allocate nothing from the allocator: the CPU device ignores it.
+    using AllocationRetry = std::function<bool(uint64_t bytes)>;
+    virtual void set_allocation_retry(AllocationRetry retry) { (void)retry; }
     // Teardown, after every buffer has been released: trims the allocator and
     // destroys streams, pools and library handles. Idempotent; never throws.
     virtual void close() = 0;

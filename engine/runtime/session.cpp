@@ -102,6 +102,9 @@ Device* Session::device_for(std::string_view name) {
         return nullptr;
     }
     Device* raw = dev.get();
+    // Kernel scratch takes the same second chance as the session's own allocations.
+    raw->set_allocation_retry(
+        [this, raw](uint64_t bytes) { return cleanup_->release_for_retry(raw->allocator(), bytes); });
     devices_.emplace(std::string(name), std::move(dev));
     return raw;
 }
@@ -137,8 +140,9 @@ std::string Session::oom_message(const Node& n, uint64_t bytes, const Allocator&
     return msg + cleanup_->oom_note(s);
 }
 
-// One counted allocation; when it fails, the strategy may give back what it
-// holds (background: its backlog) for one more try.
+// One counted allocation; when it fails, over the limit or because the device
+// itself is full, the strategy may give back what it holds (background: its
+// backlog) for one more try.
 void* Session::allocate_on(Device& dev, uint64_t bytes) {
     Allocator& a = dev.allocator();
     void* data = a.allocate(bytes);

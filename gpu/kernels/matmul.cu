@@ -80,10 +80,13 @@ class MatmulKernel final : public GpuKernel {
                 const T* pa = a + (oa + first * inner.sa) * p.mat_a;
                 const T* pb = b + (ob + first * inner.sb) * p.mat_b;
                 T* pc = c + (t * inner.size + first) * mat_c;
-                GR_CUBLAS_THROW(gemm_batched(
-                    h, p.tb ? CUBLAS_OP_T : CUBLAS_OP_N, p.ta ? CUBLAS_OP_T : CUBLAS_OP_N, p.n, p.m,
-                    p.k, pb, p.ldb, inner.sb * p.mat_b, pa, p.lda, inner.sa * p.mat_a, pc, p.n,
-                    mat_c, count));
+                auto gemm = [&] {
+                    return gemm_batched(h, p.tb ? CUBLAS_OP_T : CUBLAS_OP_N,
+                                        p.ta ? CUBLAS_OP_T : CUBLAS_OP_N, p.n, p.m, p.k, pb, p.ldb,
+                                        inner.sb * p.mat_b, pa, p.lda, inner.sa * p.mat_a, pc, p.n,
+                                        mat_c, count);
+                };
+                GR_CUBLAS_THROW(with_memory_retry(gemm));
             }
             for (size_t d = 0; d < outer_rank; ++d) {  // odometer, innermost outer dim first
                 const BatchDim& bd = p.batch_dims[d + 1];
@@ -98,6 +101,20 @@ class MatmulKernel final : public GpuKernel {
     }
 
   private:
+    // A cuBLAS call that ran out of device memory of its own (the kernel
+    // modules it loads lazily, the pool's cache holding what the driver has)
+    // is tried once more after the stream is synchronized and the pool trimmed.
+    template <class Call>
+    cublasStatus_t with_memory_retry(const Call& call) {
+        cublasStatus_t st = call();
+        if (st == CUBLAS_STATUS_ALLOC_FAILED && ctx_.trim_memory) {
+            (void)cudaGetLastError();  // a failed cudaMalloc inside cuBLAS may leave it set
+            ctx_.trim_memory();
+            st = call();
+        }
+        return st;
+    }
+
     std::optional<kernels::MatmulPlan> plan_;  // nullopt: the shapes do not match
 };
 

@@ -1,10 +1,13 @@
 // Unary elementwise ops, computed as the CPU kernels do: neg, abs, square and
 // relu are engine/kernels/common/elementwise_ops.h's (integers wrap, relu
-// keeps NaN). f32 transcendentals are evaluated in double and rounded once, which
-// gives the correctly rounded value the CPU's libm gives nearly always
-// (CUDA's single-precision expf/sinf/tanhf may be 2 ulp off); sqrt and
-// division are IEEE-exact on both devices, so rsqrt = 1/sqrt(x) matches bit
-// for bit.
+// keeps NaN). f32 transcendentals use CUDA's single-precision functions
+// (expf, logf, tanhf, sinf, cosf; not the __expf fast intrinsics): at most
+// 2 ulp from the correctly rounded value (CUDA Programming Guide, "Mathematical
+// Functions"), within the f32 rtol of 1e-6 (8 ulp) of tests/gpu_ops_test.py,
+// and no subnormal flushing (no -ftz), so the atol of 1e-30 covers the tiny
+// results. In double they were 30-60x slower on sm_86/89, whose f64 rate is
+// 1/64 of f32. sqrt and division are IEEE-exact on both devices, so
+// rsqrt = 1/sqrt(x) matches bit for bit.
 #include <type_traits>
 
 #include "engine/kernels/common/elementwise_ops.h"
@@ -20,19 +23,23 @@ using kernels::NegOp;
 using kernels::ReluOp;
 using kernels::SquareOp;
 
-// f(x) in double, rounded to T.
-#define GR_VIA_DOUBLE(fn) static_cast<T>(fn(static_cast<double>(x)))
+// f(x) in T's precision: fnf for f32, fn for f64.
+#define GR_IN_PRECISION(fn)                   \
+    if constexpr (std::is_same_v<T, float>) \
+        return fn##f(x);                      \
+    else                                      \
+        return fn(x)
 
 struct ExpOp {
     template <class T>
     __device__ static T apply(T x) {
-        return GR_VIA_DOUBLE(exp);
+        GR_IN_PRECISION(exp);
     }
 };
 struct LogOp {
     template <class T>
     __device__ static T apply(T x) {
-        return GR_VIA_DOUBLE(log);
+        GR_IN_PRECISION(log);
     }
 };
 struct SqrtOp {
@@ -50,24 +57,24 @@ struct RsqrtOp {
 struct TanhOp {
     template <class T>
     __device__ static T apply(T x) {
-        return GR_VIA_DOUBLE(tanh);
+        GR_IN_PRECISION(tanh);
     }
 };
 using SigmoidOp = kernels::SigmoidWith<ExpOp>;  // the CPU's formula
 struct SinOp {
     template <class T>
     __device__ static T apply(T x) {
-        return GR_VIA_DOUBLE(sin);
+        GR_IN_PRECISION(sin);
     }
 };
 struct CosOp {
     template <class T>
     __device__ static T apply(T x) {
-        return GR_VIA_DOUBLE(cos);
+        GR_IN_PRECISION(cos);
     }
 };
 
-#undef GR_VIA_DOUBLE
+#undef GR_IN_PRECISION
 
 template <class T, class Op>
 __global__ void unary_kernel(const T* __restrict__ x, T* __restrict__ o, int64_t n) {

@@ -139,10 +139,17 @@ TEST_CASE("injection: every allocation of every example fails in turn, under eve
                 }
                 INFO(r.message);
                 INFO(describe(r.after));
-                CHECK(r.error);
-                CHECK(r.message.rfind(expected, 0) == 0);
                 CHECK_FALSE(r.reclaimer_running_after_close);
                 CHECK(torn_down(r.after));
+                if (st == CleanupStrategy::Background && !r.error) {
+                    // Background gave its backlog back and tried once more
+                    // (Cleanup::release_for_retry): the retry took the failed
+                    // allocation's place, and the run is the clean one.
+                    CHECK(r.after.allocs == allocs);
+                    continue;
+                }
+                CHECK(r.error);
+                CHECK(r.message.rfind(expected, 0) == 0);
                 // Allocations 1..k-1 succeeded, the k-th failed, nothing ran after it.
                 CHECK(r.after.allocs == k - 1);
             }
