@@ -178,7 +178,9 @@ int run_app(int argc, char** argv) {
     run_cmd
         ->add_option("--cleanup", run_cleanup,
                      "when unreferenced tensors are released: background (a reclaimer "
-                     "thread), safepoint (at safe points), close (only at close)")
+                     "thread; the run waits for it when its backlog outgrows the static peak at a pass's "
+                     "end, or max(static peak, 4 MiB) within a pass), safepoint (at safe points), close "
+                     "(every tensor held until close)")
         ->check(CLI::IsMember({"background", "safepoint", "close"}))
         ->default_str("background");
     add_placement_options(run_cmd, run.engine.prepare.placement);
