@@ -47,7 +47,8 @@ int signal_exit_code(int sig) { return 128 + sig; }
 ojson stats_json(const MemoryStats& s) {
     return ojson{{"in_use", s.in_use},       {"peak", s.peak},     {"pending", s.pending},
                  {"pending_peak", s.pending_peak}, {"reserved", s.reserved}, {"allocs", s.allocs},
-                 {"frees", s.frees},         {"live", s.live},     {"copied_in", s.copied_in}};
+                 {"frees", s.frees},         {"live", s.live},     {"copied_in", s.copied_in},
+                 {"workspace", s.workspace}};
 }
 
 void print_json(const RunResult& r, const RunFileOptions& opts, std::ostream& out) {
@@ -119,13 +120,14 @@ void print_table(const std::string& title, const std::map<std::string, MemorySta
                  const std::string& rss_label, std::ostream& out) {
     out << title << ":\n";
     const char* heads[] = {"device", "in_use", "peak", "pending", "pending_peak", "reserved",
-                           "allocs", "frees", "live", "copied_in"};
+                           "allocs", "frees", "live", "copied_in", "workspace"};
     std::vector<std::vector<std::string>> rows;
     rows.push_back(std::vector<std::string>(std::begin(heads), std::end(heads)));
     for (const auto& [dev, s] : stats)
         rows.push_back({dev, std::to_string(s.in_use), std::to_string(s.peak), std::to_string(s.pending),
                         std::to_string(s.pending_peak), std::to_string(s.reserved), std::to_string(s.allocs),
-                        std::to_string(s.frees), std::to_string(s.live), std::to_string(s.copied_in)});
+                        std::to_string(s.frees), std::to_string(s.live), std::to_string(s.copied_in),
+                        std::to_string(s.workspace)});
     std::vector<size_t> w(rows[0].size(), 0);
     for (const auto& row : rows)
         for (size_t i = 0; i < row.size(); ++i) w[i] = std::max(w[i], row[i].size());
