@@ -100,8 +100,12 @@ class HostValueKernel final : public GpuKernel {
         if (!ctx_.session_alloc) return;
         void* p = ctx_.session_alloc(bytes_.size());
         if (!p) return;  // no room within the limit: uploaded each pass instead
-        cudaError_t err = cudaMemcpyAsync(p, bytes_.data(), bytes_.size(), cudaMemcpyHostToDevice,
-                                          ctx_.stream);
+        // Kernels are made while the session opens its devices: another GPU
+        // may be the current one.
+        cudaError_t err = cudaSetDevice(ctx_.device);
+        if (err == cudaSuccess)
+            err = cudaMemcpyAsync(p, bytes_.data(), bytes_.size(), cudaMemcpyHostToDevice,
+                                  ctx_.stream);
         if (err == cudaSuccess) err = cudaStreamSynchronize(ctx_.stream);
         device_copy_ = p;
         device_bytes_ = bytes_.size();
