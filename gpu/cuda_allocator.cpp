@@ -111,27 +111,6 @@ uint64_t CudaAllocator::reserved_locked() const {
     return err == cudaSuccess ? reserved : in_use_locked();
 }
 
-bool CudaAllocator::grant_access(int device) {
-    std::lock_guard<BriefMutex> lock(mu_);
-    if (!pool_ || device < 0 || device >= 64) return false;
-    const uint64_t bit = uint64_t{1} << device;
-    if (granted_ & bit) return true;
-    cudaMemAccessDesc desc{};
-    desc.location.type = cudaMemLocationTypeDevice;
-    desc.location.id = device;
-    desc.flags = cudaMemAccessFlagsProtReadWrite;
-    cudaError_t err = cudaMemPoolSetAccess(pool_, &desc, 1);
-    if (err != cudaSuccess) {
-        (void)cudaGetLastError();
-        log_cuda_failure(cuda_error_text(err) + "; copies to gpu:" + std::to_string(device) +
-                             " go through the host",
-                         "cudaMemPoolSetAccess(pool_, &desc, 1)", __FILE__, __LINE__);
-        return false;
-    }
-    granted_ |= bit;
-    return true;
-}
-
 void CudaAllocator::destroy() {
     std::lock_guard<BriefMutex> lock(mu_);
     if (!pool_) return;
@@ -140,7 +119,6 @@ void CudaAllocator::destroy() {
     // frees the pool once they are freed; destroying it is still right.
     GR_CUDA_LOG(cudaMemPoolDestroy(pool_));
     pool_ = nullptr;
-    granted_ = 0;
 }
 
 }  // namespace graphrun::gpu

@@ -26,12 +26,6 @@ class CudaAllocator final : public CountingAllocator<CudaAllocator> {
     CudaAllocator(int device, cudaStream_t stream, uint64_t limit_bytes);
     ~CudaAllocator() override;  // destroy(), in case the device did not
 
-    // Gives `device` read and write access to this pool's buffers (for its
-    // copies from them: CudaDevice::copy_from_device), once per device and
-    // pool; false (and the error logged) when the driver refuses. The pool's
-    // access list lives and dies with the pool, so a --reset-device leaves
-    // nothing stale behind.
-    bool grant_access(int device);
 
     // Teardown: waits for the stream, trims and destroys the pool. Idempotent;
     // logs CUDA errors, never throws. Buffers released later are freed on the
@@ -52,7 +46,6 @@ class CudaAllocator final : public CountingAllocator<CudaAllocator> {
     const int device_;
     const cudaStream_t stream_;
     cudaMemPool_t pool_ = nullptr;  // under mu_, as is its lifetime
-    uint64_t granted_ = 0;          // devices given access by grant_access (bit per index), under mu_
     std::atomic<bool> free_failure_logged_{false};
 };
 

@@ -221,10 +221,14 @@ std::optional<std::string> CudaDevice::copy_from_device(void* dst, Device& src, 
     if (!peer || peer == this || closed_ || peer->closed_) return std::nullopt;
     if (bytes == 0) return "";
     // Only where the two GPUs reach each other: the copy engines then move
-    // the bytes directly; otherwise the session goes through the host.
+    // the bytes directly; otherwise the session goes through the host. The
+    // pools grant no access to each other (cudaMemPoolSetAccess): a peer copy
+    // needs none, some drivers lose peer copies into a pool that granted it
+    // (JuliaGPU/CUDA.jl#3112), and an access a reset context leaves behind in
+    // another device's pool is one more stale object.
     int can = 0;
     GR_CUDA_RETURN_MESSAGE(cudaDeviceCanAccessPeer(&can, index_, peer->index_));
-    if (!can || !peer->allocator_->grant_access(index_)) return std::nullopt;
+    if (!can) return std::nullopt;
     // The copy waits for the source's work so far (its producer)...
     GR_CUDA_RETURN_MESSAGE(cudaSetDevice(peer->index_));
     GR_CUDA_RETURN_MESSAGE(cudaEventRecord(peer->ready_.get(), peer->stream_.get()));
