@@ -48,7 +48,8 @@ int signal_exit_code(int sig) { return 128 + sig; }
 ojson stats_json(const MemoryStats& s) {
     return ojson{{"in_use", s.in_use},       {"peak", s.peak},     {"pending", s.pending},
                  {"pending_peak", s.pending_peak}, {"reserved", s.reserved}, {"allocs", s.allocs},
-                 {"frees", s.frees},         {"live", s.live},     {"copied_in", s.copied_in}};
+                 {"frees", s.frees},         {"live", s.live},     {"copied_in", s.copied_in},
+                 {"workspace", s.workspace}};
 }
 
 void print_json(const RunResult& r, const RunFileOptions& opts, std::ostream& out) {
@@ -124,18 +125,19 @@ void print_table(const std::string& title, const std::map<std::string, MemorySta
                  const std::string& rss_label, std::ostream& out) {
     out << title << ":\n";
     const char* heads[] = {"device", "in_use", "peak", "pending", "pending_peak", "reserved",
-                           "allocs", "frees", "live", "copied_in"};
+                           "allocs", "frees", "live", "copied_in", "workspace"};
     std::vector<std::vector<std::string>> rows;
     rows.push_back(std::vector<std::string>(std::begin(heads), std::end(heads)));
     for (const auto& [dev, s] : stats) {
         rows.push_back({dev, std::to_string(s.in_use), std::to_string(s.peak), std::to_string(s.pending),
                         std::to_string(s.pending_peak), std::to_string(s.reserved), std::to_string(s.allocs),
-                        std::to_string(s.frees), std::to_string(s.live), std::to_string(s.copied_in)});
+                        std::to_string(s.frees), std::to_string(s.live), std::to_string(s.copied_in),
+                        std::to_string(s.workspace)});
         // The same byte figures in binary units on a row of their own, so
         // that the table stays as narrow as its exact figures.
         std::vector<std::string> units{"", units_cell(s.in_use), units_cell(s.peak), units_cell(s.pending),
                                        units_cell(s.pending_peak), units_cell(s.reserved), "", "", "",
-                                       units_cell(s.copied_in)};
+                                       units_cell(s.copied_in), units_cell(s.workspace)};
         if (std::any_of(units.begin(), units.end(), [](const std::string& u) { return !u.empty(); }))
             rows.push_back(std::move(units));
     }

@@ -26,11 +26,6 @@ class CudaAllocator final : public CountingAllocator<CudaAllocator> {
     CudaAllocator(int device, cudaStream_t stream, uint64_t limit_bytes);
     ~CudaAllocator() override;  // destroy(), in case the device did not
 
-    // For the device's own long-lived buffers (cuBLAS workspace, error flag):
-    // counted like any buffer, but not subject to the failure-injection hook,
-    // so that an injected failure lands on the graph's buffers and not on
-    // opening the device.
-    void* allocate_untested(uint64_t bytes) { return allocate_counted(bytes); }
 
     // Teardown: waits for the stream, trims and destroys the pool. Idempotent;
     // logs CUDA errors, never throws. Buffers released later are freed on the

@@ -37,6 +37,10 @@ void StreamDestroyer::operator()(cudaStream_t s) const noexcept {
     GR_CUDA_LOG(cudaStreamDestroy(s));
 }
 
+void EventDestroyer::operator()(cudaEvent_t e) const noexcept {
+    GR_CUDA_LOG(cudaEventDestroy(e));
+}
+
 void CublasDestroyer::operator()(cublasHandle_t h) const noexcept {
     // A handle exists only where cuBLAS was loaded.
     const CublasApi* api = cublas_api(nullptr);
@@ -59,7 +63,7 @@ DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& o) noexcept {
 }
 
 void DeviceBuffer::reset() noexcept {
-    if (p_ && alloc_) alloc_->release_scratch(p_, bytes_);
+    if (p_ && alloc_) alloc_->release_workspace(p_, bytes_);
     p_ = nullptr;
     bytes_ = 0;
 }
@@ -84,27 +88,17 @@ CudaDevice::CudaDevice(int index, const GpuDeviceOptions& opts)
         throw CudaError("the GPU (or its driver) does not support stream-ordered memory pools",
                         "cudaDevAttrMemoryPoolsSupported", __FILE__, __LINE__);
 
-    // The memory limit: --memory-limit, else what is free now that the
-    // context exists (so the context itself is not counted as available),
-    // less a headroom of max(512 MiB, 5% of it) for what is not counted and
-    // comes later: cuBLAS's own allocations, lazily loaded kernel modules,
-    // other processes' growth.
-    uint64_t limit = opts.memory_limit;
-    if (limit == 0) {
-        size_t free_bytes = 0, total_bytes = 0;
-        GR_CUDA_THROW(cudaMemGetInfo(&free_bytes, &total_bytes));
-        const uint64_t headroom = std::max<uint64_t>(512 * kMiB, free_bytes / 20);
-        // A card with less than that free keeps half of what is free.
-        limit = free_bytes > headroom ? free_bytes - headroom : free_bytes / 2;
-    }
+    // Everything that takes device memory the allocator does not count comes
+    // before the free memory is read: every kernel of the plugin, loaded now
+    // (with CUDA's lazy loading it would be at its first launch), the stream,
+    // and the cuBLAS handle (its own allocations).
+    preloaded_ = preload_kernels();
 
     // Non-blocking: the session's stream never waits for the legacy default
     // stream that libraries or other code in the process may use.
     cudaStream_t stream = nullptr;
     GR_CUDA_THROW(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
     stream_.reset(stream);
-
-    allocator_ = std::make_unique<CudaAllocator>(index_, stream, limit);
 
     cublasHandle_t handle = nullptr;
     GR_CUBLAS_THROW(cublas().create(&handle));
@@ -114,31 +108,52 @@ CudaDevice::CudaDevice(int index, const GpuDeviceOptions& opts)
     GR_CUBLAS_THROW(cublas().set_math_mode(
         handle, opts.allow_tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
 
-    // The cuBLAS workspace comes from the counting allocator, so that no
-    // buffer bypasses it (otherwise cuBLAS cudaMallocs its own). Size: what
-    // the cuBLAS documentation recommends, 32 MiB on Hopper and newer, 4 MiB
-    // before, but never more than an eighth of the memory limit, so that a
-    // small --memory-limit is left to the graph; below 64 KiB none at all
-    // (cuBLAS then runs without a workspace, on slower algorithms).
+    // The memory limit: --memory-limit, else what is free now, less a headroom
+    // of max(512 MiB, 5% of it) for what is not counted and comes later:
+    // kernels cuBLAS loads at its first call of a kind, other processes'
+    // growth. It holds tensors and workspace together (MemoryStats): the
+    // cuBLAS workspace and error flag below come out of it.
+    uint64_t limit = opts.memory_limit;
+    if (limit == 0) {
+        size_t free_bytes = 0, total_bytes = 0;
+        GR_CUDA_THROW(cudaMemGetInfo(&free_bytes, &total_bytes));
+        const uint64_t headroom = std::max<uint64_t>(512 * kMiB, free_bytes / 20);
+        // A card with less than that free keeps half of what is free.
+        limit = free_bytes > headroom ? free_bytes - headroom : free_bytes / 2;
+    }
+    allocator_ = std::make_unique<CudaAllocator>(index_, stream, limit);
+
+    // The cuBLAS workspace comes from the counting allocator, as workspace,
+    // so that no buffer bypasses it (otherwise cuBLAS cudaMallocs its own).
+    // Size: what the cuBLAS documentation recommends, 32 MiB on Hopper and
+    // newer, 4 MiB before, but never more than an eighth of the memory limit,
+    // so that a small --memory-limit is left to the graph; below 64 KiB none
+    // at all (cuBLAS then runs without a workspace, on slower algorithms).
     uint64_t workspace = major >= 9 ? 32 * kMiB : 4 * kMiB;
     while (workspace >= 128 * 1024 && workspace * 8 > limit) workspace /= 2;
     if (workspace * 8 > limit) workspace = 0;
     if (workspace > 0) {
         // Pool blocks are aligned to at least 256 bytes, as cuBLAS requires.
-        void* p = allocator_->allocate_untested(workspace);
+        void* p = allocator_->allocate_workspace(workspace, false);
         if (p) workspace_ = DeviceBuffer(allocator_.get(), p, workspace);
     }
     GR_CUBLAS_THROW(cublas().set_workspace(handle, workspace_.get(), workspace_.bytes()));
 
     // The flag a kernel raises for a data error (integer division by zero).
     constexpr uint64_t kFlagBytes = 64;  // one int, counted in the 64-byte granule
-    void* flag = allocator_->allocate_untested(kFlagBytes);
+    void* flag = allocator_->allocate_workspace(kFlagBytes, false);
     if (!flag)
         throw CudaError("no room for the device's 64-byte error flag within the memory limit of " +
                             std::to_string(limit) + " bytes",
-                        "allocator_->allocate_untested(kFlagBytes)", __FILE__, __LINE__);
+                        "allocator_->allocate_workspace(kFlagBytes, false)", __FILE__, __LINE__);
     error_flag_ = DeviceBuffer(allocator_.get(), flag, kFlagBytes);
     GR_CUDA_THROW(cudaMemsetAsync(flag, 0, kFlagBytes, stream));
+
+    cudaEvent_t ev = nullptr;
+    GR_CUDA_THROW(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming));
+    ready_.reset(ev);
+    GR_CUDA_THROW(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming));
+    done_.reset(ev);
     GR_CUDA_THROW(cudaStreamSynchronize(stream));
 
     ctx_.device = index_;
@@ -152,12 +167,18 @@ CudaDevice::CudaDevice(int index, const GpuDeviceOptions& opts)
     // once more (the allocator itself syncs and trims on a device failure).
     ctx_.scratch_alloc = [this, alloc](uint64_t bytes) {
         const uint64_t rounded = round_up_64(bytes);
-        void* p = alloc->allocate(rounded);
-        if (!p && retry_ && retry_(rounded)) p = alloc->allocate(rounded);
+        void* p = alloc->allocate_workspace(rounded, true);
+        if (!p && retry_ && retry_(rounded)) p = alloc->allocate_workspace(rounded, true);
         return p;
     };
     ctx_.scratch_free = [alloc](void* p, uint64_t bytes) {
-        alloc->release_scratch(p, round_up_64(bytes));
+        alloc->release_workspace(p, round_up_64(bytes));
+    };
+    ctx_.session_alloc = [alloc](uint64_t bytes) {
+        return alloc->allocate_workspace(round_up_64(bytes), false);
+    };
+    ctx_.session_free = [alloc](void* p, uint64_t bytes) {
+        alloc->release_workspace(p, round_up_64(bytes));
     };
     ctx_.trim_memory = [alloc] { alloc->trim(); };
     ctx_.error_flag = static_cast<int*>(flag);
@@ -191,6 +212,36 @@ std::string CudaDevice::copy_to_host(void* dst, const void* src, uint64_t bytes)
     GR_CUDA_RETURN_MESSAGE(cudaSetDevice(index_));
     GR_CUDA_RETURN_MESSAGE(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, stream_.get()));
     GR_CUDA_RETURN_MESSAGE(cudaStreamSynchronize(stream_.get()));
+    return "";
+}
+
+std::optional<std::string> CudaDevice::copy_from_device(void* dst, Device& src, const void* src_ptr,
+                                                        uint64_t bytes) {
+    auto* peer = dynamic_cast<CudaDevice*>(&src);
+    if (!peer || peer == this || closed_ || peer->closed_) return std::nullopt;
+    if (bytes == 0) return "";
+    // Only where the two GPUs reach each other: the copy engines then move
+    // the bytes directly; otherwise the session goes through the host. The
+    // pools grant no access to each other (cudaMemPoolSetAccess): a peer copy
+    // needs none, some drivers lose peer copies into a pool that granted it
+    // (JuliaGPU/CUDA.jl#3112), and an access a reset context leaves behind in
+    // another device's pool is one more stale object.
+    int can = 0;
+    GR_CUDA_RETURN_MESSAGE(cudaDeviceCanAccessPeer(&can, index_, peer->index_));
+    if (!can) return std::nullopt;
+    // The copy waits for the source's work so far (its producer)...
+    GR_CUDA_RETURN_MESSAGE(cudaSetDevice(peer->index_));
+    GR_CUDA_RETURN_MESSAGE(cudaEventRecord(peer->ready_.get(), peer->stream_.get()));
+    GR_CUDA_RETURN_MESSAGE(cudaSetDevice(index_));
+    GR_CUDA_RETURN_MESSAGE(cudaStreamWaitEvent(stream_.get(), peer->ready_.get(), 0));
+    GR_CUDA_RETURN_MESSAGE(
+        cudaMemcpyPeerAsync(dst, index_, src_ptr, peer->index_, bytes, stream_.get()));
+    // ...and the source's later work (the stream-ordered free of the buffer
+    // read here) waits for the copy.
+    GR_CUDA_RETURN_MESSAGE(cudaEventRecord(done_.get(), stream_.get()));
+    GR_CUDA_RETURN_MESSAGE(cudaSetDevice(peer->index_));
+    GR_CUDA_RETURN_MESSAGE(cudaStreamWaitEvent(peer->stream_.get(), done_.get(), 0));
+    GR_CUDA_RETURN_MESSAGE(cudaSetDevice(index_));
     return "";
 }
 
@@ -228,6 +279,8 @@ void CudaDevice::close() {
     // session reads its statistics after teardown.
     error_flag_.reset();
     workspace_.reset();
+    done_.reset();
+    ready_.reset();
     cublas_.reset();
     if (allocator_) allocator_->destroy();
     stream_.reset();

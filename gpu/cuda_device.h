@@ -5,6 +5,7 @@
 #include <cuda_runtime.h>
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -27,13 +28,19 @@ struct StreamDestroyer {
 };
 using StreamOwner = std::unique_ptr<std::remove_pointer_t<cudaStream_t>, StreamDestroyer>;
 
+struct EventDestroyer {
+    void operator()(cudaEvent_t e) const noexcept;
+};
+using EventOwner = std::unique_ptr<std::remove_pointer_t<cudaEvent_t>, EventDestroyer>;
+
 struct CublasDestroyer {
     void operator()(cublasHandle_t h) const noexcept;
 };
 using CublasOwner = std::unique_ptr<std::remove_pointer_t<cublasHandle_t>, CublasDestroyer>;
 
-// A device buffer the device itself holds (not a tensor), counted by the
-// session's allocator and given back to it by reset() or the destructor.
+// A device buffer the device itself holds (not a tensor), counted as the
+// session allocator's workspace and given back to it by reset() or the
+// destructor.
 class DeviceBuffer {
   public:
     DeviceBuffer() = default;
@@ -74,24 +81,37 @@ class CudaDevice final : public graphrun::Device {
     std::unique_ptr<Kernel> make_kernel(const Graph& g, const Node& n) override;
     std::string copy_from_host(void* dst, const void* src, uint64_t bytes) override;
     std::string copy_to_host(void* dst, const void* src, uint64_t bytes) override;
+    std::optional<std::string> copy_from_device(void* dst, Device& src, const void* src_ptr,
+                                                uint64_t bytes) override;
     std::string synchronize() override;
     void set_allocation_retry(AllocationRetry retry) override { retry_ = std::move(retry); }
     void close() override;
 
     // The cuBLAS workspace this device chose (bytes; 0 when none fitted).
     uint64_t cublas_workspace_bytes() const { return workspace_.bytes(); }
+    // How many kernels it loaded when it opened (preload_kernels).
+    size_t preloaded_kernels() const { return preloaded_; }
 
   private:
     // Members in order of creation; close() and the destructor take them
-    // down in reverse.
+    // down in reverse. Every CUDA object the device uses is one of them, made
+    // anew for each session and destroyed by close() before a --reset-device
+    // ends the context: nothing of one session's context survives into the
+    // next (the plugin caches no CUDA object of its own: device count and PCI
+    // bus ids only, which a reset does not change).
     const int index_;
     const std::string name_;
     const bool reset_device_;
+    size_t preloaded_ = 0;
     StreamOwner stream_;
-    std::unique_ptr<CudaAllocator> allocator_;
     CublasOwner cublas_;
+    std::unique_ptr<CudaAllocator> allocator_;
     DeviceBuffer workspace_;
     DeviceBuffer error_flag_;
+    // Copies between GPUs: `ready_` is recorded on this device's stream when
+    // another device copies from it, `done_` after this device copied from another.
+    EventOwner ready_;
+    EventOwner done_;
     GpuContext ctx_;
     AllocationRetry retry_;  // the session's, for scratch (Device::set_allocation_retry)
     bool closed_ = false;

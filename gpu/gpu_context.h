@@ -20,10 +20,18 @@ struct GpuContext {
     cudaStream_t stream = nullptr;
     cublasHandle_t cublas = nullptr;
     bool allow_tf32 = false;
-    // Stream-ordered scratch memory, counted by the session's GPU allocator.
-    // scratch_alloc returns nullptr when the memory limit is reached.
+    // Stream-ordered scratch memory, counted as the session's GPU workspace
+    // (MemoryStats::workspace, not tensor memory). scratch_alloc returns
+    // nullptr when the memory limit is reached even after the session's
+    // second chance (the strategy's backlog given back).
     std::function<void*(uint64_t bytes)> scratch_alloc;
     std::function<void(void* p, uint64_t bytes)> scratch_free;
+    // Workspace a kernel holds for the whole session (a const literal's device
+    // copy, made when the kernel is made): never refused by the failure-
+    // injection hook; nullptr when the memory limit has no room for it.
+    // session_free gives it back (stream-ordered) when the kernel is destroyed.
+    std::function<void*(uint64_t bytes)> session_alloc;
+    std::function<void(void* p, uint64_t bytes)> session_free;
     // Waits for the stream and gives the pool's cached blocks back to the
     // driver: before one more try of a library call that ran out of device
     // memory of its own (cuBLAS's CUBLAS_STATUS_ALLOC_FAILED).
@@ -35,6 +43,13 @@ struct GpuContext {
     // computed on the host at prepare time.
     std::unique_ptr<Kernel> (*host_kernel)(const Graph& g, const Node& n) = nullptr;
 };
+
+// Loads every kernel of the plugin on the current device (cudaFuncGetAttributes
+// loads a lazily loaded kernel; the list is gpu/kernels/common.cuh's
+// registered_kernels()), for CudaDevice to call when it opens, before it reads
+// the free memory. Throws CudaError when one cannot be loaded; returns how many
+// there are.
+size_t preload_kernels();
 
 // The GPU kernel for a validated node placed on the GPU. Inputs and output
 // are device pointers. run() enqueues work on ctx.stream and returns "" or an

@@ -5,12 +5,20 @@
 #
 #   scripts/device-build.sh [STEP...]
 #
-# Steps (default: build devices ops sanitize bench, in that order):
+# Steps (default: build devices ops session unit_gpu sanitize bench, in that order):
 #   build     configure build/ with -DGRAPHRUN_CUDA=ON and build everything
 #   devices   graphrun devices, and --version
 #   ops       python3 tests/gpu_ops_test.py build/graphrun (every GPU op against the CPU)
+#   session   python3 tests/gpu_session_test.py build/graphrun (tensors past 2^24
+#             elements and 65535 rows, GPU-resident chains, --memory-limit under
+#             every strategy, --reset-device across files, the safepoint peak
+#             against `check`, two GPUs where present)
+#   unit_gpu  the unit cases gpu:* on the GPU (every allocation of every example
+#             failed in turn under every strategy, --memory-limit, the static
+#             peak, --reset-device then cuBLAS in the same process)
 #   sanitize  compute-sanitizer memcheck with full leak check over every
-#             scripts/examples/*.graph, --device=gpu, under the three strategies
+#             scripts/examples/*.graph, --device=gpu, under the three strategies,
+#             and over two files with matmuls run with --reset-device
 #   bench     python3 scripts/bench/gpu_bench.py build/graphrun (against PyTorch)
 #   ctest     the whole CPU test suite (not in the default list)
 # Each step's output goes to stdout and to $LOG_DIR/STEP.log (default
@@ -22,7 +30,7 @@ cd "$(dirname "$0")/.." || exit 1
 root=$PWD
 build=${BUILD_DIR:-build}
 logs=${LOG_DIR:-$build/device-logs}
-if [ $# -gt 0 ]; then steps=("$@"); else steps=(build devices ops sanitize bench); fi
+if [ $# -gt 0 ]; then steps=("$@"); else steps=(build devices ops session unit_gpu sanitize bench); fi
 bin=$build/graphrun
 
 # OpenBLAS carried in third_party/ (the GPU machine may have none): unpacked
@@ -72,6 +80,16 @@ step_ops() {
     python3 tests/gpu_ops_test.py "$bin"
 }
 
+step_session() {
+    python3 tests/gpu_session_test.py "$bin" "$root" -v
+}
+
+step_unit_gpu() {
+    local plugin
+    case $build in /*) plugin=$build/libgraphrun_cuda.so ;; *) plugin=$root/$build/libgraphrun_cuda.so ;; esac
+    GRAPHRUN_CUDA_PLUGIN=$plugin "$build/tests/graphrun_unit_tests" --test-case='gpu:*'
+}
+
 step_sanitize() {
     local cs
     cs=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
@@ -97,6 +115,19 @@ step_sanitize() {
             fi
         done
     done
+    # --reset-device, then the next file's cuBLAS work in the same process.
+    for cleanup in background safepoint close; do
+        runs=$((runs + 1))
+        if "$cs" --tool memcheck --leak-check full --error-exitcode 97 \
+            "$bin" run scripts/examples/matmul.graph scripts/examples/mlp.graph scripts/examples/matmul.graph \
+            --device=gpu --cleanup="$cleanup" --check-leaks --reset-device >"$logs/sanitize.run.log" 2>&1; then
+            echo "ok   matmul, mlp, matmul --reset-device --cleanup=$cleanup"
+        else
+            echo "FAIL matmul, mlp, matmul --reset-device --cleanup=$cleanup (exit $?)"
+            cat "$logs/sanitize.run.log"
+            fails=$((fails + 1))
+        fi
+    done
     rm -f "$logs/sanitize.run.log"
     echo "sanitize: $((runs - fails)) passed, $fails failed"
     [ "$fails" -eq 0 ]
@@ -112,7 +143,7 @@ step_ctest() {
 
 for step in "${steps[@]}"; do
     if ! declare -F "step_$step" >/dev/null; then
-        echo "device-build: unknown step '$step' (build devices ops sanitize bench ctest)" >&2
+        echo "device-build: unknown step '$step' (build devices ops session unit_gpu sanitize bench ctest)" >&2
         exit 2
     fi
 done

@@ -379,8 +379,10 @@ def run_json_document_fields():
            doc["outputs"])
     for when in ("before_teardown", "after_teardown"):
         fields = doc["memory"][when]["cpu"]
-        for key in ("in_use", "peak", "pending", "pending_peak", "reserved", "allocs", "frees", "live", "copied_in"):
+        for key in ("in_use", "peak", "pending", "pending_peak", "reserved", "allocs", "frees", "live", "copied_in",
+                    "workspace"):
             expect(isinstance(fields[key], int), f"{when}.{key}")
+        expect(fields["workspace"] == 0, f"{when}: the CPU holds no workspace: {fields}")
     bt = doc["memory"]["before_teardown"]["cpu"]
     expect(bt["in_use"] - bt["pending"] == 64 and bt["live"] >= 1, doc["memory"])  # c held; the rest may be backlog
     docs, _ = run_json(os.path.join(EXAMPLES, "add.graph"), "--cleanup=safepoint")

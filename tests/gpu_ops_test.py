@@ -534,8 +534,8 @@ def check_memory(doc, device):
     if device not in after:
         return [f"no {device} statistics after teardown"]
     m = after[device]
-    problems = [f"{device} {k} = {m.get(k)} after teardown" for k in ("in_use", "pending", "reserved", "live")
-                if m.get(k) != 0]
+    problems = [f"{device} {k} = {m.get(k)} after teardown"
+                for k in ("in_use", "pending", "reserved", "live", "workspace") if m.get(k) != 0]
     if m.get("allocs") != m.get("frees"):
         problems.append(f"{device} allocs {m.get('allocs')} != frees {m.get('frees')} after teardown")
     return problems

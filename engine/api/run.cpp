@@ -74,11 +74,20 @@ RunResult run_prepared(Prepared& p, const RunFileOptions& opts, std::ostream& er
     Session session(g, plan, so);
     std::optional<RunError> run_error;
     std::string refused;
-    // A GPU's limit (its free memory by default) is known once its device is open.
+    // A GPU's limit (its free memory by default) is known once its device is
+    // open, and so is the workspace it holds for the session (cuBLAS, the
+    // error flag, const literals), which the limit covers as well.
+    const std::map<std::string, MemoryStats> opened = session.stats();
     for (const auto& [dev, lim] : session.limits()) {
         auto it = plan.static_peak.find(dev);
-        if (device_kind(dev) == DeviceKind::Gpu && it != plan.static_peak.end() && it->second > lim && refused.empty()) {
-            refused = over_limit_message(dev, it->second, lim);
+        auto st = opened.find(dev);
+        const uint64_t workspace = st == opened.end() ? 0 : st->second.workspace;
+        if (device_kind(dev) == DeviceKind::Gpu && it != plan.static_peak.end() && refused.empty() &&
+            (it->second > lim || (workspace > 0 && it->second + workspace > lim))) {
+            refused = it->second > lim ? over_limit_message(dev, it->second, lim)
+                                       : over_limit_message(dev, it->second, lim - workspace) + " (the limit of " +
+                                             std::to_string(lim) + " bytes less the " + std::to_string(workspace) +
+                                             " bytes of workspace " + dev + " holds for the session)";
             err << lg.display << ": error: " << refused << "\n";
         }
     }
@@ -122,10 +131,11 @@ RunResult run_prepared(Prepared& p, const RunFileOptions& opts, std::ostream& er
 std::string leak_report(const std::map<std::string, MemoryStats>& after) {
     std::string out;
     for (const auto& [dev, s] : after) {
-        if (s.in_use || s.pending || s.reserved || s.live || s.allocs != s.frees)
+        if (s.in_use || s.pending || s.reserved || s.live || s.allocs != s.frees || s.workspace)
             out += dev + ": in_use " + std::to_string(s.in_use) + ", pending " + std::to_string(s.pending) +
                    ", reserved " + std::to_string(s.reserved) + ", live " + std::to_string(s.live) + ", allocs " +
-                   std::to_string(s.allocs) + " vs frees " + std::to_string(s.frees) + "; ";
+                   std::to_string(s.allocs) + " vs frees " + std::to_string(s.frees) +
+                   (s.workspace ? ", workspace " + std::to_string(s.workspace) : std::string()) + "; ";
     }
     return out;
 }

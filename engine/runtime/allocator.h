@@ -21,6 +21,10 @@ struct MemoryStats {
     uint64_t frees = 0;
     uint64_t live = 0;          // buffers not yet released
     uint64_t copied_in = 0;     // bytes copied onto this device from another
+    // Non-tensor buffers the device holds now (a library's workspace, an error
+    // flag, kernel scratch, a const literal's device copy): never in the
+    // tensor fields above, but under the same limit (in_use + workspace).
+    uint64_t workspace = 0;
     bool operator==(const MemoryStats&) const = default;
 };
 
@@ -171,15 +175,35 @@ public:
     }
     uint64_t limit() const override { return limit_; }
 
-protected:
-    // allocate() without the failure-injection hook.
-    void* allocate_counted(uint64_t bytes) {
+    // A non-tensor buffer of the device's own (see MemoryStats::workspace),
+    // counted in `workspace` only; `bytes` a multiple of 64. `injectable`:
+    // whether the failure-injection hook may refuse it (kernel scratch) or not
+    // (what a device opens with). release_workspace gives it back.
+    void* allocate_workspace(uint64_t bytes, bool injectable) {
+        if (injectable && injected_allocation_failure()) return nullptr;
+        return allocate_counted(bytes, true);
+    }
+    void release_workspace(void* p, uint64_t bytes) {
         std::lock_guard<BriefMutex> lock(mu_);
-        if (s_.in_use + bytes > limit_ || s_.in_use + bytes < s_.in_use) return nullptr;
+        s_.workspace -= std::min(s_.workspace, bytes);
+        if (bytes != 0) impl().give_back_locked(p, bytes);
+    }
+
+protected:
+    // allocate() without the failure-injection hook: a tensor buffer, or a
+    // workspace buffer. The limit holds tensors and workspace together.
+    void* allocate_counted(uint64_t bytes, bool workspace = false) {
+        std::lock_guard<BriefMutex> lock(mu_);
+        const uint64_t held = s_.in_use + s_.workspace;
+        if (held + bytes > limit_ || held + bytes < held) return nullptr;
         void* p = empty_buffer_;
         if (bytes != 0) {
             p = impl().obtain_locked(bytes);
             if (!p) return nullptr;
+        }
+        if (workspace) {
+            s_.workspace += bytes;
+            return p;
         }
         s_.in_use += bytes;
         s_.peak = std::max(s_.peak, s_.in_use);

@@ -37,6 +37,16 @@ public:
     // host. "" or an error message.
     virtual std::string copy_from_host(void* dst, const void* src, uint64_t bytes) = 0;
     virtual std::string copy_to_host(void* dst, const void* src, uint64_t bytes) = 0;
+    // Copies `bytes` at `src_ptr` on `src` (another device of the session) to
+    // `dst` on this device without waiting on the host: the copy runs after
+    // the work queued so far on both devices, and the source's later work (the
+    // release of its buffer) after the copy. std::nullopt when this device
+    // cannot (the caller then copies through the host); else "" or an error.
+    virtual std::optional<std::string> copy_from_device(void* dst, Device& src, const void* src_ptr,
+                                                        uint64_t bytes) {
+        (void)dst, (void)src, (void)src_ptr, (void)bytes;
+        return std::nullopt;
+    }
     // Waits for the device's outstanding work. "" or an error message.
     virtual std::string synchronize() = 0;
     // The session's second chance for an allocation that the device makes

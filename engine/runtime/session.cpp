@@ -135,8 +135,9 @@ std::vector<OpProfile> Session::profile() const {
 std::string Session::oom_message(const Node& n, uint64_t bytes, const Allocator& a, const std::string& what) const {
     MemoryStats s = a.stats();
     std::string msg = "out of memory on " + std::string(n.placed) + " at " + node_label(n) + ": " + what + " needs " +
-                      std::to_string(bytes) + " bytes; in use " + std::to_string(s.in_use) +
-                      " bytes, limit " + std::to_string(a.limit()) + " bytes";
+                      std::to_string(bytes) + " bytes; in use " + std::to_string(s.in_use) + " bytes" +
+                      (s.workspace ? " (and " + std::to_string(s.workspace) + " bytes of workspace)" : "") +
+                      ", limit " + std::to_string(a.limit()) + " bytes";
     return msg + cleanup_->oom_note(s);
 }
 
@@ -169,7 +170,9 @@ std::optional<RunError> Session::copy_input(const Node& n, const Node& in, const
         err = dev.copy_from_host(p, src.data, bytes);
     } else if (dev.kind() == DeviceKind::Cpu) {
         err = src.dev->copy_to_host(p, src.data, bytes);
-    } else {  // GPU to GPU: through the host
+    } else if (std::optional<std::string> direct = dev.copy_from_device(p, *src.dev, src.data, bytes)) {
+        err = std::move(*direct);  // GPU to GPU, peer to peer, ordered by events
+    } else {  // GPU to GPU where the devices cannot reach each other: through the host
         std::vector<uint8_t> host(bytes);
         err = src.dev->copy_to_host(host.data(), src.data, bytes);
         if (err.empty()) err = dev.copy_from_host(p, host.data(), bytes);
@@ -347,6 +350,10 @@ void Session::close() {
     kernels_.clear();  // before the devices whose handles they use
     ctx_.pool = nullptr;
     pool_.reset();  // joins the CPU workers
+    // Copies between GPUs order one device's stream after another's events:
+    // every device finishes before any closes (and, with --reset-device, ends
+    // its context). A failure here is the device's own to report at close.
+    for (auto& [name, dev] : devices_) (void)dev->synchronize();
     for (auto& [name, dev] : devices_) dev->close();
     teardown_ms_ = ms_since(t0);
 }

@@ -116,10 +116,10 @@ class BinaryKernel final : public GpuKernel {
         int* flag = ctx_.error_flag;
         if (checked && !flag)
             throw std::runtime_error("internal error: the GPU context has no error flag");
-        binary_kernel<T, Op><<<grid_for(out.numel), kBlock, 0, ctx_.stream>>>(
-            static_cast<const T*>(in[0].data), static_cast<const T*>(in[1].data),
-            static_cast<T*>(out.data), out.numel, plan_, flag);
-        GR_CHECK_LAUNCH();
+        launch<binary_kernel<T, Op>>(ctx_, grid_for(out.numel), kBlock,
+                                     static_cast<const T*>(in[0].data),
+                                     static_cast<const T*>(in[1].data), static_cast<T*>(out.data),
+                                     out.numel, plan_, flag);
         if constexpr (checked) {
             const int f = take_error_flag(ctx_);
             if (f == kFlagDivByZero) throw DataError("integer division by zero");

@@ -53,9 +53,9 @@ class CastKernel final : public GpuKernel {
                                           static_cast<size_t>(out.numel) * sizeof(To),
                                           cudaMemcpyDeviceToDevice, ctx_.stream));
         } else {
-            cast_kernel<To, From><<<grid_for(out.numel), kBlock, 0, ctx_.stream>>>(
-                static_cast<const From*>(in[0].data), static_cast<To*>(out.data), out.numel);
-            GR_CHECK_LAUNCH();
+            launch<cast_kernel<To, From>>(ctx_, grid_for(out.numel), kBlock,
+                                          static_cast<const From*>(in[0].data),
+                                          static_cast<To*>(out.data), out.numel);
         }
     }
 };

@@ -42,6 +42,30 @@ Scratch::~Scratch() {
     }
 }
 
+namespace {
+std::vector<const void*>& kernel_list() {
+    static std::vector<const void*> list;  // filled while the plugin loads, read-only after
+    return list;
+}
+}  // namespace
+
+bool register_kernel(const void* kernel) {
+    kernel_list().push_back(kernel);
+    return true;
+}
+
+const std::vector<const void*>& registered_kernels() {
+    return kernel_list();
+}
+
+size_t preload_kernels() {
+    for (const void* k : kernel_list()) {
+        cudaFuncAttributes attr{};
+        GR_CUDA_THROW(cudaFuncGetAttributes(&attr, k));
+    }
+    return kernel_list().size();
+}
+
 int take_error_flag(GpuContext& ctx) {
     if (!ctx.error_flag)
         throw std::runtime_error("internal error: the GPU context has no error flag");

@@ -66,8 +66,37 @@ inline unsigned grid_for(int64_t n, int block = kBlock) {
     return static_cast<unsigned>(blocks);
 }
 
-// Throws a CudaError if the launch just made failed.
-#define GR_CHECK_LAUNCH() GR_CUDA_THROW(cudaGetLastError())
+// Every kernel that launch() launches, registered when the plugin is loaded
+// (a variable template's initialiser per kernel), so that a device can load
+// them all when it opens (preload_kernels, gpu/kernels/common.cu), before it
+// reads the free memory its default limit comes from: with CUDA's lazy
+// loading (the default since 12.2) a kernel's module would otherwise be
+// loaded, into device memory that no limit counted, at its first launch.
+bool register_kernel(const void* kernel);
+const std::vector<const void*>& registered_kernels();
+template <auto Kernel>
+inline const bool kKernelRegistered = register_kernel(reinterpret_cast<const void*>(Kernel));
+
+// preload_kernels() (gpu_context.h) loads them.
+
+// Launches Kernel<<<grid, block, 0, ctx.stream>>>(args...) and checks the
+// launch. A launch that finds no device memory (a kernel's module to load, its
+// local memory) is tried once more after the stream is synchronized and the
+// pool's cache given back (ctx.trim_memory); any other failure throws CudaError.
+template <auto Kernel, class... Args>
+void launch(GpuContext& ctx, dim3 grid, dim3 block, const Args&... args) {
+    (void)kKernelRegistered<Kernel>;
+    Kernel<<<grid, block, 0, ctx.stream>>>(args...);
+    cudaError_t err = cudaGetLastError();
+    if (err == cudaErrorMemoryAllocation && ctx.trim_memory) {
+        ctx.trim_memory();
+        Kernel<<<grid, block, 0, ctx.stream>>>(args...);
+        err = cudaGetLastError();
+    }
+    if (err != cudaSuccess)
+        throw CudaError(cuda_error_text(err), "Kernel<<<grid, block, 0, ctx.stream>>>(args...)", __FILE__,
+                        __LINE__);
+}
 
 // The base of every GPU kernel: checks the executor's buffers before
 // compute() launches anything (NodeKernel), makes the context's device

@@ -57,9 +57,8 @@ class ConcatKernel final : public GpuKernel {
                                               static_cast<size_t>(width) * sizeof(E),
                                               cudaMemcpyDeviceToDevice, ctx_.stream));
             } else {
-                band_kernel<E><<<grid_for(split_->outer * width), kBlock, 0, ctx_.stream>>>(
-                    src, dst + column, split_->outer, width, split_->pitch);
-                GR_CHECK_LAUNCH();
+                gpu::launch<band_kernel<E>>(ctx_, grid_for(split_->outer * width), kBlock, src,
+                                            dst + column, split_->outer, width, split_->pitch);
             }
             column += width;
         }

@@ -36,13 +36,20 @@ std::string run_on_host(const GpuContext& ctx, const Graph& g, const Node& n, in
     return cpu->run(nullptr, 0, t, kc);
 }
 
-// const, zeros, ones, fill: bytes computed on the host at prepare time.
+// const, zeros, ones, fill: bytes computed on the host at prepare time. A
+// const literal of more than one element is uploaded once, when the kernel is
+// made (as the session opens), into a device copy that the kernel holds as
+// the session's workspace (MemoryStats::workspace: not a tensor, so the
+// static plan and the tensor peak do not see it; the memory limit does); each
+// pass then copies it device to device. Where the limit leaves no room for
+// the copy, each pass uploads the literal from the host instead.
 class HostValueKernel final : public GpuKernel {
   public:
     HostValueKernel(const Graph& g, const Node& n, GpuContext& ctx) : GpuKernel(g, n, ctx) {
         if (n.op == OpKind::Const) {
             error_ = run_on_host(ctx, g, n, out_numel_, bytes_);
             repeat_ = out_numel_ == 1;
+            if (error_.empty() && !repeat_ && !bytes_.empty()) keep_on_device();
         } else {
             // The one value, as the CPU converts it: its kernel for a scalar.
             Node scalar = n;
@@ -60,20 +67,61 @@ class HostValueKernel final : public GpuKernel {
         if (repeat_) {
             if (bytes_.size() != elem)
                 throw std::runtime_error("internal error: fill value has the wrong size");
-            launch_fill(out.data, out.numel, elem, bytes_.data(), ctx_.stream);
+            launch_fill(out.data, out.numel, elem, bytes_.data(), ctx_);
             return;
         }
-        if (bytes_.size() != static_cast<size_t>(out.numel) * elem)
+        const size_t size = static_cast<size_t>(out.numel) * elem;
+        if (device_copy_) {
+            if (device_bytes_ != size)
+                throw std::runtime_error("internal error: const literal has the wrong size");
+            GR_CUDA_THROW(cudaMemcpyAsync(out.data, device_copy_, size, cudaMemcpyDeviceToDevice,
+                                          ctx_.stream));
+            return;
+        }
+        if (bytes_.size() != size)
             throw std::runtime_error("internal error: const literal has the wrong size");
         // bytes_ lives as long as the kernel; a pageable copy is staged before the call returns.
         GR_CUDA_THROW(cudaMemcpyAsync(out.data, bytes_.data(), bytes_.size(),
                                       cudaMemcpyHostToDevice, ctx_.stream));
     }
 
+  public:
+    ~HostValueKernel() override {
+        // Stream-ordered: after the last pass's copy from it. The device
+        // destroys its kernels before it closes (Session::close).
+        if (device_copy_ && ctx_.session_free) ctx_.session_free(device_copy_, device_bytes_);
+    }
+    HostValueKernel(const HostValueKernel&) = delete;
+    HostValueKernel& operator=(const HostValueKernel&) = delete;
+
   private:
+    // The device copy of the literal; the host bytes go once it is there.
+    void keep_on_device() {
+        if (!ctx_.session_alloc) return;
+        void* p = ctx_.session_alloc(bytes_.size());
+        if (!p) return;  // no room within the limit: uploaded each pass instead
+        // Kernels are made while the session opens its devices: another GPU
+        // may be the current one.
+        cudaError_t err = cudaSetDevice(ctx_.device);
+        if (err == cudaSuccess)
+            err = cudaMemcpyAsync(p, bytes_.data(), bytes_.size(), cudaMemcpyHostToDevice,
+                                  ctx_.stream);
+        if (err == cudaSuccess) err = cudaStreamSynchronize(ctx_.stream);
+        device_copy_ = p;
+        device_bytes_ = bytes_.size();
+        if (err != cudaSuccess) {
+            // Left to the first pass to report; the copy goes back with the kernel.
+            error_ = cuda_error_text(err) + " (uploading the const literal to the device)";
+            return;
+        }
+        std::vector<uint8_t>().swap(bytes_);
+    }
+
     std::string error_;
     std::vector<uint8_t> bytes_;
     bool repeat_ = false;  // bytes_ is one element, repeated
+    void* device_copy_ = nullptr;  // the literal on the device, or nullptr
+    size_t device_bytes_ = 0;
 };
 
 template <class T>
@@ -108,9 +156,8 @@ class RangeKernel final : public GpuKernel {
   protected:
     void compute(const TensorRef*, TensorRef& out) override {
         if (out.numel == 0) return;
-        range_kernel<T><<<grid_for(out.numel), kBlock, 0, ctx_.stream>>>(
-            static_cast<T*>(out.data), out.numel, start_f_, delta_f_, start_i_, delta_i_);
-        GR_CHECK_LAUNCH();
+        launch<range_kernel<T>>(ctx_, grid_for(out.numel), kBlock, static_cast<T*>(out.data),
+                                out.numel, start_f_, delta_f_, start_i_, delta_i_);
     }
 
   private:
@@ -169,17 +216,14 @@ class RandomKernel final : public GpuKernel {
         if (out.numel == 0) return;
         T* o = static_cast<T*>(out.data);
         if (normal_) {
-            normal_kernel<T>
-                <<<grid_for(out.numel), kBlock, 0, ctx_.stream>>>(o, out.numel, key_, a_, b_);
+            launch<normal_kernel<T>>(ctx_, grid_for(out.numel), kBlock, o, out.numel, key_, a_, b_);
         } else {
             const T lo = static_cast<T>(a_);
             const T d = static_cast<T>(static_cast<T>(b_) - lo);  // host arithmetic, as the CPU
             const int64_t per_block = std::is_same_v<T, float> ? 4 : 2;
-            uniform_kernel<T>
-                <<<grid_for((out.numel + per_block - 1) / per_block), kBlock, 0, ctx_.stream>>>(
-                    o, out.numel, key_, lo, d);
+            launch<uniform_kernel<T>>(ctx_, grid_for((out.numel + per_block - 1) / per_block),
+                                      kBlock, o, out.numel, key_, lo, d);
         }
-        GR_CHECK_LAUNCH();
     }
 
   private:
@@ -222,31 +266,30 @@ std::unique_ptr<Kernel> make_for_op(const Graph& g, const Node& n, GpuContext& c
 
 }  // namespace
 
-void launch_fill(void* dst, int64_t n, size_t elem_size, const void* value, cudaStream_t stream) {
+void launch_fill(void* dst, int64_t n, size_t elem_size, const void* value, GpuContext& ctx) {
     if (n <= 0) return;
     switch (elem_size) {
         case 1: {
             uint8_t v;
             std::memcpy(&v, value, 1);
-            fill_kernel<<<grid_for(n), kBlock, 0, stream>>>(static_cast<uint8_t*>(dst), n, v);
+            launch<fill_kernel<uint8_t>>(ctx, grid_for(n), kBlock, static_cast<uint8_t*>(dst), n, v);
             break;
         }
         case 4: {
             uint32_t v;
             std::memcpy(&v, value, 4);
-            fill_kernel<<<grid_for(n), kBlock, 0, stream>>>(static_cast<uint32_t*>(dst), n, v);
+            launch<fill_kernel<uint32_t>>(ctx, grid_for(n), kBlock, static_cast<uint32_t*>(dst), n, v);
             break;
         }
         case 8: {
             uint64_t v;
             std::memcpy(&v, value, 8);
-            fill_kernel<<<grid_for(n), kBlock, 0, stream>>>(static_cast<uint64_t*>(dst), n, v);
+            launch<fill_kernel<uint64_t>>(ctx, grid_for(n), kBlock, static_cast<uint64_t*>(dst), n, v);
             break;
         }
         default:
             throw std::runtime_error("internal error: fill of an unknown element size");
     }
-    GR_CHECK_LAUNCH();
 }
 
 std::unique_ptr<Kernel> make_creation_kernel(const Graph& g, const Node& n, GpuContext& ctx) {

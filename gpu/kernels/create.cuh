@@ -8,6 +8,6 @@ namespace graphrun::gpu {
 std::unique_ptr<Kernel> make_creation_kernel(const Graph& g, const Node& n, GpuContext& ctx);
 
 // Sets n elements of elem_size (1, 4 or 8) bytes at dst to the bytes at value.
-void launch_fill(void* dst, int64_t n, size_t elem_size, const void* value, cudaStream_t stream);
+void launch_fill(void* dst, int64_t n, size_t elem_size, const void* value, GpuContext& ctx);
 
 }  // namespace graphrun::gpu

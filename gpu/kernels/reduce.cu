@@ -201,18 +201,14 @@ class ReduceKernel final : public GpuKernel {
         const int64_t items = nout * splits;
         if (block) {
             const unsigned blocks = static_cast<unsigned>(std::min(items, kMaxGrid));
-            reduce_block<T, R><<<blocks, kReduceBlock, 0, ctx_.stream>>>(x, o, part, nout, count_,
-                                                                         chunk, splits, plan_);
+            launch<reduce_block<T, R>>(ctx_, blocks, kReduceBlock, x, o, part, nout, count_, chunk,
+                                       splits, plan_);
         } else {
-            reduce_serial<T, R><<<grid_for(items), kBlock, 0, ctx_.stream>>>(
-                x, o, part, nout, count_, chunk, splits, plan_);
+            launch<reduce_serial<T, R>>(ctx_, grid_for(items), kBlock, x, o, part, nout, count_,
+                                        chunk, splits, plan_);
         }
-        GR_CHECK_LAUNCH();
-        if (splits > 1) {
-            reduce_finish<T, R>
-                <<<grid_for(nout), kBlock, 0, ctx_.stream>>>(part, o, nout, splits, count_);
-            GR_CHECK_LAUNCH();
-        }
+        if (splits > 1)
+            launch<reduce_finish<T, R>>(ctx_, grid_for(nout), kBlock, part, o, nout, splits, count_);
     }
 
   private:
@@ -224,7 +220,7 @@ class ReduceKernel final : public GpuKernel {
         if constexpr (K == ReduceKind::Max)
             v = std::numeric_limits<T>::has_infinity ? -std::numeric_limits<T>::infinity()
                                                      : std::numeric_limits<T>::lowest();
-        launch_fill(o, n, sizeof(T), &v, ctx_.stream);
+        launch_fill(o, n, sizeof(T), &v, ctx_);
     }
 
     bool ok_ = true;

@@ -96,12 +96,11 @@ class SoftmaxKernel final : public GpuKernel {
             int width = 32;  // the smallest power of two >= len, within [32, kRowBlock]
             while (width < kRowBlock && width < s.len) width *= 2;
             const unsigned blocks = static_cast<unsigned>(std::min(s.outer, kMaxGrid));
-            softmax_rows<T><<<blocks, width, 0, ctx_.stream>>>(x, o, s.outer, s.len);
+            launch<softmax_rows<T>>(ctx_, blocks, width, x, o, s.outer, s.len);
         } else {
-            softmax_columns<T><<<grid_for(s.outer * s.inner), kBlock, 0, ctx_.stream>>>(
-                x, o, s.outer, s.len, s.inner);
+            launch<softmax_columns<T>>(ctx_, grid_for(s.outer * s.inner), kBlock, x, o, s.outer,
+                                       s.len, s.inner);
         }
-        GR_CHECK_LAUNCH();
     }
 
   private:

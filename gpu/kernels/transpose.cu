@@ -114,12 +114,11 @@ class TransposeKernel final : public GpuKernel {
                           tiles_j = (cols + kTile - 1) / kTile;
             const int64_t tiles = n / (rows * cols) * tiles_i * tiles_j;
             const unsigned blocks = static_cast<unsigned>(tiles < kMaxGrid ? tiles : kMaxGrid);
-            tiled_kernel<E><<<blocks, dim3(kTile, kTileRows), 0, ctx_.stream>>>(
-                src, dst, rows, cols, out_.stride[r - 1], tiles_i, tiles_j, tiles, batch);
+            gpu::launch<tiled_kernel<E>>(ctx_, blocks, dim3(kTile, kTileRows), src, dst, rows, cols,
+                                         out_.stride[r - 1], tiles_i, tiles_j, tiles, batch);
         } else {
-            gather_kernel<E><<<grid_for(n), kBlock, 0, ctx_.stream>>>(src, dst, n, out_);
+            gpu::launch<gather_kernel<E>>(ctx_, grid_for(n), kBlock, src, dst, n, out_);
         }
-        GR_CHECK_LAUNCH();
     }
 
     bool ok_ = true;

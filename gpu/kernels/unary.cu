@@ -89,9 +89,9 @@ class UnaryKernel final : public GpuKernel {
   protected:
     void compute(const TensorRef* in, TensorRef& out) override {
         if (out.numel == 0) return;
-        unary_kernel<T, Op><<<grid_for(out.numel), kBlock, 0, ctx_.stream>>>(
-            static_cast<const T*>(in[0].data), static_cast<T*>(out.data), out.numel);
-        GR_CHECK_LAUNCH();
+        launch<unary_kernel<T, Op>>(ctx_, grid_for(out.numel), kBlock,
+                                    static_cast<const T*>(in[0].data), static_cast<T*>(out.data),
+                                    out.numel);
     }
 };
 
