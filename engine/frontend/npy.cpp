@@ -82,7 +82,8 @@ class HeaderParser {
                     error = at(value_at) + "header field 'descr' is a list: structured arrays are not supported";
                     return false;
                 }
-                if (!string(h.descr, error)) return field_error("descr", "a dtype string such as '<f4'", error);
+                if (peek() != '\'' && peek() != '"') return field_error("descr", "a dtype string such as '<f4'", error);
+                if (!string(h.descr, error)) return false;
                 have_descr = true;
             } else if (key == "fortran_order") {
                 if (s_.substr(pos_, 4) == "True") {
