@@ -256,6 +256,11 @@ def test_errors(d):
     with open(os.path.join(d, "bad2.graph"), "w") as f:
         f.write("x = input([2], dtype=f16)\n")
     expect(["check", "bad2.graph"], 3, d)
+    # --help documents the options and exit code 5.
+    expect(["--help"], 0, d, stdout_has=["5 an output differs from --expected-output"])
+    expect(["run", "--help"], 0, d, stdout_has=["--input TEXT", "--fill TEXT:{random,zeros,ones}", "--output TEXT",
+                                                 "--save TEXT", "--expected-output TEXT", "--rtol TEXT=1e-05",
+                                                 "--atol TEXT=1e-08"])
 
 
 def main():
