@@ -7,6 +7,7 @@
 #include <cstring>
 #include <limits>
 #include <set>
+#include <type_traits>
 #include <sys/stat.h>
 
 #include "engine/api/feeds.h"
@@ -50,38 +51,53 @@ bool make_dirs(const std::string& dir, std::string& error) {
     return true;
 }
 
-double element_double(DType t, const uint8_t* p) {
-    switch (t) {
-        case DType::F32: {
-            float v;
-            std::memcpy(&v, p, 4);
-            return v;
-        }
-        case DType::F64: {
-            double v;
-            std::memcpy(&v, p, 8);
-            return v;
-        }
-        case DType::I32: {
-            int32_t v;
-            std::memcpy(&v, p, 4);
-            return v;
-        }
-        case DType::I64: {
-            int64_t v;
-            std::memcpy(&v, p, 8);
-            return static_cast<double>(v);
-        }
-        case DType::Bool:
-            return *p ? 1 : 0;
-    }
-    return 0;
-}
-
 std::string number(double v) {
     char buf[64];
     auto r = std::to_chars(buf, buf + sizeof buf, v, std::chars_format::general, 6);
     return std::string(buf, r.ptr);
+}
+
+// The elementwise check, one dtype at a time: NaN equals NaN, infinities by
+// sign, else |a - b| <= atol + rtol * |b|; i64 differences are taken exactly.
+template <class T>
+void compare_elements(const uint8_t* pa, const uint8_t* pb, int64_t n, double rtol, double atol, ExpectedCheck& c,
+                      int64_t& first) {
+    double max_abs = 0, max_rel = 0;
+    uint64_t mismatched = 0;
+    for (int64_t i = 0; i < n; ++i) {
+        T a, b;
+        std::memcpy(&a, pa + static_cast<size_t>(i) * sizeof(T), sizeof(T));
+        std::memcpy(&b, pb + static_cast<size_t>(i) * sizeof(T), sizeof(T));
+        bool close;
+        double diff = 0;
+        const double db = static_cast<double>(b);
+        if constexpr (std::is_same_v<T, int64_t>) {
+            diff = static_cast<double>(a > b ? static_cast<uint64_t>(a) - static_cast<uint64_t>(b)
+                                             : static_cast<uint64_t>(b) - static_cast<uint64_t>(a));
+            close = a == b || diff <= atol + rtol * std::fabs(db);
+        } else {
+            const double da = static_cast<double>(a);
+            if (std::isnan(da) || std::isnan(db)) {
+                if (std::isnan(da) && std::isnan(db)) continue;
+                close = false;
+            } else if (std::isinf(da) || std::isinf(db)) {
+                if (da == db) continue;
+                close = false;
+            } else {
+                diff = std::fabs(da - db);
+                close = diff <= atol + rtol * std::fabs(db);
+            }
+        }
+        max_abs = std::max(max_abs, diff);
+        if (db != 0) max_rel = std::max(max_rel, diff / std::fabs(db));
+        else if (diff > 0) max_rel = std::numeric_limits<double>::infinity();
+        if (close) continue;
+        ++mismatched;
+        if (first < 0) first = i;
+    }
+    c.max_abs_error = max_abs;
+    c.max_rel_error = max_rel;
+    c.mismatched = mismatched;
 }
 
 }  // namespace
@@ -199,40 +215,16 @@ ExpectedCheck compare_expected(const HostTensor& got, const ExpectedValue& want,
         return c;
     }
     const int64_t n = checked_numel(got.shape).value_or(0);
-    const size_t size = dtype_size(got.dtype);
     c.elements = static_cast<uint64_t>(n);
     int64_t first = -1;
-    for (int64_t i = 0; i < n; ++i) {
-        const uint8_t* pa = got.data.data() + static_cast<size_t>(i) * size;
-        const uint8_t* pb = w.data.data() + static_cast<size_t>(i) * size;
-        bool close;
-        if (got.dtype == DType::I64) {  // exact beyond 2^53
-            int64_t a, b;
-            std::memcpy(&a, pa, 8);
-            std::memcpy(&b, pb, 8);
-            const double diff = static_cast<double>(a > b ? static_cast<uint64_t>(a) - static_cast<uint64_t>(b)
-                                                          : static_cast<uint64_t>(b) - static_cast<uint64_t>(a));
-            close = a == b || diff <= atol + rtol * std::fabs(static_cast<double>(b));
-            c.max_abs_error = std::max(c.max_abs_error, diff);
-            if (b != 0) c.max_rel_error = std::max(c.max_rel_error, diff / std::fabs(static_cast<double>(b)));
-            else if (diff > 0) c.max_rel_error = std::numeric_limits<double>::infinity();
-        } else {
-            const double a = element_double(got.dtype, pa), b = element_double(got.dtype, pb);
-            if (std::isnan(a) || std::isnan(b)) {
-                close = std::isnan(a) && std::isnan(b);
-            } else if (std::isinf(a) || std::isinf(b)) {
-                close = a == b;
-            } else {
-                const double diff = std::fabs(a - b);
-                close = diff <= atol + rtol * std::fabs(b);
-                c.max_abs_error = std::max(c.max_abs_error, diff);
-                if (b != 0) c.max_rel_error = std::max(c.max_rel_error, diff / std::fabs(b));
-                else if (diff > 0) c.max_rel_error = std::numeric_limits<double>::infinity();
-            }
-        }
-        if (close) continue;
-        ++c.mismatched;
-        if (first < 0) first = i;
+    const uint8_t* a = got.data.data();
+    const uint8_t* b = w.data.data();
+    switch (got.dtype) {
+        case DType::F32: compare_elements<float>(a, b, n, rtol, atol, c, first); break;
+        case DType::F64: compare_elements<double>(a, b, n, rtol, atol, c, first); break;
+        case DType::I32: compare_elements<int32_t>(a, b, n, rtol, atol, c, first); break;
+        case DType::I64: compare_elements<int64_t>(a, b, n, rtol, atol, c, first); break;
+        case DType::Bool: compare_elements<uint8_t>(a, b, n, rtol, atol, c, first); break;
     }
     c.matched = c.mismatched == 0;
     if (first >= 0) {

@@ -406,6 +406,7 @@ bool read_whole_file(const std::string& path, std::string& out, std::string& err
         return false;
     }
     out.clear();
+    if (st.st_size > 0) out.reserve(static_cast<size_t>(st.st_size));
     char buf[1 << 16];
     size_t n;
     while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) out.append(buf, n);
