@@ -19,7 +19,8 @@ namespace graphrun {
 std::string ArraySource::spelled() const {
     std::string s = option + "=";
     if (!name.empty()) s += name + "=";
-    return s + (file.empty() ? value : "@" + file);
+    // A long inline value is cut: the message is about it, not a copy of it.
+    return s + (!file.empty() ? "@" + file : value.size() > 64 ? value.substr(0, 60) + "..." : value);
 }
 
 std::optional<ArraySource> parse_array_option(const std::string& option, const std::string& text, bool inline_ok,
@@ -38,6 +39,10 @@ std::optional<ArraySource> parse_array_option(const std::string& option, const s
         }
         s.name = text.substr(0, eq);
         const std::string rest = text.substr(eq + 1);
+        if (rest == "@") {
+            error = option + "=" + text + ": '@' must be followed by a file name; expected " + forms;
+            return std::nullopt;
+        }
         if (!rest.empty() && rest[0] == '@') s.file = rest.substr(1);
         else if (inline_ok && !rest.empty()) s.value = rest;
         else {

@@ -210,6 +210,11 @@ TEST_CASE("feeds: option forms") {
     CHECK_FALSE(parse_array_option("--input", "=@a.npy", true, error));
     CHECK_FALSE(parse_array_option("--input", "@", true, error));
     CHECK_FALSE(parse_array_option("--input", "x=", true, error));
+    CHECK_FALSE(parse_array_option("--input", "x=@", true, error));
+    CHECK(error.find("'@' must be followed by a file name") != std::string::npos);
+    s = parse_array_option("--input", "x=[" + std::string(100, '1') + "]", true, error);
+    REQUIRE(s);
+    CHECK(s->spelled() == "--input=x=[" + std::string(59, '1') + "...");
 }
 
 TEST_CASE("feeds: inline values, missing inputs, unknown names, fill") {
