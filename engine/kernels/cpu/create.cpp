@@ -30,21 +30,30 @@ T convert_scalar(const ScalarAttr& s) {
     }
 }
 
+// const and input: the node's bytes, copied into the output buffer each pass.
+// A const keeps its own copy; an input, whose fed value may be large, reads
+// the node's (the graph outlives the session, and feeds are applied before it
+// opens), so that a fed tensor is held once on the host, not twice.
 class ConstKernel final : public KernelBase {
   public:
-    ConstKernel(const Graph& g, const Node& n) : KernelBase(g, n), literal_(n.literal) {}
+    ConstKernel(const Graph& g, const Node& n) : KernelBase(g, n), input_(n.op == OpKind::Input) {
+        if (!input_) own_ = n.literal;
+        bytes_ = input_ ? &n.literal : &own_;
+    }
 
     std::string compute(const TensorRef*, TensorRef& out, const KernelContext&) override {
         const size_t bytes = static_cast<size_t>(out.numel) * dtype_size(out.dtype);
-        if (literal_.size() != bytes)
-            return "internal error: const literal has " + std::to_string(literal_.size()) +
-                   " bytes, expected " + std::to_string(bytes);
-        if (bytes) std::memcpy(out.data, literal_.data(), bytes);
+        if (bytes_->size() != bytes)
+            return std::string(input_ ? "internal error: input has " : "internal error: const literal has ") +
+                   std::to_string(bytes_->size()) + " bytes, expected " + std::to_string(bytes);
+        if (bytes) std::memcpy(out.data, bytes_->data(), bytes);
         return "";
     }
 
   private:
-    std::vector<uint8_t> literal_;
+    bool input_;
+    std::vector<uint8_t> own_;
+    const std::vector<uint8_t>* bytes_;
 };
 
 // zeros, ones, fill: one value repeated.
@@ -185,6 +194,7 @@ class RandomKernel final : public KernelBase {
 std::unique_ptr<Kernel> make_creation_kernel(const Graph& g, const Node& n) {
     switch (n.op) {
         case OpKind::Const:
+        case OpKind::Input:  // the feed, which engine/api/feeds.cpp put in n.literal
             return std::make_unique<ConstKernel>(g, n);
         case OpKind::Zeros:
         case OpKind::Ones: {
