@@ -42,6 +42,17 @@ size_t typo_distance(std::string_view a, std::string_view b) {
     return d[a.size()][b.size()];
 }
 
+// --full, --no-data, --progress/--no-progress.
+void add_output_options(CLI::App* cmd, RunOptions& run) {
+    cmd->add_flag("--full", run.full, "print every value (default: like NumPy, over 1000 elements show 3 at each edge)");
+    cmd->add_flag("--no-data", run.no_data, "print shape, dtype and min, max, mean, nan_count instead of the values");
+    cmd->add_flag_function(
+        "--progress,!--no-progress",
+        [&run](int64_t n) { run.progress = n > 0 ? Toggle::On : Toggle::Off; },
+        "show a progress line on stderr once a run takes over 1 s (default: when stderr is a terminal and "
+        "--format=text)");
+}
+
 }  // namespace
 
 // The candidate a user most likely meant by `word`: within a third of its
@@ -208,6 +219,7 @@ int run_app(int argc, char** argv) {
     run_cmd->add_flag("--allow-tf32", run.engine.allow_tf32, "let GPU matmul use TF32 (no effect without a GPU)");
     run_cmd->add_flag("--reset-device", run.engine.reset_device, "end the CUDA context at teardown (no effect without a GPU)");
     run_cmd->add_flag("--profile", run.engine.profile, "print per-op totals (count, time, bytes) after the run");
+    add_output_options(run_cmd, run);
 
     std::string convert_file, convert_to;
     auto* convert_cmd = app.add_subcommand("convert", "write the graph in the other form (text or json) on stdout");

@@ -29,6 +29,8 @@ struct RunFileOptions {
     // Set asynchronously (a signal handler) to a signal's number to stop the
     // run at the next node boundary. Optional.
     const std::atomic<int>* interrupt = nullptr;
+    // Updated at pass and repeat-pass boundaries for a progress display. Optional.
+    RunProgress* progress = nullptr;
 };
 
 // A GPU's used memory as the driver reports it (NVML), at three moments.

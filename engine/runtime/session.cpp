@@ -289,8 +289,25 @@ struct Session::PassVisitor {
     void drop(NodeId v) { s.frame_.drop(v); }
     void share(NodeId to, NodeId from) { s.frame_.share(to, from); }
     static int64_t passes(const Repeat& rep) { return rep.count; }
-    void loop_pass_end(int32_t) { s.cleanup_->at_safe_point(); }  // the end of each repeat pass
+    void loop_pass_end(int32_t loop) {  // the end of each repeat pass
+        s.cleanup_->at_safe_point();
+        if (s.opts_.progress) s.note_repeat_pass(loop);
+    }
 };
+
+// A pass of a top-level repeat ended: what a progress display shows.
+void Session::note_repeat_pass(int32_t loop) {
+    const Repeat& rep = g_.repeats[static_cast<size_t>(loop)];
+    if (rep.parent >= 0) return;
+    RunProgress& p = *opts_.progress;
+    if (p.repeat.load(std::memory_order_relaxed) != loop) {
+        p.repeat_line.store(rep.loc.line, std::memory_order_relaxed);
+        p.repeat_count.store(rep.count, std::memory_order_relaxed);
+        p.repeat_passes_done.store(0, std::memory_order_relaxed);
+        p.repeat.store(loop, std::memory_order_relaxed);
+    }
+    p.repeat_passes_done.store(p.repeat_passes_done.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+}
 
 std::optional<RunError> Session::run_pass() {
     PassVisitor v{*this, std::nullopt};
@@ -309,6 +326,10 @@ std::optional<RunError> Session::run(int64_t iterations, const std::vector<Outpu
         if (pass > 0)
             for (NodeId v : plan_.held) frame_.drop(v);
         err = run_pass();
+        if (opts_.progress) {
+            opts_.progress->repeat.store(-1, std::memory_order_relaxed);
+            opts_.progress->passes_done.store(pass + 1, std::memory_order_relaxed);
+        }
     }
     cleanup_->at_run_end();  // what a stopped run left unreferenced shows as pending
     // The run ends when the devices have finished its work (and said whether it failed).
