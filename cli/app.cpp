@@ -228,6 +228,13 @@ int run_app(int argc, char** argv) {
 
     app.add_subcommand("devices", "list usable devices, or say why no GPU is usable");
 
+    CheckOptions dot;
+    auto* dot_cmd = app.add_subcommand("dot", "write the placed graph as Graphviz DOT on stdout (nodes with name, op, "
+                                              "type and bytes, filled by device; repeat bodies as clusters)");
+    dot_cmd->add_option("FILE", dot.file, "graph file, or - for standard input")->required();
+    add_placement_options(dot_cmd, dot.engine.placement);
+    dot_cmd->add_option("--fetch", dot.engine.fetch, "name to fetch instead of the script's outputs (repeatable)");
+
     // A repeatable option takes one value per use (`--fetch=b a.graph` fetches
     // b and runs a.graph), never the positionals after it, as CLI11 would.
     for (CLI::App* cmd : app.get_subcommands({}))
@@ -259,6 +266,7 @@ int run_app(int argc, char** argv) {
         check.format = check_format == "json" ? Format::Json : Format::Text;
         return check_command(check, std::cout, std::cerr);
     }
+    if (dot_cmd->parsed()) return dot_command(dot, std::cout, std::cerr);
     if (convert_cmd->parsed())
         return convert_command(convert_file, convert_to == "json" ? GraphForm::Json : GraphForm::Text, std::cout, std::cerr);
     return devices_command(std::cout);

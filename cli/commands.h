@@ -33,6 +33,8 @@ struct RunOptions {
 
 int run_command(const RunOptions& opts, std::ostream& out, std::ostream& err);
 int check_command(const CheckOptions& opts, std::ostream& out, std::ostream& err);
+// `graphrun dot FILE`: Graphviz DOT of the placed graph (placement options and --fetch as check).
+int dot_command(const CheckOptions& opts, std::ostream& out, std::ostream& err);
 int convert_command(const std::string& file, GraphForm to, std::ostream& out, std::ostream& err);
 int devices_command(std::ostream& out);
 
