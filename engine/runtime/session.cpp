@@ -288,26 +288,29 @@ struct Session::PassVisitor {
     }
     void drop(NodeId v) { s.frame_.drop(v); }
     void share(NodeId to, NodeId from) { s.frame_.share(to, from); }
-    static int64_t passes(const Repeat& rep) { return rep.count; }
+    int64_t passes(const Repeat& rep) {
+        if (s.opts_.progress && rep.parent < 0) track(rep);
+        return rep.count;
+    }
     void loop_pass_end(int32_t loop) {  // the end of each repeat pass
         s.cleanup_->at_safe_point();
-        if (s.opts_.progress) s.note_repeat_pass(loop);
+        if (loop == tracked) s.opts_.progress->repeat_passes_done.store(++tracked_done, std::memory_order_relaxed);
     }
-};
 
-// A pass of a top-level repeat ended: what a progress display shows.
-void Session::note_repeat_pass(int32_t loop) {
-    const Repeat& rep = g_.repeats[static_cast<size_t>(loop)];
-    if (rep.parent >= 0) return;
-    RunProgress& p = *opts_.progress;
-    if (p.repeat.load(std::memory_order_relaxed) != loop) {
+    // SessionOptions::progress: the top-level repeat starting now is the one
+    // whose passes are counted (one compare per repeat pass otherwise).
+    int32_t tracked = -1;
+    int64_t tracked_done = 0;
+    void track(const Repeat& rep) {
+        RunProgress& p = *s.opts_.progress;
+        tracked = static_cast<int32_t>(&rep - s.g_.repeats.data());
+        tracked_done = 0;
         p.repeat_line.store(rep.loc.line, std::memory_order_relaxed);
         p.repeat_count.store(rep.count, std::memory_order_relaxed);
         p.repeat_passes_done.store(0, std::memory_order_relaxed);
-        p.repeat.store(loop, std::memory_order_relaxed);
+        p.repeat.store(tracked, std::memory_order_relaxed);
     }
-    p.repeat_passes_done.store(p.repeat_passes_done.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-}
+};
 
 std::optional<RunError> Session::run_pass() {
     PassVisitor v{*this, std::nullopt};

@@ -61,7 +61,6 @@ private:
     struct PassVisitor;  // the executor as PlanWalker's visitor (session.cpp)
 
     std::optional<RunError> run_pass();
-    void note_repeat_pass(int32_t loop);  // for SessionOptions::progress
     std::optional<RunError> run_node(NodeId id);
     std::optional<RunError> run_node_profiled(NodeId id);
     RunError interrupted(NodeId before, int sig) const;  // the error of a run stopped by `sig`

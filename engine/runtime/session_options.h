@@ -18,12 +18,12 @@ enum class CleanupStrategy { Background, Safepoint, Close };
 const char* cleanup_name(CleanupStrategy s);
 
 // Where a run is, for a progress display that polls it from another thread.
-// Written only at the end of each pass and of each pass of a top-level
-// repeat (relaxed stores), never per node.
+// Written only at the start of a top-level repeat, at the end of each of its
+// passes and at the end of each pass of the run (relaxed stores), never per node.
 struct RunProgress {
     std::atomic<int64_t> passes_done{0};  // of the run's iterations
-    // The top-level repeat running in the current pass (-1: none has ended a
-    // pass yet), its source line, its count and how many passes of it ended.
+    // The top-level repeat running in the current pass (-1: none yet), its
+    // source line, its count and how many passes of it have ended.
     std::atomic<int32_t> repeat{-1};
     std::atomic<uint32_t> repeat_line{0};
     std::atomic<int64_t> repeat_count{0};
