@@ -67,7 +67,7 @@ def examples(ext):
 def help_lists_commands():
     code, out, _ = run("--help")
     expect(code == 0, f"exit {code}")
-    for word in ("check", "convert", "devices", "Exit codes"):
+    for word in ("check", "convert", "devices", "dot", "Exit codes"):
         expect(word in out, f"--help lacks {word}")
 
 
@@ -622,7 +622,7 @@ def misspelt_commands_and_options_get_a_suggestion():
     code, _, err = run("chekc")
     expect(code == 2 and "did you mean 'check'?" in err, err)
     code, _, err = run("frobnicate")
-    expect(code == 2 and "unknown command 'frobnicate' (the commands are check, run, convert, devices)" in err, err)
+    expect(code == 2 and "unknown command 'frobnicate' (the commands are check, run, convert, devices, dot)" in err, err)
     add = os.path.join(EXAMPLES, "add.graph")
     code, out, err = run("run", "--iteration=3", add)
     expect(code == 2 and out == "", f"exit {code}")
