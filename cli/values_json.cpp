@@ -65,7 +65,8 @@ void format_chunk(const HostTensor& t, const std::vector<int64_t>& strides, int6
                   std::string& out) {
     const size_t rank = t.shape.size();
     const int64_t row = t.shape.back();
-    out.resize(static_cast<size_t>(end - begin) * 34 + 2 * rank + 16);
+    // An element takes at most 32 characters, and its brackets and comma 2 * rank + 1.
+    out.resize(static_cast<size_t>(end - begin) * (33 + 2 * rank) + 2 * rank + 16);
     char* p = out.data();
     for (int64_t i = begin; i < end; ++i) {
         if (i == 0) {

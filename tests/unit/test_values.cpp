@@ -77,6 +77,11 @@ TEST_CASE("values: streamed JSON nests, and names NaN and infinities") {
     CHECK(streamed(tensor<double>(DType::F64, {4}, {NAN, INFINITY, -INFINITY, 1.0})) ==
           "[\"nan\",\"inf\",\"-inf\",1.0]");
     CHECK(streamed(tensor<uint8_t>(DType::Bool, {1, 2}, {1, 0})) == "[[true,false]]");
+    // Every element its own row at every depth: the most brackets per element.
+    std::vector<double> deep(40000, -1.7976931348623157e308);
+    const std::string nested = streamed(tensor<double>(DType::F64, {40000, 1, 1, 1, 1, 1, 1, 1, 1, 1}, deep));
+    CHECK(nlohmann::json::parse(nested).size() == 40000);
+    CHECK(nested.substr(0, 55) == "[[[[[[[[[[-1.7976931348623157e+308]]]]]]]]],[[[[[[[[[-1");
     // Large enough for several chunks formatted side by side: still one valid document.
     std::vector<int32_t> many(300000);
     for (size_t i = 0; i < many.size(); ++i) many[i] = static_cast<int32_t>(i);
