@@ -22,7 +22,7 @@ template <class T>
 HostTensor tensor(DType dt, Shape shape, std::vector<T> values) {
     HostTensor t{"t", dt, std::move(shape), "cpu", {}};
     t.data.resize(values.size() * sizeof(T));
-    std::memcpy(t.data.data(), values.data(), t.data.size());
+    if (!values.empty()) std::memcpy(t.data.data(), values.data(), t.data.size());
     return t;
 }
 
