@@ -69,11 +69,12 @@ ojson rest_json(const RunResult& r, const RunFileOptions& opts) {
 }  // namespace
 
 void print_run_json(const RunResult& r, const RunFileOptions& opts, bool no_data, std::ostream& out) {
-    out << "{\"file\":" << ojson(r.file).dump() << ",\"outputs\":[";
+    constexpr auto kReplace = ojson::error_handler_t::replace;  // a name or message that is not UTF-8
+    out << "{\"file\":" << ojson(r.file).dump(-1, ' ', false, kReplace) << ",\"outputs\":[";
     for (size_t i = 0; i < r.outputs.size(); ++i) {
         const HostTensor& t = r.outputs[i];
         ojson head{{"name", t.name}, {"dtype", dtype_name(t.dtype)}, {"shape", t.shape}, {"device", t.device}};
-        std::string h = head.dump();
+        std::string h = head.dump(-1, ' ', false, kReplace);
         h.pop_back();  // the closing brace: the data or summary follow
         out << (i ? "," : "") << h;
         if (no_data) {
@@ -86,7 +87,7 @@ void print_run_json(const RunResult& r, const RunFileOptions& opts, bool no_data
             out << '}';
         }
     }
-    std::string rest = rest_json(r, opts).dump();
+    std::string rest = rest_json(r, opts).dump(-1, ' ', false, ojson::error_handler_t::replace);
     out << "]," << std::string_view(rest).substr(1) << "\n";
 }
 

@@ -150,6 +150,15 @@ def a_file_that_fails_before_its_session_has_null_figures_and_every_diagnostic()
 
 
 @test
+def diagnostics_of_bytes_that_are_not_utf8_are_still_valid_json():
+    for cmd in ("run", "check"):
+        code, out, err = run(cmd, "-", "--format=json", stdin=b"a = [1]\nb = a + \xff\nc = zz\n")
+        doc = json.loads(out)
+        expect(code == 3 and len(doc["error"]["diagnostics"]) == 2, (cmd, doc))
+        expect("0xFF" in doc["error"]["diagnostics"][0] and "zz" in doc["error"]["diagnostics"][1], doc)
+
+
+@test
 def a_run_that_fails_in_its_session_keeps_its_figures():
     code, out, err = run("run", "-", "--format=json",
                          stdin=b"a = const([1, 2], dtype=i32)\nb = a / const([1, 0], dtype=i32)\n")
