@@ -43,6 +43,17 @@ size_t typo_distance(std::string_view a, std::string_view b) {
     return d[a.size()][b.size()];
 }
 
+// --full, --no-data, --progress/--no-progress.
+void add_output_options(CLI::App* cmd, RunOptions& run) {
+    cmd->add_flag("--full", run.full, "print every value (default: like NumPy, over 1000 elements show 3 at each edge)");
+    cmd->add_flag("--no-data", run.no_data, "print shape, dtype and min, max, mean, nan_count instead of the values");
+    cmd->add_flag_function(
+        "--progress,!--no-progress",
+        [&run](int64_t n) { run.progress = n > 0 ? Toggle::On : Toggle::Off; },
+        "show a progress line on stderr once a run takes over 1 s (default: when stderr is a terminal and "
+        "--format=text)");
+}
+
 }  // namespace
 
 // The candidate a user most likely meant by `word`: within a third of its
@@ -215,6 +226,7 @@ int run_app(int argc, char** argv) {
     run_cmd->add_flag("--profile", run.engine.profile, "print per-op totals (count, time, bytes) after the run");
     DataOptionStrings run_data;
     add_data_options(run_cmd, run_data);
+    add_output_options(run_cmd, run);
 
     std::string convert_file, convert_to;
     auto* convert_cmd = app.add_subcommand("convert", "write the graph in the other form (text or json) on stdout");
@@ -222,6 +234,13 @@ int run_app(int argc, char** argv) {
     convert_cmd->add_option("--to", convert_to, "output form")->required()->check(CLI::IsMember({"text", "json"}));
 
     app.add_subcommand("devices", "list usable devices, or say why no GPU is usable");
+
+    CheckOptions dot;
+    auto* dot_cmd = app.add_subcommand("dot", "write the placed graph as Graphviz DOT on stdout (nodes with name, op, "
+                                              "type and bytes, filled by device; repeat bodies as clusters)");
+    dot_cmd->add_option("FILE", dot.file, "graph file, or - for standard input")->required();
+    add_placement_options(dot_cmd, dot.engine.placement);
+    dot_cmd->add_option("--fetch", dot.engine.fetch, "name to fetch instead of the script's outputs (repeatable)");
 
     // A repeatable option takes one value per use (`--fetch=b a.graph` fetches
     // b and runs a.graph), never the positionals after it, as CLI11 would.
@@ -258,6 +277,7 @@ int run_app(int argc, char** argv) {
         check.format = check_format == "json" ? Format::Json : Format::Text;
         return check_command(check, std::cout, std::cerr);
     }
+    if (dot_cmd->parsed()) return dot_command(dot, std::cout, std::cerr);
     if (convert_cmd->parsed())
         return convert_command(convert_file, convert_to == "json" ? GraphForm::Json : GraphForm::Text, std::cout, std::cerr);
     return devices_command(std::cout);

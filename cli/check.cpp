@@ -186,8 +186,11 @@ void print_json(const Graph& g, const Plan& plan, std::ostream& out) {
 void print_json_error(const std::string& file, const Error& e, std::ostream& out) {
     nlohmann::ordered_json doc;
     doc["file"] = file;
-    doc["error"] = {{"code", exit_code(e)}, {"message", e.message}};
-    out << doc.dump() << "\n";
+    auto diags = nlohmann::ordered_json::array();
+    for (const std::string& d : e.diagnostics) diags.push_back(d);
+    if (diags.empty()) diags.push_back(e.message);
+    doc["error"] = {{"code", exit_code(e)}, {"message", e.message}, {"diagnostics", diags}};
+    out << doc.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace) << "\n";
 }
 
 }  // namespace

@@ -14,6 +14,7 @@
 namespace graphrun::cli {
 
 enum class Format { Text, Json };
+enum class Toggle { Auto, On, Off };
 
 struct CheckOptions {
     std::string file;
@@ -25,10 +26,15 @@ struct RunOptions {
     std::vector<std::string> files;
     Format format = Format::Text;
     RunFileOptions engine;  // everything a run needs but the files
+    bool full = false;     // --full: every value, never summarised
+    bool no_data = false;  // --no-data: shape, dtype and a summary instead of the values
+    Toggle progress = Toggle::Auto;  // --progress / --no-progress; auto: stderr a terminal, text output
 };
 
 int run_command(const RunOptions& opts, std::ostream& out, std::ostream& err);
 int check_command(const CheckOptions& opts, std::ostream& out, std::ostream& err);
+// `graphrun dot FILE`: Graphviz DOT of the placed graph (placement options and --fetch as check).
+int dot_command(const CheckOptions& opts, std::ostream& out, std::ostream& err);
 int convert_command(const std::string& file, GraphForm to, std::ostream& out, std::ostream& err);
 int devices_command(std::ostream& out);
 

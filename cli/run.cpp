@@ -7,13 +7,14 @@
 #include <atomic>
 #include <cstring>
 #include <iomanip>
-#include <nlohmann/json.hpp>
 #include <ostream>
 #include <sstream>
 
 #include "cli/app.h"
 #include "cli/commands.h"
 #include "cli/data_options.h"
+#include "cli/progress.h"
+#include "cli/run_json.h"
 #include "cli/values.h"
 #include "engine/api/run.h"
 #include "engine/api/units.h"
@@ -22,8 +23,6 @@
 namespace graphrun::cli {
 
 namespace {
-
-using ojson = nlohmann::ordered_json;
 
 // SIGINT/SIGTERM: the first one stops the run at the next node boundary (the
 // session still tears down and the statistics are printed); a second SIGINT
@@ -45,53 +44,6 @@ void install_signal_handlers() {
 }
 
 int signal_exit_code(int sig) { return 128 + sig; }
-
-ojson stats_json(const MemoryStats& s) {
-    return ojson{{"in_use", s.in_use},       {"peak", s.peak},     {"pending", s.pending},
-                 {"pending_peak", s.pending_peak}, {"reserved", s.reserved}, {"allocs", s.allocs},
-                 {"frees", s.frees},         {"live", s.live},     {"copied_in", s.copied_in},
-                 {"workspace", s.workspace}};
-}
-
-void print_json(const RunResult& r, const RunFileOptions& opts, std::ostream& out) {
-    ojson doc;
-    doc["file"] = r.file;
-    auto outs = ojson::array();
-    for (const HostTensor& t : r.outputs)
-        outs.push_back(ojson{{"name", t.name}, {"dtype", dtype_name(t.dtype)}, {"shape", t.shape},
-                             {"device", t.device}, {"data", values_json(t)}});
-    doc["outputs"] = std::move(outs);
-    ojson before = ojson::object(), after = ojson::object();
-    for (const auto& [dev, s] : r.before) before[dev] = stats_json(s);
-    for (const auto& [dev, s] : r.after) after[dev] = stats_json(s);
-    doc["memory"] = ojson{{"before_teardown", before}, {"after_teardown", after}};
-    doc["system"] = ojson{{std::string(kCpuDeviceName), ojson{{"kind", "rss"},
-                                        {"before_session", r.rss_session},
-                                        {"before_teardown", r.rss_before},
-                                        {"after_teardown", r.rss_after}}}};
-    auto figure = [](const std::optional<uint64_t>& v) { return v ? ojson(*v) : ojson(nullptr); };
-    for (const auto& [dev, f] : r.gpu_system) {
-        ojson g{{"kind", "driver_used"},
-                {"before_session", figure(f.before_session)},
-                {"before_teardown", figure(f.before_teardown)},
-                {"after_teardown", figure(f.after_teardown)}};
-        if (f.before_session && f.after_teardown)
-            g["context_residue"] = *f.after_teardown > *f.before_session ? *f.after_teardown - *f.before_session : 0;
-        if (!f.why.empty()) g["unavailable"] = f.why;
-        doc["system"][dev] = std::move(g);
-    }
-    doc["session"] = ojson{{"cleanup", cleanup_name(opts.cleanup)}, {"iterations", opts.iterations},
-                           {"run_ms", r.run_ms}, {"teardown_ms", r.teardown_ms}};
-    if (opts.profile) {
-        auto prof = ojson::array();
-        for (const OpProfile& p : r.profile)
-            prof.push_back(ojson{{"op", p.op}, {"count", p.count}, {"ms", p.ms}, {"bytes", p.bytes}});
-        doc["profile"] = std::move(prof);
-    }
-    if (!r.expected.empty()) doc["expected_outputs"] = expected_outputs_json(r, opts);
-    if (r.error) doc["error"] = ojson{{"code", exit_code(*r.error)}, {"message", r.error->message}};
-    out << doc.dump() << "\n";
-}
 
 std::string figure_text(const std::optional<uint64_t>& v) {
     return v ? std::to_string(*v) + " bytes (" + human_bytes(*v) + ")" : std::string("unknown");
@@ -161,11 +113,21 @@ void print_table(const std::string& title, const std::map<std::string, MemorySta
         << human_bytes(rss) << ")\n";
 }
 
-void print_text(const RunResult& r, const RunFileOptions& opts, bool several, std::ostream& out) {
-    if (several) out << "== " << r.file << "\n";
-    for (const HostTensor& t : r.outputs)
-        out << t.name << ": " << type_string(t.dtype, t.shape) << " (" << t.device << ")\n"
-            << format_values(t) << "\n\n";
+void print_text(const RunResult& r, const RunOptions& ro, std::ostream& out) {
+    const RunFileOptions& opts = ro.engine;
+    if (ro.files.size() > 1) out << "== " << r.file << "\n";
+    for (const HostTensor& t : r.outputs) {
+        out << t.name << ": " << type_string(t.dtype, t.shape) << " (" << t.device << ")\n";
+        if (ro.no_data) {
+            const ValueSummary s = summarize(t);
+            auto bare = [](std::string v) { return v.front() == '"' ? v.substr(1, v.size() - 2) : v; };
+            out << "min " << bare(s.min) << ", max " << bare(s.max) << ", mean " << bare(s.mean) << ", nan_count "
+                << s.nan_count << "\n\n";
+        } else {
+            write_values(out, t, ro.full);
+            out << "\n\n";
+        }
+    }
     if (!r.ran) return;
     out << "system (cpu): process resident memory before the session: " << r.rss_session << " bytes ("
         << human_bytes(r.rss_session) << ")\n";
@@ -191,6 +153,13 @@ void print_text(const RunResult& r, const RunFileOptions& opts, bool several, st
     }
 }
 
+// The progress line: asked for, refused, or by default when stderr is a
+// terminal and the output is text.
+bool show_progress(const RunOptions& opts) {
+    if (opts.progress != Toggle::Auto) return opts.progress == Toggle::On;
+    return opts.format == Format::Text && isatty(STDERR_FILENO);
+}
+
 }  // namespace
 
 int run_command(const RunOptions& opts, std::ostream& out, std::ostream& err) {
@@ -203,9 +172,17 @@ int run_command(const RunOptions& opts, std::ostream& out, std::ostream& err) {
             err << "graphrun: interrupted by " << (sig == SIGINT ? "SIGINT" : "SIGTERM") << "; " << file << " and the files after it did not run\n";
             return code == kExitOk ? signal_exit_code(sig) : code;
         }
-        RunResult r = run_file(file, engine, err);
-        if (opts.format == Format::Json) print_json(r, engine, out);
-        else print_text(r, engine, opts.files.size() > 1, out);
+        RunResult r;
+        if (show_progress(opts)) {
+            ProgressLine progress(err, file == "-" ? "<stdin>" : file, engine.iterations);
+            engine.progress = progress.counters();
+            r = run_file(file, engine, progress.messages());
+            engine.progress = nullptr;
+        } else {
+            r = run_file(file, engine, err);
+        }
+        if (opts.format == Format::Json) print_run_json(r, engine, opts.no_data, out);
+        else print_text(r, opts, out);
         out.flush();
         if (!r.error) continue;
         if (code == kExitOk) code = exit_code(*r.error);

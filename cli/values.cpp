@@ -1,17 +1,98 @@
-// NumPy-like printing of tensor values.
-#include "cli/values.h"
-
+// Text printing of tensor values, as NumPy 1.24's str(array) does it
+// (numpy/core/arrayprint.py: FloatingFormat, IntegerFormat, BoolFormat,
+// _leading_trailing and _formatArray with the default print options:
+// precision 8, floatmode 'maxprec', threshold 1000, edgeitems 3, linewidth 75).
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstring>
+#include <sstream>
+
+#include "cli/values.h"
+#include "cli/values_digits.h"
 
 namespace graphrun::cli {
 
 namespace {
 
-constexpr int64_t kSummariseOver = 1000;  // NumPy's threshold
+constexpr int64_t kThreshold = 1000;  // summarise arrays with more elements
 constexpr int64_t kEdgeItems = 3;
 constexpr size_t kLineWidth = 75;
+constexpr size_t kPrecision = 8;  // digits after the point, at most
+
+// The shown part of a float, split as NumPy's first formatting pass splits it.
+struct FloatParts {
+    bool neg = false;
+    std::string int_part;  // positional: the integer digits; scientific: the mantissa's one digit
+    std::string frac;      // without trailing zeros
+    int exp = 0;           // scientific only
+};
+
+// Dragon4 positional, unique, at most 8 digits after the point, trailing zeros
+// trimmed: the shortest digits when they need no more than 8 after the point,
+// otherwise the exact value rounded (half to even) to 8.
+FloatParts positional(double v, bool f32) {
+    Digits d = shortest_digits(v, f32);
+    FloatParts p;
+    p.neg = d.neg;
+    const int n = static_cast<int>(d.digits.size());
+    if (n - d.point > static_cast<int>(kPrecision)) {
+        char buf[512];
+        int len = std::snprintf(buf, sizeof buf, "%.8f", std::fabs(v));
+        std::string s(buf, static_cast<size_t>(len));
+        size_t dot = s.find('.');
+        p.int_part = s.substr(0, dot);
+        p.frac = s.substr(dot + 1);
+        while (!p.frac.empty() && p.frac.back() == '0') p.frac.pop_back();
+        return p;
+    }
+    if (d.point <= 0) {
+        p.int_part = "0";
+        p.frac = std::string(static_cast<size_t>(-d.point), '0') + d.digits;
+    } else if (d.point > n) {
+        // Fewer unique digits than integer digits (an f32 over 2^24): Dragon4
+        // with min_digits 0 still prints every digit through the units, so
+        // the value's own (it is an integer), not zeros.
+        char buf[512];
+        int len = std::snprintf(buf, sizeof buf, "%.0f", std::fabs(v));
+        p.int_part.assign(buf, static_cast<size_t>(len));
+    } else if (d.point == n) {
+        p.int_part = d.digits;
+    } else {
+        p.int_part = d.digits.substr(0, static_cast<size_t>(d.point));
+        p.frac = d.digits.substr(static_cast<size_t>(d.point));
+    }
+    if (p.frac.find_first_not_of('0') == std::string::npos) p.frac.clear();  // the value 0
+    return p;
+}
+
+// Dragon4 scientific, unique, at most 8 mantissa digits after the point.
+FloatParts scientific(double v, bool f32) {
+    Digits d = shortest_digits(v, f32);
+    FloatParts p;
+    p.neg = d.neg;
+    if (d.digits.size() - 1 > kPrecision) {
+        char buf[64];
+        int len = std::snprintf(buf, sizeof buf, "%.8e", std::fabs(v));
+        std::string s(buf, static_cast<size_t>(len));
+        p.int_part = s.substr(0, 1);
+        size_t e = s.find('e');
+        p.frac = s.substr(2, e - 2);
+        while (!p.frac.empty() && p.frac.back() == '0') p.frac.pop_back();
+        p.exp = std::atoi(s.c_str() + e + 1);
+        return p;
+    }
+    p.int_part = d.digits.substr(0, 1);
+    p.frac = d.digits.substr(1);
+    p.exp = d.point - 1;
+    return p;
+}
+
+std::string exponent_text(int e, size_t min_digits) {
+    std::string digits = std::to_string(e < 0 ? -e : e);
+    if (digits.size() < min_digits) digits.insert(0, min_digits - digits.size(), '0');
+    return (e < 0 ? "-" : "+") + digits;
+}
 
 double float_at(const HostTensor& t, int64_t i) {
     if (t.dtype == DType::F32) {
@@ -35,235 +116,291 @@ int64_t int_at(const HostTensor& t, int64_t i) {
     return v;
 }
 
-// Shortest decimal that reads back as the same value of the tensor's dtype.
-std::string shortest(const HostTensor& t, double v) {
-    char buf[64];
-    std::to_chars_result r = t.dtype == DType::F32 ? std::to_chars(buf, buf + sizeof buf, static_cast<float>(v))
-                                                   : std::to_chars(buf, buf + sizeof buf, v);
-    return std::string(buf, r.ptr);
-}
-
-// Formats every shown element to strings of one width, as NumPy does.
-class ElementFormatter {
+// One format for every element of an array, from the elements shown
+// (NumPy's format function is built from the summarised data).
+class ElementFormat {
 public:
-    ElementFormatter(const HostTensor& t, const std::vector<int64_t>& shown) : t_(t) {
-        if (!is_float(t.dtype)) {
-            for (int64_t i : shown) width_ = std::max(width_, raw(i).size());
+    template <class ForEach>
+    ElementFormat(const HostTensor& t, ForEach each) : t_(t), f32_(t.dtype == DType::F32) {
+        if (t.dtype == DType::Bool) return;
+        if (is_int(t.dtype)) {
+            int64_t lo = INT64_MAX, hi = INT64_MIN;
+            each([&](int64_t i) {
+                int64_t v = int_at(t, i);
+                lo = std::min(lo, v), hi = std::max(hi, v);
+            });
+            if (lo <= hi) width_ = std::max(std::to_string(lo).size(), std::to_string(hi).size());
             return;
         }
-        double max_abs = 0, min_abs = INFINITY;
-        bool all_int = true;
-        for (int64_t i : shown) {
-            double v = float_at(t, i);
-            if (!std::isfinite(v)) continue;
-            double a = std::fabs(v);
-            max_abs = std::max(max_abs, a);
-            if (a > 0) min_abs = std::min(min_abs, a);
-            if (v != std::floor(v)) all_int = false;
-        }
-        sci_ = max_abs >= 1e8 || (min_abs < 1e-4 && min_abs > 0 && !all_int) ||
-               (min_abs > 0 && max_abs / min_abs > 1e3 && !all_int && min_abs < 1);
-        // Digits after the point: the fewest that show every value to 8 significant places.
-        for (int64_t i : shown) {
-            double v = float_at(t, i);
-            if (!std::isfinite(v)) continue;
-            frac_ = std::max(frac_, frac_digits(v));
-        }
-        for (int64_t i : shown) {
-            std::string s = raw(i);
-            if (!std::isfinite(float_at(t, i))) {
-                width_ = std::max(width_, s.size());
-                continue;
-            }
-            size_t dot = s.find_first_of(".e");
-            size_t ip = dot == std::string::npos ? s.size() : dot;
-            int_width_ = std::max(int_width_, ip);
-            width_ = std::max(width_, s.size());
-        }
-        if (!sci_) {
-            width_ = 0;
-            for (int64_t i : shown) width_ = std::max(width_, pad(raw(i)).size());
-        }
+        fill_float(each);
     }
 
-    std::string operator()(int64_t i) const {
-        std::string s = is_float(t_.dtype) && !sci_ ? pad(raw(i)) : raw(i);
-        if (s.size() < width_) s.insert(0, width_ - s.size(), ' ');
-        return s;
+    void append(std::string& out, int64_t i) const {
+        if (t_.dtype == DType::Bool) {
+            out += t_.data[static_cast<size_t>(i)] ? " True" : "False";
+            return;
+        }
+        if (is_int(t_.dtype)) {
+            char buf[24];
+            auto r = std::to_chars(buf, buf + sizeof buf, int_at(t_, i));
+            out.append(width_ - std::min(width_, static_cast<size_t>(r.ptr - buf)), ' ');
+            out.append(buf, r.ptr);
+            return;
+        }
+        const double v = float_at(t_, i);
+        if (!std::isfinite(v)) {
+            const char* s = std::isnan(v) ? "nan" : v > 0 ? "inf" : "-inf";
+            out.append(pad_left_ + pad_right_ + 1 - std::strlen(s), ' ');
+            out += s;
+            return;
+        }
+        if (exp_format_) {
+            // min_digits = precision: the value's own digits to `precision`
+            // after the point, rounded half to even, not the unique ones padded.
+            char buf[64];
+            int len = std::snprintf(buf, sizeof buf, "%.*e", static_cast<int>(precision_), v);
+            std::string_view s(buf, static_cast<size_t>(len));
+            const size_t e = s.find('e');
+            const size_t mant = e - (precision_ == 0 ? 0 : precision_ + 1);  // the sign and the digit
+            out.append(pad_left_ - mant, ' ');
+            out.append(s.substr(0, mant));
+            out += '.';
+            if (precision_ > 0) out.append(s.substr(mant + 1, precision_));
+            out += 'e';
+            out += exponent_text(std::atoi(buf + e + 1), exp_size_);
+            return;
+        }
+        FloatParts p = positional(v, f32_);
+        out.append(pad_left_ - (p.neg + p.int_part.size()), ' ');
+        if (p.neg) out += '-';
+        out += p.int_part;
+        out += '.';
+        out += p.frac;
+        out.append(pad_right_ - p.frac.size(), ' ');
     }
 
 private:
-    size_t frac_digits(double v) const {
-        if (sci_) {
-            // The mantissa digits of the shortest form that reads back as the
-            // same value of the tensor's dtype, at most 8 (NumPy's precision).
-            char buf[64];
-            std::to_chars_result r =
-                t_.dtype == DType::F32
-                    ? std::to_chars(buf, buf + sizeof buf, static_cast<float>(v), std::chars_format::scientific)
-                    : std::to_chars(buf, buf + sizeof buf, v, std::chars_format::scientific);
-            std::string m(buf, r.ptr);
-            std::string mant = m.substr(0, m.find('e'));
-            size_t dot = mant.find('.');
-            return dot == std::string::npos ? 0 : std::min<size_t>(8, mant.size() - dot - 1);
-        }
-        char buf[64];
-        std::snprintf(buf, sizeof buf, "%.8f", v);
-        std::string s(buf);
-        while (!s.empty() && s.back() == '0') s.pop_back();
-        size_t dot = s.find('.');
-        return dot == std::string::npos ? 0 : s.size() - dot - 1;
-    }
-
-    std::string raw(int64_t i) const {
-        switch (t_.dtype) {
-            case DType::Bool: return t_.data[static_cast<size_t>(i)] ? " True" : "False";
-            case DType::I32:
-            case DType::I64: return std::to_string(int_at(t_, i));
-            default: break;
-        }
-        double v = float_at(t_, i);
-        if (std::isnan(v)) return "nan";
-        if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
-        char buf[64];
-        if (sci_) {
-            int n = std::snprintf(buf, sizeof buf, "%.*e", static_cast<int>(frac_), v);
-            std::string s(buf, static_cast<size_t>(n));
-            if (frac_ == 0) {
-                size_t e = s.find('e');
-                return s.substr(0, e) + "." + s.substr(e);
+    // FloatingFormat.fillFormat.
+    template <class ForEach>
+    void fill_float(ForEach each) {
+        bool any_finite = false, any_nonfinite = false, neg_inf = false;
+        double max_val = 0, min_val = INFINITY;
+        each([&](int64_t i) {
+            const double v = float_at(t_, i);
+            if (!std::isfinite(v)) {
+                any_nonfinite = true;
+                neg_inf |= std::isinf(v) && v < 0;
+                return;
             }
-            return s;
+            any_finite = true;
+            if (v == 0) return;
+            max_val = std::max(max_val, std::fabs(v));
+            min_val = std::min(min_val, std::fabs(v));
+        });
+        if (min_val != INFINITY) {
+            // The ratio in the dtype's own arithmetic, as NumPy divides two scalars of it.
+            const double ratio = f32_ ? static_cast<double>(static_cast<float>(max_val) / static_cast<float>(min_val))
+                                      : max_val / min_val;
+            exp_format_ = max_val >= 1e8 || min_val < 0.0001 || ratio > 1000.;
         }
-        int n = std::snprintf(buf, sizeof buf, "%.*f", static_cast<int>(frac_), v);
-        std::string s(buf, static_cast<size_t>(n));
-        if (frac_ == 0) s += '.';
-        // Trailing zeros become spaces so that the points line up (NumPy's style).
-        size_t dot = s.find('.');
-        size_t end = s.size();
-        while (end > dot + 1 && s[end - 1] == '0') --end;
-        return s.substr(0, end) + std::string(s.size() - end, ' ');
-    }
-
-    std::string pad(std::string s) const {
-        if (s == "nan" || s == "inf" || s == "-inf") return s;  // right-aligned by the caller
-        size_t dot = s.find('.');
-        size_t ip = dot == std::string::npos ? s.size() : dot;
-        if (ip < int_width_) s.insert(0, int_width_ - ip, ' ');
-        return s;
+        if (any_finite && exp_format_) {
+            size_t exp_digits = 0;
+            each([&](int64_t i) {
+                const double v = float_at(t_, i);
+                if (!std::isfinite(v)) return;
+                FloatParts p = scientific(v, f32_);
+                precision_ = std::max(precision_, p.frac.size());
+                pad_left_ = std::max(pad_left_, p.neg + p.int_part.size());
+                exp_digits = std::max(exp_digits, std::to_string(std::abs(p.exp)).size());
+            });
+            exp_size_ = std::max<size_t>(2, exp_digits);
+            pad_right_ = exp_size_ + 2 + precision_;
+        } else if (any_finite) {
+            each([&](int64_t i) {
+                const double v = float_at(t_, i);
+                if (!std::isfinite(v)) return;
+                FloatParts p = positional(v, f32_);
+                pad_left_ = std::max(pad_left_, p.neg + p.int_part.size());
+                pad_right_ = std::max(pad_right_, p.frac.size());
+            });
+        }
+        if (any_nonfinite) {
+            const size_t offset = pad_right_ + 1;  // +1 for the point
+            const size_t inf_len = 3 + (neg_inf ? 1 : 0);
+            if (3 > offset) pad_left_ = std::max(pad_left_, 3 - offset);
+            if (inf_len > offset) pad_left_ = std::max(pad_left_, inf_len - offset);
+        }
     }
 
     const HostTensor& t_;
-    bool sci_ = false;
-    size_t frac_ = 0;
-    size_t int_width_ = 0;
-    size_t width_ = 0;
+    const bool f32_;
+    size_t width_ = 0;  // integers
+    bool exp_format_ = false;
+    size_t pad_left_ = 0, pad_right_ = 0, precision_ = 0, exp_size_ = 0;
 };
 
-// The indices shown along a dimension of size n.
-std::vector<int64_t> shown_indices(int64_t n, bool summarise) {
-    std::vector<int64_t> v;
-    if (summarise && n > 2 * kEdgeItems) {
-        for (int64_t i = 0; i < kEdgeItems; ++i) v.push_back(i);
-        v.push_back(-1);  // the "..."
-        for (int64_t i = n - kEdgeItems; i < n; ++i) v.push_back(i);
-    } else {
-        for (int64_t i = 0; i < n; ++i) v.push_back(i);
+// NumPy's str() of a scalar: positional when 1e-4 <= |v| < 1e16 (or 0), with
+// at least one digit after the point; otherwise scientific without a
+// trailing point; shortest digits either way.
+std::string scalar_text(const HostTensor& t) {
+    switch (t.dtype) {
+        case DType::Bool: return t.data[0] ? "True" : "False";
+        case DType::I32:
+        case DType::I64: return std::to_string(int_at(t, 0));
+        default: break;
     }
-    return v;
+    const double v = float_at(t, 0);
+    if (std::isnan(v)) return "nan";
+    if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+    Digits d = shortest_digits(v, t.dtype == DType::F32);
+    const double a = std::fabs(v);
+    std::string s = d.neg ? "-" : "";
+    const int n = static_cast<int>(d.digits.size());
+    if (a == 0 || (a >= 1e-4 && a < 1e16)) {
+        if (d.point <= 0) return s + "0." + std::string(static_cast<size_t>(-d.point), '0') + d.digits;
+        if (d.point >= n) return s + d.digits + std::string(static_cast<size_t>(d.point - n), '0') + ".0";
+        return s + d.digits.substr(0, static_cast<size_t>(d.point)) + "." + d.digits.substr(static_cast<size_t>(d.point));
+    }
+    s += d.digits.substr(0, 1);
+    if (n > 1) s += "." + d.digits.substr(1);
+    return s + "e" + exponent_text(d.point - 1, 2);
 }
 
-void collect(const Shape& shape, size_t dim, int64_t offset, const std::vector<int64_t>& strides, bool summarise,
-             std::vector<int64_t>& out) {
-    if (dim == shape.size()) {
-        out.push_back(offset);
-        return;
+// Buffered lines to the stream; the line being formed is kept apart so that
+// wrapping can strip its trailing blanks, as NumPy's _extendLine does.
+class Writer {
+public:
+    explicit Writer(std::ostream& out) : out_(out) {}
+    ~Writer() { flush(); }
+    std::string line;  // the current line, from its first column
+    void end_line() {
+        while (!line.empty() && line.back() == ' ') line.pop_back();
+        buf_ += line;
+        buf_ += '\n';
+        line.clear();
+        if (buf_.size() > (1 << 16)) flush();
     }
-    for (int64_t i : shown_indices(shape[dim], summarise))
-        if (i >= 0) collect(shape, dim + 1, offset + i * strides[dim], strides, summarise, out);
-}
+    void flush() {
+        buf_ += line;
+        line.clear();
+        out_.write(buf_.data(), static_cast<std::streamsize>(buf_.size()));
+        buf_.clear();
+    }
 
-void render(const Shape& shape, size_t dim, int64_t offset, const std::vector<int64_t>& strides, bool summarise,
-            const ElementFormatter& fmt, size_t indent, std::string& out) {
-    if (dim == shape.size()) {
-        out += fmt(offset);
-        return;
+private:
+    std::ostream& out_;
+    std::string buf_;
+};
+
+// Which elements are shown: all, or the edge items of each dimension longer
+// than twice their number when summarising.
+struct Walk {
+    const Shape& shape;
+    std::vector<int64_t> strides;
+    bool summarise;
+
+    bool cut(size_t dim) const { return summarise && 2 * kEdgeItems < shape[dim]; }
+
+    // _leading_trailing: the flat indices of the elements shown, in order.
+    template <class F>
+    void shown(size_t dim, int64_t offset, F& f) const {
+        if (dim == shape.size()) {
+            f(offset);
+            return;
+        }
+        const int64_t n = shape[dim];
+        const bool c = cut(dim);
+        for (int64_t i = 0; i < n; ++i) {
+            if (c && i == kEdgeItems) i = n - kEdgeItems;
+            shown(dim + 1, offset + i * strides[dim], f);
+        }
     }
-    out += '[';
-    std::vector<int64_t> idx = shown_indices(shape[dim], summarise);
-    bool last_dim = dim + 1 == shape.size();
-    size_t line_start = out.rfind('\n') == std::string::npos ? 0 : out.rfind('\n') + 1;
-    for (size_t k = 0; k < idx.size(); ++k) {
-        if (k > 0) {
-            if (last_dim) {
-                out += ' ';
-            } else {
-                out += '\n';
-                // A blank line between blocks of rank 3 and more, as NumPy does.
-                for (size_t b = dim + 2; b < shape.size(); ++b) out += '\n';
-                out += std::string(indent + 1, ' ');
-                line_start = out.size() - indent - 1;
+};
+
+struct Layout {
+    const HostTensor& t;
+    const ElementFormat& fmt;
+    const Walk& walk;
+    const std::vector<int64_t>& strides = walk.strides;
+
+    bool cut(size_t dim) const { return walk.cut(dim); }
+
+    // _formatArray's recurser for the sub-array at `offset` of dimension `dim`;
+    // its hanging indent is dim + 1 columns (brackets or blanks), its width 75 - dim.
+    void recurse(Writer& w, size_t dim, int64_t offset) const {
+        const int64_t n = t.shape[dim];
+        const size_t axes_left = t.shape.size() - dim;
+        const size_t indent = dim + 1;
+        const bool show_cut = cut(dim);
+        w.line += '[';
+        auto each = [&](auto&& visit) {
+            for (int64_t i = 0; i < n; ++i) {
+                if (show_cut && i == kEdgeItems) {
+                    visit(-1);
+                    i = n - kEdgeItems;
+                }
+                visit(i);
             }
-        }
-        if (idx[k] < 0) {
-            out += "...";
-            continue;
-        }
-        if (last_dim) {
-            std::string item = fmt(offset + idx[k] * strides[dim]);
-            if (out.size() - line_start + item.size() + 1 > kLineWidth && k > 0) {
-                out.back() = '\n';
-                out += std::string(indent + 1, ' ');
-                line_start = out.size() - indent - 1;
-            }
-            out += item;
+        };
+        if (axes_left == 1) {
+            const size_t elem_width = kLineWidth - dim - 1;  // room for the ']'
+            std::string word;
+            bool first = true;
+            each([&](int64_t i) {
+                word.clear();
+                if (i < 0) word = "...";
+                else fmt.append(word, offset + i * strides[dim]);
+                if (!first) w.line += ' ';
+                // Wrap unless the line holds only its indent (wrapping would not help).
+                if (w.line.size() + word.size() > elem_width && w.line.size() > indent) {
+                    w.end_line();
+                    w.line.append(indent, ' ');
+                }
+                w.line += word;
+                first = false;
+            });
         } else {
-            render(shape, dim + 1, offset + idx[k] * strides[dim], strides, summarise, fmt, indent + 1, out);
+            bool first = true;
+            each([&](int64_t i) {
+                if (!first) {
+                    for (size_t k = 0; k + 1 < axes_left; ++k) w.end_line();
+                    w.line.append(indent, ' ');
+                }
+                first = false;
+                if (i < 0) w.line += "...";
+                else recurse(w, dim + 1, offset + i * strides[dim]);
+            });
         }
+        w.line += ']';
     }
-    out += ']';
-}
+};
 
 }  // namespace
 
-std::string format_values(const HostTensor& t) {
-    int64_t numel = checked_numel(t.shape).value_or(0);
+void write_values(std::ostream& out, const HostTensor& t, bool full) {
+    const int64_t numel = checked_numel(t.shape).value_or(0);
+    if (t.shape.empty()) {
+        out << scalar_text(t);
+        return;
+    }
+    if (numel == 0) {
+        out << "[]";
+        return;
+    }
     std::vector<int64_t> strides(t.shape.size(), 1);
     for (size_t d = t.shape.size(); d-- > 1;) strides[d - 1] = strides[d] * t.shape[d];
-    bool summarise = numel > kSummariseOver;
-    std::vector<int64_t> shown;
-    collect(t.shape, 0, 0, strides, summarise, shown);
-    ElementFormatter fmt(t, shown);
-    if (t.shape.empty()) return fmt(0).substr(fmt(0).find_first_not_of(' '));
-    std::string out;
-    render(t.shape, 0, 0, strides, summarise, fmt, 0, out);
-    return out;
+    const Walk walk{t.shape, std::move(strides), !full && numel > kThreshold};
+    auto each_shown = [&](auto&& f) { walk.shown(0, 0, f); };
+    const ElementFormat fmt(t, each_shown);
+    const Layout layout{t, fmt, walk};
+    Writer w(out);
+    layout.recurse(w, 0, 0);
 }
 
-nlohmann::ordered_json values_json(const HostTensor& t) {
-    auto element = [&](int64_t i) -> nlohmann::ordered_json {
-        switch (t.dtype) {
-            case DType::Bool: return t.data[static_cast<size_t>(i)] != 0;
-            case DType::I32:
-            case DType::I64: return int_at(t, i);
-            default: break;
-        }
-        double v = float_at(t, i);
-        if (std::isnan(v)) return "nan";
-        if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
-        // An f32 value as its shortest decimal, so that it reads back exactly as f32.
-        if (t.dtype == DType::F32) return std::strtod(shortest(t, v).c_str(), nullptr);
-        return v;
-    };
-    std::vector<int64_t> strides(t.shape.size(), 1);
-    for (size_t d = t.shape.size(); d-- > 1;) strides[d - 1] = strides[d] * t.shape[d];
-    auto build = [&](auto& self, size_t dim, int64_t offset) -> nlohmann::ordered_json {
-        if (dim == t.shape.size()) return element(offset);
-        auto arr = nlohmann::ordered_json::array();
-        for (int64_t i = 0; i < t.shape[dim]; ++i) arr.push_back(self(self, dim + 1, offset + i * strides[dim]));
-        return arr;
-    };
-    return build(build, 0, 0);
+std::string format_values(const HostTensor& t, bool full) {
+    std::ostringstream s;
+    write_values(s, t, full);
+    return s.str();
 }
 
 }  // namespace graphrun::cli

@@ -14,6 +14,8 @@ command -v g++     >/dev/null 2>&1            || need+=(g++)
 command -v python3 >/dev/null 2>&1            || need+=(python3)
 # The benchmarks (scripts/bench) compare with NumPy under the system Python.
 /usr/bin/python3 -c "import numpy" >/dev/null 2>&1 || need+=(python3-numpy)
+# tests/output_test.py checks that `graphrun dot` output parses with Graphviz.
+command -v dot     >/dev/null 2>&1            || need+=(graphviz)
 
 if [ ${#need[@]} -eq 0 ]; then
     exit 0

@@ -4,6 +4,7 @@
 // at all.
 #pragma once
 #include <string>
+#include <vector>
 
 namespace graphrun {
 
@@ -21,6 +22,10 @@ struct Error {
     // One line: the first diagnostic's first line, or the message as printed.
     std::string message;
     int signal = 0;  // ErrorKind::Interrupted: the signal's number
+    // Every diagnostic the failure printed, in order, each in full as printed
+    // (several lines with the source line and caret where known); empty when
+    // `message` is all there is.
+    std::vector<std::string> diagnostics = {};
 };
 
 }  // namespace graphrun

@@ -13,7 +13,9 @@ std::optional<Error> load_error(const LoadedGraph& lg) {
     if (lg.ok()) return std::nullopt;
     std::string first = lg.diag.all().empty() ? "" : lg.diag.format(lg.diag.all().front());
     if (first.find('\n') != std::string::npos) first.resize(first.find('\n'));
-    return Error{lg.read_failed ? ErrorKind::Runtime : ErrorKind::InvalidGraph, first, 0};
+    Error e{lg.read_failed ? ErrorKind::Runtime : ErrorKind::InvalidGraph, first, 0};
+    for (const Diagnostic& d : lg.diag.all()) e.diagnostics.push_back(lg.diag.format(d));
+    return e;
 }
 
 bool apply_fetch(Graph& g, const std::vector<std::string>& fetch, std::string& error) {
@@ -65,6 +67,7 @@ PrepareResult load_and_place(std::unique_ptr<LoadedGraph> loaded, const PrepareO
         d.error(perr->loc, perr->message);
         d.print(err);
         r.error = Error{ErrorKind::Runtime, perr->message, 0};
+        r.error->diagnostics.push_back(d.format(d.all().front()));
     }
     return r;
 }

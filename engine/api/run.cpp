@@ -83,6 +83,7 @@ RunResult run_prepared(Prepared& p, const RunFileOptions& opts, std::ostream& er
     so.cpu_memory_limit = p.cpu_memory_limit;  // 0: the session's default
     so.profile = opts.profile;
     so.interrupt = opts.interrupt;
+    so.progress = opts.progress;
     so.gpu.memory_limit = opts.prepare.memory_limit;
     so.gpu.allow_tf32 = opts.allow_tf32;
     so.gpu.reset_device = opts.reset_device;
@@ -150,6 +151,7 @@ RunResult run_prepared(Prepared& p, const RunFileOptions& opts, std::ostream& er
         d.error(run_error->loc, run_error->message);
         d.print(err);
         r.error = Error{ErrorKind::Runtime, run_error->message, 0};
+        r.error->diagnostics.push_back(d.format(d.all().front()));
         return r;
     }
     if (opts.check_leaks) {

@@ -32,6 +32,8 @@ struct RunFileOptions {
     const std::atomic<int>* interrupt = nullptr;
     FeedOptions feeds;        // the values of the graph's inputs (--input, --fill)
     OutputFileOptions files;  // --output, --save, --expected-output
+    // Updated at pass and repeat-pass boundaries for a progress display. Optional.
+    RunProgress* progress = nullptr;
 };
 
 // A GPU's used memory as the driver reports it (NVML), at three moments.

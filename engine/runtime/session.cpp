@@ -291,8 +291,28 @@ struct Session::PassVisitor {
     }
     void drop(NodeId v) { s.frame_.drop(v); }
     void share(NodeId to, NodeId from) { s.frame_.share(to, from); }
-    static int64_t passes(const Repeat& rep) { return rep.count; }
-    void loop_pass_end(int32_t) { s.cleanup_->at_safe_point(); }  // the end of each repeat pass
+    int64_t passes(const Repeat& rep) {
+        if (s.opts_.progress && rep.parent < 0) track(rep);
+        return rep.count;
+    }
+    void loop_pass_end(int32_t loop) {  // the end of each repeat pass
+        s.cleanup_->at_safe_point();
+        if (loop == tracked) s.opts_.progress->repeat_passes_done.store(++tracked_done, std::memory_order_relaxed);
+    }
+
+    // SessionOptions::progress: the top-level repeat starting now is the one
+    // whose passes are counted (one compare per repeat pass otherwise).
+    int32_t tracked = -1;
+    int64_t tracked_done = 0;
+    void track(const Repeat& rep) {
+        RunProgress& p = *s.opts_.progress;
+        tracked = static_cast<int32_t>(&rep - s.g_.repeats.data());
+        tracked_done = 0;
+        p.repeat_line.store(rep.loc.line, std::memory_order_relaxed);
+        p.repeat_count.store(rep.count, std::memory_order_relaxed);
+        p.repeat_passes_done.store(0, std::memory_order_relaxed);
+        p.repeat.store(tracked, std::memory_order_relaxed);
+    }
 };
 
 std::optional<RunError> Session::run_pass() {
@@ -312,6 +332,10 @@ std::optional<RunError> Session::run(int64_t iterations, const std::vector<Outpu
         if (pass > 0)
             for (NodeId v : plan_.held) frame_.drop(v);
         err = run_pass();
+        if (opts_.progress) {
+            opts_.progress->repeat.store(-1, std::memory_order_relaxed);
+            opts_.progress->passes_done.store(pass + 1, std::memory_order_relaxed);
+        }
     }
     cleanup_->at_run_end();  // what a stopped run left unreferenced shows as pending
     // The run ends when the devices have finished its work (and said whether it failed).

@@ -17,6 +17,19 @@ namespace graphrun {
 enum class CleanupStrategy { Background, Safepoint, Close };
 const char* cleanup_name(CleanupStrategy s);
 
+// Where a run is, for a progress display that polls it from another thread.
+// Written only at the start of a top-level repeat, at the end of each of its
+// passes and at the end of each pass of the run (relaxed stores), never per node.
+struct RunProgress {
+    std::atomic<int64_t> passes_done{0};  // of the run's iterations
+    // The top-level repeat running in the current pass (-1: none yet), its
+    // source line, its count and how many passes of it have ended.
+    std::atomic<int32_t> repeat{-1};
+    std::atomic<uint32_t> repeat_line{0};
+    std::atomic<int64_t> repeat_count{0};
+    std::atomic<int64_t> repeat_passes_done{0};
+};
+
 struct SessionOptions {
     CleanupStrategy cleanup = CleanupStrategy::Background;
     int threads = 1;
@@ -29,6 +42,7 @@ struct SessionOptions {
     // Set asynchronously (a signal handler) to the signal's number to stop the
     // run at the next node boundary. Optional.
     const std::atomic<int>* interrupt = nullptr;
+    RunProgress* progress = nullptr;  // updated as the run goes, when set
 };
 
 // Per-op totals of a profiled run.
