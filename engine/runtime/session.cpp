@@ -342,6 +342,8 @@ void Session::close() {
     if (closed_) return;
     closed_ = true;
     auto t0 = std::chrono::steady_clock::now();
+    // The peaks are the run's: teardown's releases pass through pending too.
+    for (auto& [name, dev] : devices_) dev->allocator().freeze_peaks();
     frame_.drop_all();
     cleanup_->close();  // releases everything; joins the reclaimer
     kernels_.clear();  // before the devices whose handles they use

@@ -47,8 +47,9 @@ public:
     std::map<std::string, MemoryStats> stats() const;
     // The memory limit of each device the session opened.
     std::map<std::string, uint64_t> limits() const;
-    // Teardown: releases every remaining tensor, joins the reclaimer, gives
-    // every allocator cache back to the system. Idempotent.
+    // Teardown: freezes the peak figures (they are the run's: SPEC section 4),
+    // releases every remaining tensor, joins the reclaimer, gives every
+    // allocator cache back to the system. Idempotent.
     void close();
 
     // Per-op totals, slowest first (empty unless SessionOptions::profile).

@@ -1,0 +1,83 @@
+#!/usr/bin/env python3
+"""The memory story through the real binary (issue 14): peaks that cover the run
+only, out-of-memory errors that say where in the run they happened, the
+--timeline, the --trace file and `graphrun compare`.
+Usage: memory_test.py GRAPHRUN_BINARY SOURCE_DIR"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+BIN = sys.argv[1]
+SRC = sys.argv[2]
+EXAMPLES = os.path.join(SRC, "scripts", "examples")
+results = {"passed": 0, "failed": 0}
+STRATEGIES = ("background", "safepoint", "close")
+
+
+def run(*args, stdin=None, timeout=120):
+    p = subprocess.run([BIN, *args], input=stdin, capture_output=True, timeout=timeout)
+    return p.returncode, p.stdout.decode("utf-8", "replace"), p.stderr.decode("utf-8", "replace")
+
+
+def test(fn):
+    try:
+        fn()
+    except AssertionError as e:
+        results["failed"] += 1
+        print(f"FAIL {fn.__name__}: {e}")
+        return fn
+    except Exception as e:  # a crash in the harness is a failure too
+        results["failed"] += 1
+        print(f"FAIL {fn.__name__}: {type(e).__name__}: {e}")
+        return fn
+    results["passed"] += 1
+    print(f"ok   {fn.__name__}")
+    return fn
+
+
+def expect(cond, msg):
+    if not cond:
+        raise AssertionError(msg)
+
+
+def examples():
+    return sorted(os.path.join(EXAMPLES, f) for f in os.listdir(EXAMPLES) if f.endswith((".graph", ".json")))
+
+
+def run_json(*args, stdin=None, want=0):
+    code, out, err = run("run", *args, "--format=json", stdin=stdin)
+    expect(code == want, f"run {args}: exit {code}, expected {want}: {err[-800:]}")
+    return [json.loads(l) for l in out.strip().splitlines()], err
+
+
+# --- item 2: peaks cover the run, not teardown ---------------------------------
+
+@test
+def peaks_are_the_same_before_and_after_teardown():
+    for path in examples():
+        for cleanup in STRATEGIES:
+            for m in ("1", "3"):
+                docs, _ = run_json(path, f"--cleanup={cleanup}", f"--iterations={m}", "--check-leaks")
+                mem = docs[0]["memory"]
+                for dev, before in mem["before_teardown"].items():
+                    after = mem["after_teardown"][dev]
+                    for key in ("peak", "pending_peak"):
+                        expect(before[key] == after[key],
+                               f"{os.path.basename(path)} --cleanup={cleanup} --iterations={m} {dev}: "
+                               f"{key} {before[key]} before teardown, {after[key]} after")
+
+
+@test
+def add_graph_pending_peak_under_background_is_the_runs():
+    # The issue's case: 64 before teardown, 128 after, when teardown's own releases counted.
+    docs, _ = run_json(os.path.join(EXAMPLES, "add.graph"), "--cleanup=background")
+    mem = docs[0]["memory"]
+    expect(mem["after_teardown"]["cpu"]["pending_peak"] == mem["before_teardown"]["cpu"]["pending_peak"], mem)
+    expect(mem["after_teardown"]["cpu"]["pending_peak"] <= 64, mem)
+
+
+print(f"memory: {results['passed']} passed, {results['failed']} failed")
+sys.exit(1 if results["failed"] else 0)
