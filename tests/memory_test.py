@@ -79,5 +79,44 @@ def add_graph_pending_peak_under_background_is_the_runs():
     expect(mem["after_teardown"]["cpu"]["pending_peak"] <= 64, mem)
 
 
+# --- item 7: where an out-of-memory error happened ----------------------------
+
+NESTED = b"x = zeros([1024])\nrepeat 4 {\n  repeat 20 { x = x + ones([1024]) }\n}\n"
+
+
+@test
+def out_of_memory_names_the_iteration():
+    # Under close one pass holds ones (4096), the literal 2 (64) and b (4096): 8256
+    # bytes; 7 passes hold 57792, and the 8th's b no longer fits in 64 KiB.
+    src = b"a = ones([1024])\nb = a * 2\noutput b\n"
+    docs, err = run_json("-", "--memory-limit=64KiB", "--cleanup=close", "--iterations=20", stdin=src, want=1)
+    want = "out of memory on cpu at node 'b' (mul), iteration 8 of 20: f32[1024] needs 4096 bytes"
+    expect(want in err, err)
+    expect(want in docs[0]["error"]["message"], docs[0]["error"])
+
+
+@test
+def out_of_memory_names_each_repeat_pass_outermost_first():
+    # Under close a pass holds zeros and 80 x (ones, add): 161 buffers of 4096 bytes.
+    # 64 KiB (16 buffers): zeros and 7 inner passes fit, the 8th pass's add does not.
+    _, err = run_json("-", "--memory-limit=64KiB", "--cleanup=close", "--iterations=3", stdin=NESTED, want=1)
+    expect("<stdin>:3:21: error: out of memory on cpu at node 'x#2' (add), iteration 1 of 3, "
+           "pass 1 of 4 of the repeat at line 2, pass 8 of 20 of the repeat at line 3: f32[1024]" in err, err)
+    # 1 MiB (256 buffers): the first iteration's 161 fit; in the second, zeros and 47
+    # inner passes (2 outer ones and 7 of the third) fit, and the 48th pass's ones does not.
+    _, err = run_json("-", "--memory-limit=1MiB", "--cleanup=close", "--iterations=3", stdin=NESTED, want=1)
+    expect("at node 'ones' (ones), iteration 2 of 3, pass 3 of 4 of the repeat at line 2, "
+           "pass 8 of 20 of the repeat at line 3: f32[1024] needs 4096 bytes" in err, err)
+
+
+@test
+def out_of_memory_in_a_json_graph_names_the_repeats_by_pointer():
+    code, js, err = run("convert", "-", "--to=json", stdin=NESTED)
+    expect(code == 0, err)
+    _, err = run_json("-", "--memory-limit=64KiB", "--cleanup=close", stdin=js.encode(), want=1)
+    expect("iteration 1 of 1, pass 1 of 4 of the repeat at /nodes/1, pass 8 of 20 of the repeat at "
+           "/nodes/1/body/0: f32[1024]" in err, err)
+
+
 print(f"memory: {results['passed']} passed, {results['failed']} failed")
 sys.exit(1 if results["failed"] else 0)

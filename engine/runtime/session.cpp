@@ -132,9 +132,24 @@ std::vector<OpProfile> Session::profile() const {
 
 // --- execution --------------------------------------------------------------
 
+std::string Session::run_position(const Node& n) const {
+    std::string out = ", iteration " + std::to_string(pass_ + 1) + " of " + std::to_string(iterations_);
+    std::vector<int32_t> loops;  // innermost first
+    for (int32_t r = n.repeat; r >= 0; r = g_.repeats[static_cast<size_t>(r)].parent) loops.push_back(r);
+    for (auto it = loops.rbegin(); it != loops.rend(); ++it) {
+        const Repeat& rep = g_.repeats[static_cast<size_t>(*it)];
+        out += ", pass " + std::to_string(rep.count - walker_.passes_left(*it) + 1) + " of " +
+               std::to_string(rep.count) + " of the repeat";
+        if (!rep.loc.pointer.empty()) out += " at " + std::string(rep.loc.pointer.view());
+        else if (rep.loc.line) out += " at line " + std::to_string(rep.loc.line);
+    }
+    return out;
+}
+
 std::string Session::oom_message(const Node& n, uint64_t bytes, const Allocator& a, const std::string& what) const {
     MemoryStats s = a.stats();
-    std::string msg = "out of memory on " + std::string(n.placed) + " at " + node_label(n) + ": " + what + " needs " +
+    std::string msg = "out of memory on " + std::string(n.placed) + " at " + node_label(n) + run_position(n) + ": " +
+                      what + " needs " +
                       std::to_string(bytes) + " bytes; in use " + std::to_string(s.in_use) +
                       " bytes, limit " + std::to_string(a.limit()) + " bytes";
     return msg + cleanup_->oom_note(s);
@@ -304,7 +319,9 @@ std::optional<RunError> Session::run(int64_t iterations, const std::vector<Outpu
     if (open_error_) return open_error_;
     auto t0 = std::chrono::steady_clock::now();
     std::optional<RunError> err;
+    iterations_ = iterations;
     for (int64_t pass = 0; pass < iterations && !err; ++pass) {
+        pass_ = pass;
         // The previous pass's outputs stay referenced until this pass's first safe point.
         if (pass > 0)
             for (NodeId v : plan_.held) frame_.drop(v);

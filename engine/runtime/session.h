@@ -71,6 +71,9 @@ private:
     std::optional<RunError> copy_input(const Node& n, const Node& in, const ExecutionFrame::Buffer& src, Device& dev,
                                        TensorRef& ref);
     std::string oom_message(const Node& n, uint64_t bytes, const Allocator& a, const std::string& what) const;
+    // Where in the run node n is running: ", iteration 2 of 5, pass 7 of 20
+    // of the repeat at line 3" (each enclosing repeat, outermost first).
+    std::string run_position(const Node& n) const;
 
     const Graph& g_;
     const Plan& plan_;
@@ -112,6 +115,7 @@ private:
 
     std::vector<OpProfile> op_profile_;  // by OpKind
 
+    int64_t pass_ = 0, iterations_ = 0;  // the pass running (from 0), of how many
     bool closed_ = false;
     double run_ms_ = 0, teardown_ms_ = 0;
 };
