@@ -208,6 +208,15 @@ int run_app(int argc, char** argv) {
     run_cmd->add_flag("--allow-tf32", run.engine.allow_tf32, "let GPU matmul use TF32 (no effect without a GPU)");
     run_cmd->add_flag("--reset-device", run.engine.reset_device, "end the CUDA context at teardown (no effect without a GPU)");
     run_cmd->add_flag("--profile", run.engine.profile, "print per-op totals (count, time, bytes) after the run");
+    // Watching the run (issue 14): its own block, so that it merges cleanly.
+    bool run_timeline = false;
+    run_cmd->add_flag("--timeline", run_timeline,
+                      "print in_use, peak and pending per device at the end of each pass and repeat pass "
+                      "(sampled evenly to at most 50 rows; a `timeline` array in JSON)");
+    run_cmd->add_option("--trace", run.trace,
+                        "write a Chrome trace-event JSON file (Perfetto, chrome://tracing): a slice per node, the "
+                        "reclaimer's release batches, in_use/pending/reserved counters per device (at most 200000 "
+                        "events)");
 
     std::string convert_file, convert_to;
     auto* convert_cmd = app.add_subcommand("convert", "write the graph in the other form (text or json) on stdout");
@@ -240,6 +249,7 @@ int run_app(int argc, char** argv) {
                                                           : CleanupStrategy::Background;
         run.format = run_format == "json" ? Format::Json : Format::Text;
         if (!run_memory_limit.empty()) parse_memory_size(run_memory_limit, run.engine.prepare.memory_limit);
+        if (run_timeline) run.engine.timeline_rows = 50;
         return run_command(run, std::cout, std::cerr);
     }
     stop_compute_workers();  // only `run` computes

@@ -25,6 +25,7 @@ struct RunOptions {
     std::vector<std::string> files;
     Format format = Format::Text;
     RunFileOptions engine;  // everything a run needs but the files
+    std::string trace;      // --trace=FILE: every file's run in one Chrome trace ("" for none)
 };
 
 int run_command(const RunOptions& opts, std::ostream& out, std::ostream& err);

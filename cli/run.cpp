@@ -5,6 +5,8 @@
 
 #include <atomic>
 #include <cstring>
+#include <fstream>
+#include <optional>
 #include <iomanip>
 #include <nlohmann/json.hpp>
 #include <ostream>
@@ -12,6 +14,7 @@
 
 #include "cli/app.h"
 #include "cli/commands.h"
+#include "cli/observe_output.h"
 #include "cli/values.h"
 #include "engine/api/run.h"
 #include "engine/api/units.h"
@@ -85,6 +88,7 @@ void print_json(const RunResult& r, const RunFileOptions& opts, std::ostream& ou
             prof.push_back(ojson{{"op", p.op}, {"count", p.count}, {"ms", p.ms}, {"bytes", p.bytes}});
         doc["profile"] = std::move(prof);
     }
+    if (opts.timeline_rows) doc["timeline"] = timeline_json(r.timeline);
     if (r.error) doc["error"] = ojson{{"code", exit_code(*r.error)}, {"message", r.error->message}};
     out << doc.dump() << "\n";
 }
@@ -169,15 +173,11 @@ void print_text(const RunResult& r, const RunFileOptions& opts, bool several, st
                 << std::setw(14) << ms.str() << std::setw(16) << p.bytes << "\n";
         }
     }
+    if (opts.timeline_rows) print_timeline(r.timeline, opts.iterations, out);
 }
 
-}  // namespace
-
-int run_command(const RunOptions& opts, std::ostream& out, std::ostream& err) {
+int run_files(const RunOptions& opts, const RunFileOptions& engine, std::ostream& out, std::ostream& err) {
     int code = kExitOk;
-    install_signal_handlers();
-    RunFileOptions engine = opts.engine;
-    engine.interrupt = &g_interrupt;
     for (const std::string& file : opts.files) {
         if (int sig = g_interrupt.load()) {  // interrupted between files: the rest do not run
             err << "graphrun: interrupted by " << (sig == SIGINT ? "SIGINT" : "SIGTERM") << "; " << file << " and the files after it did not run\n";
@@ -191,6 +191,26 @@ int run_command(const RunOptions& opts, std::ostream& out, std::ostream& err) {
         if (code == kExitOk) code = exit_code(*r.error);
         if (r.error->kind == ErrorKind::Interrupted) break;
     }
+    return code;
+}
+
+}  // namespace
+
+int run_command(const RunOptions& opts, std::ostream& out, std::ostream& err) {
+    install_signal_handlers();
+    RunFileOptions engine = opts.engine;
+    engine.interrupt = &g_interrupt;
+    std::optional<TraceRecorder> trace;
+    if (!opts.trace.empty()) {
+        if (!std::ofstream(opts.trace, std::ios::binary | std::ios::trunc)) {  // said before anything runs
+            err << "graphrun: error: cannot write the trace to " << opts.trace << "\n";
+            return kExitRuntime;
+        }
+        engine.trace = &trace.emplace();
+    }
+    int code = run_files(opts, engine, out, err);
+    // The trace holds what ran, also when a file failed or a signal stopped the rest.
+    if (trace && !write_trace(*trace, opts.trace, err) && code == kExitOk) code = kExitRuntime;
     return code;
 }
 

@@ -118,5 +118,158 @@ def out_of_memory_in_a_json_graph_names_the_repeats_by_pointer():
            "/nodes/1/body/0: f32[1024]" in err, err)
 
 
+# --- item 3: --timeline ---------------------------------------------------------
+
+CHAIN50 = b"x = zeros([1024])\nrepeat 50 { x = x + ones([1024]) }\noutput x\n"  # 4 KiB of garbage a repeat pass
+
+
+@test
+def timeline_json_samples_pass_ends_evenly():
+    docs, _ = run_json("-", "--timeline", "--iterations=20", "--cleanup=close", stdin=CHAIN50)
+    rows = docs[0]["timeline"]
+    # 20 x (50 repeat passes + 1) = 1020 pass ends, one row every 21: 48 rows, then the run's end.
+    expect(len(rows) == 49, len(rows))
+    def index(r):  # which of the 1020 pass ends (from 1) a row is
+        return (r["iteration"] - 1) * 51 + (r["repeats"][0]["pass"] if r["repeats"] else 51)
+    spacing = {index(b) - index(a) for a, b in zip(rows[:-2], rows[1:-1])}
+    expect(spacing == {21} and index(rows[0]) == 21, spacing)
+    expect(any(r["end"] == "iteration" and not r["repeats"] for r in rows), "iteration ends are sampled too")
+    expect(rows[-1]["end"] == "run end" and rows[-1]["iteration"] == 20, rows[-1])
+    expect(rows[0] == {"end": "repeat pass", "iteration": 1, "repeats": [{"at": "line 2", "pass": 21, "passes": 50}],
+                       "memory": rows[0]["memory"]}, rows[0])
+    in_use = [r["memory"]["cpu"]["in_use"] for r in rows]
+    expect(in_use == sorted(in_use) and in_use[-1] > 40 * in_use[0], in_use)  # close grows pass after pass
+    before = docs[0]["memory"]["before_teardown"]["cpu"]
+    last = rows[-1]["memory"]["cpu"]
+    expect(last == {k: before[k] for k in ("in_use", "peak", "pending")}, (last, before))
+    for cleanup in ("safepoint", "background"):
+        docs, _ = run_json("-", "--timeline", "--iterations=20", f"--cleanup={cleanup}", stdin=CHAIN50)
+        rows = docs[0]["timeline"]
+        expect(len(rows) <= 51, len(rows))
+        peaks = {r["memory"]["cpu"]["peak"] for r in rows}
+        expect(max(peaks) <= 2 * 4096 * 4 + 4 * 1048576, (cleanup, peaks))  # bounded, not 20 x 50 x 8 KiB
+    docs, _ = run_json("-", "--iterations=2", stdin=CHAIN50)
+    expect("timeline" not in docs[0], "no timeline without --timeline")
+
+
+@test
+def timeline_of_a_short_run_has_every_pass_end_and_nested_repeats_outermost_first():
+    docs, _ = run_json(os.path.join(SRC, "tests", "scripts", "nested_repeat.graph"), "--timeline", "--cleanup=close")
+    rows = docs[0]["timeline"]
+    expect(len(rows) == 2 * 3 + 2 + 1, len(rows))  # 6 inner passes, 2 outer, the iteration
+    expect([r["end"] for r in rows] == ["repeat pass"] * 8 + ["iteration"], [r["end"] for r in rows])
+    expect(rows[2]["repeats"] == [{"at": "line 3", "pass": 1, "passes": 2}, {"at": "line 4", "pass": 3, "passes": 3}],
+           rows[2])
+    expect(rows[3]["repeats"] == [{"at": "line 3", "pass": 1, "passes": 2}], rows[3])
+    expect(rows[-1]["repeats"] == [], rows[-1])
+
+
+@test
+def timeline_text_table():
+    code, out, err = run("run", "-", "--timeline", "--iterations=20", "--cleanup=close", stdin=CHAIN50)
+    expect(code == 0, err)
+    lines = out[out.index("timeline ("):].splitlines()
+    expect(lines[0].startswith("timeline (49 rows for 1020 pass ends, one every 21"), lines[0])
+    expect(lines[1].split() == ["iteration", "repeat", "passes", "end", "device", "in_use", "peak", "pending"], lines[1])
+    expect(lines[2].split()[:5] == ["1/20", "line", "2:", "21/50", "repeat"], lines[2])
+    expect(lines[-1].split()[:4] == ["20/20", "-", "run", "end"], lines[-1])
+    expect(len(lines) == 2 + 49, len(lines))
+
+
+@test
+def timeline_of_a_stopped_run_ends_where_it_stopped():
+    docs, err = run_json("-", "--timeline", "--iterations=20", "--cleanup=close", "--memory-limit=1MiB",
+                         stdin=CHAIN50, want=1)
+    rows = docs[0]["timeline"]
+    expect(rows[-1]["end"] == "stopped" and rows[-1]["iteration"] == 3, rows[-1])
+    expect("iteration 3 of 20, pass 27 of 50 of the repeat at line 2" in err, err)
+    expect(rows[-1]["repeats"] == [{"at": "line 2", "pass": 26, "passes": 50}], rows[-1])
+
+
+# --- item 4: --trace ---------------------------------------------------------------
+
+def load_trace(path):
+    with open(path) as f:
+        return json.load(f)
+
+
+def last_counters(events, pid):
+    last = {}
+    for e in events:
+        if e["ph"] == "C" and e["pid"] == pid:
+            last[e["name"]] = e["args"]["bytes"]
+    return last
+
+
+@test
+def trace_parses_has_node_slices_reclaimer_batches_and_final_counters():
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "t.json")
+        for cleanup in STRATEGIES:
+            docs, err = run_json("-", f"--trace={path}", "--iterations=3", f"--cleanup={cleanup}", stdin=CHAIN50)
+            expect(err == "", err)
+            trace = load_trace(path)
+            ev = trace["traceEvents"]
+            expect(trace["otherData"]["truncated"] is False and trace["otherData"]["dropped_events"] == 0,
+                   trace["otherData"])
+            nodes = [e for e in ev if e["ph"] == "X" and e["tid"] == 1]
+            # zeros, then 50 x (ones, add), each iteration
+            expect(len(nodes) == 3 * (1 + 2 * 50), len(nodes))
+            add = next(e for e in nodes if e["args"]["op"] == "add")
+            expect(add["args"] == {"name": "x#2", "op": "add", "shape": "f32[1024]", "device": "cpu", "bytes": 4096},
+                   add)
+            expect(all(e["dur"] >= 0 and e["ts"] >= 0 for e in nodes), "negative times")
+            names = {e["args"]["name"] for e in ev if e["ph"] == "M" and e["name"] == "thread_name"}
+            expect(names == {"executing thread", "reclaimer"}, names)
+            batches = [e for e in ev if e["ph"] == "X" and e["tid"] == 2]
+            if cleanup == "background":
+                expect(batches and all(e["name"] == "release batch" and e["args"]["buffers"] > 0 for e in batches),
+                       batches[:3])
+            else:
+                expect(not batches, f"{cleanup} has no reclaimer")
+            before = docs[0]["memory"]["before_teardown"]["cpu"]
+            last = last_counters(ev, 1)
+            expect(last == {"in_use (cpu)": before["in_use"], "pending (cpu)": before["pending"],
+                            "reserved (cpu)": before["reserved"]}, (cleanup, last, before))
+
+
+@test
+def trace_of_several_files_has_one_process_each():
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "t.json")
+        files = [os.path.join(EXAMPLES, "add.graph"), os.path.join(EXAMPLES, "mlp.graph")]
+        docs, _ = run_json(*files, f"--trace={path}", "--cleanup=safepoint")
+        ev = load_trace(path)["traceEvents"]
+        procs = {e["pid"]: e["args"]["name"] for e in ev if e["ph"] == "M" and e["name"] == "process_name"}
+        expect(procs == {1: "graphrun " + files[0], 2: "graphrun " + files[1]}, procs)
+        for pid, doc in ((1, docs[0]), (2, docs[1])):
+            before = doc["memory"]["before_teardown"]["cpu"]
+            expect(last_counters(ev, pid)["in_use (cpu)"] == before["in_use"], pid)
+
+
+@test
+def trace_of_a_huge_run_is_capped_and_says_so():
+    src = b"x = zeros([4])\nrepeat 120000 { x = x + 1 }\noutput x\n"  # 240001 node slices alone
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "t.json")
+        docs, err = run_json("-", f"--trace={path}", "--cleanup=safepoint", stdin=src)
+        expect("stopped at its cap of 200000 events" in err, err)
+        trace = load_trace(path)
+        other = trace["otherData"]
+        expect(other["truncated"] is True and other["max_events"] == 200000 and other["dropped_events"] > 40000, other)
+        ev = trace["traceEvents"]
+        expect(200000 <= len(ev) <= 200010, len(ev))
+        expect(any(e["ph"] == "i" and e["name"] == "trace capped" for e in ev), "no mark where the trace stops")
+        before = docs[0]["memory"]["before_teardown"]["cpu"]
+        expect(last_counters(ev, 1)["in_use (cpu)"] == before["in_use"], "the last counters are kept")
+        expect(docs[0]["outputs"][0]["data"] == [120000.0] * 4, docs[0]["outputs"][0]["data"])
+
+
+@test
+def trace_to_an_unwritable_path_fails_before_running():
+    code, out, err = run("run", os.path.join(EXAMPLES, "add.graph"), "--trace=/nonexistent-dir/t.json")
+    expect(code == 1 and "cannot write the trace to /nonexistent-dir/t.json" in err and out == "", (code, out, err))
+
+
 print(f"memory: {results['passed']} passed, {results['failed']} failed")
 sys.exit(1 if results["failed"] else 0)

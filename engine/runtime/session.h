@@ -27,6 +27,7 @@
 #include "engine/runtime/device.h"
 #include "engine/runtime/device_factory.h"
 #include "engine/runtime/execution_frame.h"
+#include "engine/runtime/run_observer.h"
 #include "engine/runtime/session_options.h"
 
 namespace graphrun {
@@ -59,11 +60,13 @@ public:
     bool reclaimer_running() const { return cleanup_->thread_running(); }
 
 private:
+    template <bool Observed>
     struct PassVisitor;  // the executor as PlanWalker's visitor (session.cpp)
 
     std::optional<RunError> run_pass();
     std::optional<RunError> run_node(NodeId id);
-    std::optional<RunError> run_node_profiled(NodeId id);
+    std::optional<RunError> run_node_instrumented(NodeId id);  // --profile, or an observer of nodes
+    void observe_pass_end(int32_t loop);  // loop -1: the iteration ended
     RunError interrupted(NodeId before, int sig) const;  // the error of a run stopped by `sig`
     Device* device_for(std::string_view name);
     void* allocate_on(Device& dev, uint64_t bytes);
@@ -116,6 +119,10 @@ private:
     std::vector<OpProfile> op_profile_;  // by OpKind
 
     int64_t pass_ = 0, iterations_ = 0;  // the pass running (from 0), of how many
+    RunObserver* const observer_;        // SessionOptions::observer
+    // run_node_instrumented rather than run_node: profile, or observer_ wants nodes.
+    const bool instrumented_;
+    std::vector<LoopPass> position_;  // observe_pass_end's, reused
     bool closed_ = false;
     double run_ms_ = 0, teardown_ms_ = 0;
 };

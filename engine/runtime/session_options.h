@@ -13,6 +13,8 @@
 
 namespace graphrun {
 
+class RunObserver;  // run_observer.h
+
 // When unreferenced tensors go back to their allocator (SPEC section 4).
 enum class CleanupStrategy { Background, Safepoint, Close };
 const char* cleanup_name(CleanupStrategy s);
@@ -29,6 +31,8 @@ struct SessionOptions {
     // Set asynchronously (a signal handler) to the signal's number to stop the
     // run at the next node boundary. Optional.
     const std::atomic<int>* interrupt = nullptr;
+    // Watches the run (--timeline, --trace, compare); optional. Outlives the session.
+    RunObserver* observer = nullptr;
 };
 
 // Per-op totals of a profiled run.
