@@ -218,6 +218,34 @@ int run_app(int argc, char** argv) {
                         "reclaimer's release batches, in_use/pending/reserved counters per device (at most 200000 "
                         "events)");
 
+    // `graphrun compare` (issue 14): its own block, so that it merges cleanly.
+    CompareOptions compare;
+    std::string compare_format = "text", compare_memory_limit;
+    auto* compare_cmd = app.add_subcommand(
+        "compare", "run a graph under all three cleanup strategies (a fresh session each) and print peak, pending at "
+                   "the end, allocs, run and teardown time side by side; --plot draws in_use over the executed nodes");
+    compare_cmd->add_option("FILE", compare.file, "graph file (.graph text or .json); it is read three times")
+        ->required()
+        ->check([](const std::string& v) -> std::string {
+            return v == "-" ? "compare reads FILE once per strategy: standard input (-) cannot be used" : "";
+        });
+    compare_cmd
+        ->add_option("--iterations", compare.engine.iterations, "run the graph N times in each session (0 to 2^40)")
+        ->check(CLI::Validator([](std::string& v) { return integer_problem(v, 0, int64_t{1} << 40, "2^40"); }, ""))
+        ->default_str("1");
+    compare_cmd->add_option("--plot", compare.plot,
+                            "write an SVG line chart of in_use over executed nodes, one line per strategy "
+                            "(at most 2000 points each)");
+    compare_cmd->add_option("--format", compare_format, "output format on stdout")
+        ->check(CLI::IsMember({"text", "json"}))
+        ->default_str("text");
+    compare_cmd
+        ->add_option("--memory-limit", compare_memory_limit, "per-device cap on bytes in use, as for run")
+        ->check(CLI::Validator([](std::string& v) { return memory_size_problem(v); }, ""));
+    compare_cmd->add_option("--threads", compare.engine.threads, "CPU worker threads, 1 to 1024 (default: all cores)")
+        ->check(CLI::Validator([](std::string& v) { return integer_problem(v, 1, 1024, "1024"); }, ""));
+    add_placement_options(compare_cmd, compare.engine.prepare.placement);
+
     std::string convert_file, convert_to;
     auto* convert_cmd = app.add_subcommand("convert", "write the graph in the other form (text or json) on stdout");
     convert_cmd->add_option("FILE", convert_file, "graph file, or - for standard input")->required();
@@ -252,7 +280,12 @@ int run_app(int argc, char** argv) {
         if (run_timeline) run.engine.timeline_rows = 50;
         return run_command(run, std::cout, std::cerr);
     }
-    stop_compute_workers();  // only `run` computes
+    if (compare_cmd->parsed()) {
+        compare.format = compare_format == "json" ? Format::Json : Format::Text;
+        if (!compare_memory_limit.empty()) parse_memory_size(compare_memory_limit, compare.engine.prepare.memory_limit);
+        return compare_command(compare, std::cout, std::cerr);
+    }
+    stop_compute_workers();  // only `run` and `compare` compute
     if (check_cmd->parsed()) {
         check.format = check_format == "json" ? Format::Json : Format::Text;
         return check_command(check, std::cout, std::cerr);

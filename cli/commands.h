@@ -28,7 +28,16 @@ struct RunOptions {
     std::string trace;      // --trace=FILE: every file's run in one Chrome trace ("" for none)
 };
 
+// `graphrun compare` (cli/compare.cpp): the file under every cleanup strategy.
+struct CompareOptions {
+    std::string file;
+    Format format = Format::Text;
+    RunFileOptions engine;  // cleanup and series_points are set per run
+    std::string plot;       // --plot=FILE.svg ("" for none)
+};
+
 int run_command(const RunOptions& opts, std::ostream& out, std::ostream& err);
+int compare_command(const CompareOptions& opts, std::ostream& out, std::ostream& err);
 int check_command(const CheckOptions& opts, std::ostream& out, std::ostream& err);
 int convert_command(const std::string& file, GraphForm to, std::ostream& out, std::ostream& err);
 int devices_command(std::ostream& out);

@@ -13,6 +13,8 @@ command -v g++     >/dev/null 2>&1            || need+=(g++)
 command -v python3 >/dev/null 2>&1            || need+=(python3)
 # The benchmarks (scripts/bench) compare with NumPy under the system Python.
 /usr/bin/python3 -c "import numpy" >/dev/null 2>&1 || need+=(python3-numpy)
+# tests/memory_test.py renders `graphrun compare --plot`'s SVG to PNG with it.
+command -v rsvg-convert >/dev/null 2>&1       || need+=(librsvg2-bin)
 
 if [ ${#need[@]} -eq 0 ]; then
     exit 0

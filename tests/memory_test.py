@@ -271,5 +271,92 @@ def trace_to_an_unwritable_path_fails_before_running():
     expect(code == 1 and "cannot write the trace to /nonexistent-dir/t.json" in err and out == "", (code, out, err))
 
 
+# --- item 5: graphrun compare -------------------------------------------------
+
+def chain_file(tmp):
+    path = os.path.join(tmp, "chain.graph")
+    with open(path, "wb") as f:
+        f.write(CHAIN50)
+    return path
+
+
+@test
+def compare_text_table_has_every_strategy_and_matches_run():
+    with tempfile.TemporaryDirectory() as tmp:
+        path = chain_file(tmp)
+        code, out, err = run("compare", path, "--iterations=20")
+        expect(code == 0, err)
+        lines = out.splitlines()
+        expect(lines[0].startswith(f"compare: {path}, iterations=20"), lines[0])
+        expect(lines[1].split() == ["strategy", "device", "peak", "pending_peak", "pending_at_end", "allocs", "run_ms",
+                                    "teardown_ms"], lines[1])
+        rows = {l.split()[0]: l.split() for l in lines[2:]}
+        expect(set(rows) == set(STRATEGIES), rows)
+        for cleanup in ("safepoint", "close"):  # deterministic figures: the same as `run` prints
+            docs, _ = run_json(path, "--iterations=20", f"--cleanup={cleanup}")
+            before = docs[0]["memory"]["before_teardown"]["cpu"]
+            row = rows[cleanup]
+            expect([int(row[2]), int(row[4]), int(row[5])] == [before["peak"], before["pending"], before["allocs"]],
+                   (cleanup, row, before))
+        expect(int(rows["close"][2]) >= 0.9 * 20 * 50 * 2 * 4096, rows["close"])
+
+
+@test
+def compare_json_and_plot():
+    with tempfile.TemporaryDirectory() as tmp:
+        path = chain_file(tmp)
+        svg = os.path.join(tmp, "plot.svg")
+        code, out, err = run("compare", path, "--iterations=100", f"--plot={svg}", "--format=json")
+        expect(code == 0, err)
+        doc = json.loads(out)
+        expect(doc["file"] == path and doc["iterations"] == 100, doc.keys())
+        expect([s["cleanup"] for s in doc["strategies"]] == list(STRATEGIES), doc["strategies"])
+        for s in doc["strategies"]:
+            expect(s["executed_nodes"] == 100 * 101, s["executed_nodes"])
+            series = s["series"]
+            expect(2 <= len(series) <= 2001 and series[0]["node"] == 0 and series[-1]["node"] == 100 * 101,
+                   (len(series), series[:2], series[-1:]))
+            nodes = [p["node"] for p in series]
+            expect(nodes == sorted(nodes), "series in node order")
+            expect(set(s["memory"]["cpu"]) == {"peak", "pending_peak", "pending_at_end", "allocs", "frees"}, s["memory"])
+        close = doc["strategies"][2]
+        expect(close["series"][-1]["in_use"]["cpu"] == close["memory"]["cpu"]["peak"], close["series"][-1])
+        import xml.etree.ElementTree as ET
+        root = ET.parse(svg).getroot()
+        ns = "{http://www.w3.org/2000/svg}"
+        expect(root.tag == ns + "svg", root.tag)
+        lines = root.findall(f"{ns}polyline")
+        expect(len(lines) == 3, len(lines))
+        for line in lines:
+            expect(len(line.get("points").split()) <= 2001, len(line.get("points").split()))
+        texts = [t.text for t in root.iter(f"{ns}text")]
+        for want in ("background", "safepoint", "close", "executed nodes", "in_use (MiB)"):
+            expect(want in texts, f"{want} not in the chart's text: {texts}")
+        expect(any(t and t.endswith(" MiB") for t in texts), "y ticks have units")
+        if shutil.which("rsvg-convert"):
+            png = os.path.join(tmp, "plot.png")
+            p = subprocess.run(["rsvg-convert", svg, "-o", png], capture_output=True, timeout=60)
+            expect(p.returncode == 0, p.stderr)
+            with open(png, "rb") as f:
+                expect(f.read(8) == b"\x89PNG\r\n\x1a\n", "not a PNG")
+        else:
+            print("     (rendering skipped: no rsvg-convert; scripts/deps.sh installs librsvg2-bin)")
+
+
+@test
+def compare_errors():
+    code, _, err = run("compare", "-", stdin=CHAIN50)
+    expect(code == 2 and "standard input (-) cannot be used" in err, err)
+    code, _, err = run("compare", os.path.join(SRC, "tests", "scripts", "error_matmul_inner.graph"))
+    expect(code == 3 and err.count("inner dimensions") == 1, err)  # reported once, not per strategy
+    with tempfile.TemporaryDirectory() as tmp:
+        path = chain_file(tmp)
+        # close cannot fit 20 iterations in 1 MiB; the others can: close's row says so, exit 1.
+        code, out, err = run("compare", path, "--iterations=20", "--memory-limit=1MiB")
+        expect(code == 1 and "close: error: out of memory on cpu" in out, (code, out, err))
+        code, out, err = run("compare", path, "--plot=/nonexistent-dir/p.svg")
+        expect(code == 1 and "cannot write the plot to /nonexistent-dir/p.svg" in err, (code, err))
+
+
 print(f"memory: {results['passed']} passed, {results['failed']} failed")
 sys.exit(1 if results["failed"] else 0)
