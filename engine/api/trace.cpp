@@ -42,12 +42,14 @@ public:
     }
 
     void on_node(const NodeRun& n) override {
-        std::string args = "{\"name\":" + quoted(std::string(n.node.display())) + ",\"op\":\"" +
-                           op_name(n.node.op) + "\",\"shape\":\"" + type_string(n.node.dtype, n.node.shape) +
-                           "\",\"device\":\"" + std::string(n.device) + "\",\"bytes\":" + std::to_string(n.bytes) + "}";
         std::lock_guard<std::mutex> lock(rec_.mu_);
         if (ended_) return;
         const double ts = us_between(origin_, n.start);
+        std::string args;
+        if (rec_.events_.size() < rec_.max_events_)  // past the cap the slice is only counted: no text to build
+            args = "{\"name\":" + quoted(std::string(n.node.display())) + ",\"op\":\"" + op_name(n.node.op) +
+                   "\",\"shape\":\"" + type_string(n.node.dtype, n.node.shape) + "\",\"device\":\"" +
+                   std::string(n.device) + "\",\"bytes\":" + std::to_string(n.bytes) + "}";
         rec_.add_locked(Event{'X', pid_, kExecutorTid, ts, us_between(n.start, n.end), std::string(n.node.display()),
                               std::move(args)});
         counters_locked(us_between(origin_, n.end), nullptr, false);

@@ -153,3 +153,28 @@ TEST_CASE("trace: capped, says so, keeps the last counters, and is valid JSON") 
         if (e["ph"] == "C" && e["name"] == "in_use (cpu)") last_in_use = e["args"]["bytes"];
     CHECK(last_in_use == r.before.at("cpu").in_use);
 }
+
+TEST_CASE("trace: background's reclaimer records its batches while the executor records nodes") {
+    PrepareResult pr = prepared("x = zeros([4096])\nrepeat 300 { x = x + ones([4096]) }\noutput x\n");
+    TraceRecorder trace;
+    RunFileOptions o;
+    o.threads = 1;
+    o.cleanup = CleanupStrategy::Background;
+    o.iterations = 3;
+    o.trace = &trace;
+    std::ostringstream err;
+    RunResult r = run_prepared(pr.prepared, o, err);
+    REQUIRE_FALSE(r.error);
+    CHECK(trace.dropped_events() == 0);
+    std::ostringstream out;
+    trace.write(out);
+    nlohmann::json doc = nlohmann::json::parse(out.str());
+    size_t slices = 0, batches = 0;
+    for (const auto& e : doc["traceEvents"]) {
+        if (e["ph"] != "X") continue;
+        if (e["tid"] == 1) ++slices;
+        else ++batches;
+    }
+    CHECK(slices == 3 * (1 + 2 * 300));
+    CHECK(batches > 0);
+}
