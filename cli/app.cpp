@@ -216,7 +216,8 @@ int run_app(int argc, char** argv) {
     run_cmd->add_option("--trace", run.trace,
                         "write a Chrome trace-event JSON file (Perfetto, chrome://tracing): a slice per node, the "
                         "reclaimer's release batches, in_use/pending/reserved counters per device (at most 200000 "
-                        "events)");
+                        "events)")
+        ->type_name("FILE");
 
     // `graphrun compare` (issue 14): its own block, so that it merges cleanly.
     CompareOptions compare;
@@ -235,7 +236,8 @@ int run_app(int argc, char** argv) {
         ->default_str("1");
     compare_cmd->add_option("--plot", compare.plot,
                             "write an SVG line chart of in_use over executed nodes, one line per strategy "
-                            "(at most 2000 points each)");
+                            "(at most 2000 points each)")
+        ->type_name("FILE.svg");
     compare_cmd->add_option("--format", compare_format, "output format on stdout")
         ->check(CLI::IsMember({"text", "json"}))
         ->default_str("text");
