@@ -6,7 +6,8 @@
 //   DeviceFactory (device_factory.h)    opens the devices the plan is placed on;
 //   ExecutionFrame (execution_frame.h)  buffers, reference counts, in place;
 //   Cleanup (cleanup_strategy.h)        when unreferenced buffers go back;
-//   PlanWalker (engine/plan)            the steps of a pass, shared with the static peak.
+//   PlanWalker (engine/plan)            the steps of a pass, shared with the static peak;
+//   RunObserver (run_observer.h)        watches the run, when SessionOptions::observer is set.
 // SessionOptions, HostTensor, RunError, OpProfile and CleanupStrategy are in
 // session_options.h, included here.
 #pragma once
