@@ -225,11 +225,8 @@ int run_app(int argc, char** argv) {
     auto* compare_cmd = app.add_subcommand(
         "compare", "run a graph under all three cleanup strategies (a fresh session each) and print peak, pending at "
                    "the end, allocs, run and teardown time side by side; --plot draws in_use over the executed nodes");
-    compare_cmd->add_option("FILE", compare.file, "graph file (.graph text or .json); it is read three times")
-        ->required()
-        ->check([](const std::string& v) -> std::string {
-            return v == "-" ? "compare reads FILE once per strategy: standard input (-) cannot be used" : "";
-        });
+    compare_cmd->add_option("FILE", compare.file, "graph file (.graph text or .json), or - for standard input")
+        ->required();
     compare_cmd
         ->add_option("--iterations", compare.engine.iterations, "run the graph N times in each session (0 to 2^40)")
         ->check(CLI::Validator([](std::string& v) { return integer_problem(v, 0, int64_t{1} << 40, "2^40"); }, ""))

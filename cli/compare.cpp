@@ -111,16 +111,19 @@ LineChart chart_of(const std::string& file, int64_t iterations, const std::vecto
 }  // namespace
 
 int compare_command(const CompareOptions& opts, std::ostream& out, std::ostream& err) {
+    // Loaded, placed and planned once (its warnings said once); each strategy
+    // runs it in a fresh session.
+    PrepareResult pr = prepare(opts.file, opts.engine.prepare, err);
+    if (!pr.ok()) return exit_code(*pr.error);
     std::vector<RunResult> runs;
     int code = kExitOk;
     for (CleanupStrategy s : kStrategies) {
         RunFileOptions engine = opts.engine;
         engine.cleanup = s;
         engine.series_points = kPlotPoints;
-        runs.push_back(run_file(opts.file, engine, err));
+        runs.push_back(run_prepared(pr.prepared, engine, err));
         const RunResult& r = runs.back();
         if (r.error && code == kExitOk) code = exit_code(*r.error);
-        if (!r.ran) return code;  // the file itself is wrong: the same for every strategy
     }
     const std::string& file = runs[0].file;
     if (opts.format == Format::Json) print_json(file, opts.engine.iterations, runs, out);

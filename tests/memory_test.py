@@ -345,8 +345,8 @@ def compare_json_and_plot():
 
 @test
 def compare_errors():
-    code, _, err = run("compare", "-", stdin=CHAIN50)
-    expect(code == 2 and "standard input (-) cannot be used" in err, err)
+    code, out, err = run("compare", "-", "--device=gpu", stdin=CHAIN50)  # read once, warned once
+    expect(code == 0 and out.startswith("compare: <stdin>, iterations=1") and err.count("warning:") <= 1, (out, err))
     code, _, err = run("compare", os.path.join(SRC, "tests", "scripts", "error_matmul_inner.graph"))
     expect(code == 3 and err.count("inner dimensions") == 1, err)  # reported once, not per strategy
     with tempfile.TemporaryDirectory() as tmp:
