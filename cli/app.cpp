@@ -227,6 +227,42 @@ int run_app(int argc, char** argv) {
     DataOptionStrings run_data;
     add_data_options(run_cmd, run_data);
     add_output_options(run_cmd, run);
+    // Watching the run (issue 14): its own block, so that it merges cleanly.
+    bool run_timeline = false;
+    run_cmd->add_flag("--timeline", run_timeline,
+                      "print in_use, peak and pending per device at the end of each pass and repeat pass "
+                      "(sampled evenly to at most 50 rows; a `timeline` array in JSON)");
+    run_cmd->add_option("--trace", run.trace,
+                        "write a Chrome trace-event JSON file (Perfetto, chrome://tracing): a slice per node, the "
+                        "reclaimer's release batches, in_use/pending/reserved counters per device (at most 200000 "
+                        "events)")
+        ->type_name("FILE");
+
+    // `graphrun compare` (issue 14): its own block, so that it merges cleanly.
+    CompareOptions compare;
+    std::string compare_format = "text", compare_memory_limit;
+    auto* compare_cmd = app.add_subcommand(
+        "compare", "run a graph under all three cleanup strategies (a fresh session each) and print peak, pending at "
+                   "the end, allocs, run and teardown time side by side; --plot draws in_use over the executed nodes");
+    compare_cmd->add_option("FILE", compare.file, "graph file (.graph text or .json), or - for standard input")
+        ->required();
+    compare_cmd
+        ->add_option("--iterations", compare.engine.iterations, "run the graph N times in each session (0 to 2^40)")
+        ->check(CLI::Validator([](std::string& v) { return integer_problem(v, 0, int64_t{1} << 40, "2^40"); }, ""))
+        ->default_str("1");
+    compare_cmd->add_option("--plot", compare.plot,
+                            "write an SVG line chart of in_use over executed nodes, one line per strategy "
+                            "(at most 2000 points each)")
+        ->type_name("FILE.svg");
+    compare_cmd->add_option("--format", compare_format, "output format on stdout")
+        ->check(CLI::IsMember({"text", "json"}))
+        ->default_str("text");
+    compare_cmd
+        ->add_option("--memory-limit", compare_memory_limit, "per-device cap on bytes in use, as for run")
+        ->check(CLI::Validator([](std::string& v) { return memory_size_problem(v); }, ""));
+    compare_cmd->add_option("--threads", compare.engine.threads, "CPU worker threads, 1 to 1024 (default: all cores)")
+        ->check(CLI::Validator([](std::string& v) { return integer_problem(v, 1, 1024, "1024"); }, ""));
+    add_placement_options(compare_cmd, compare.engine.prepare.placement);
 
     std::string convert_file, convert_to;
     auto* convert_cmd = app.add_subcommand("convert", "write the graph in the other form (text or json) on stdout");
@@ -270,9 +306,15 @@ int run_app(int argc, char** argv) {
             std::cerr << data_error << "\nRun with --help for more information.\n";
             return kExitUsage;
         }
+        if (run_timeline) run.engine.timeline_rows = 50;
         return run_command(run, std::cout, std::cerr);
     }
-    stop_compute_workers();  // only `run` computes
+    if (compare_cmd->parsed()) {
+        compare.format = compare_format == "json" ? Format::Json : Format::Text;
+        if (!compare_memory_limit.empty()) parse_memory_size(compare_memory_limit, compare.engine.prepare.memory_limit);
+        return compare_command(compare, std::cout, std::cerr);
+    }
+    stop_compute_workers();  // only `run` and `compare` compute
     if (check_cmd->parsed()) {
         check.format = check_format == "json" ? Format::Json : Format::Text;
         return check_command(check, std::cout, std::cerr);

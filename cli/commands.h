@@ -29,9 +29,19 @@ struct RunOptions {
     bool full = false;     // --full: every value, never summarised
     bool no_data = false;  // --no-data: shape, dtype and a summary instead of the values
     Toggle progress = Toggle::Auto;  // --progress / --no-progress; auto: stderr a terminal, text output
+    std::string trace;      // --trace=FILE: every file's run in one Chrome trace ("" for none)
+};
+
+// `graphrun compare` (cli/compare.cpp): the file under every cleanup strategy.
+struct CompareOptions {
+    std::string file;
+    Format format = Format::Text;
+    RunFileOptions engine;  // cleanup and series_points are set per run
+    std::string plot;       // --plot=FILE.svg ("" for none)
 };
 
 int run_command(const RunOptions& opts, std::ostream& out, std::ostream& err);
+int compare_command(const CompareOptions& opts, std::ostream& out, std::ostream& err);
 int check_command(const CheckOptions& opts, std::ostream& out, std::ostream& err);
 // `graphrun dot FILE`: Graphviz DOT of the placed graph (placement options and --fetch as check).
 int dot_command(const CheckOptions& opts, std::ostream& out, std::ostream& err);

@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <atomic>
 #include <cstring>
+#include <fstream>
+#include <optional>
 #include <iomanip>
 #include <ostream>
 #include <sstream>
@@ -15,6 +17,7 @@
 #include "cli/data_options.h"
 #include "cli/progress.h"
 #include "cli/run_json.h"
+#include "cli/observe_output.h"
 #include "cli/values.h"
 #include "engine/api/run.h"
 #include "engine/api/units.h"
@@ -151,6 +154,7 @@ void print_text(const RunResult& r, const RunOptions& ro, std::ostream& out) {
                 << std::setw(14) << ms.str() << std::setw(16) << p.bytes << "\n";
         }
     }
+    if (opts.timeline_rows) print_timeline(r.timeline, opts.iterations, out);
 }
 
 // The progress line: asked for, refused, or by default when stderr is a
@@ -160,13 +164,8 @@ bool show_progress(const RunOptions& opts) {
     return opts.format == Format::Text && isatty(STDERR_FILENO);
 }
 
-}  // namespace
-
-int run_command(const RunOptions& opts, std::ostream& out, std::ostream& err) {
+int run_files(const RunOptions& opts, RunFileOptions engine, std::ostream& out, std::ostream& err) {
     int code = kExitOk;
-    install_signal_handlers();
-    RunFileOptions engine = opts.engine;
-    engine.interrupt = &g_interrupt;
     for (const std::string& file : opts.files) {
         if (int sig = g_interrupt.load()) {  // interrupted between files: the rest do not run
             err << "graphrun: interrupted by " << (sig == SIGINT ? "SIGINT" : "SIGTERM") << "; " << file << " and the files after it did not run\n";
@@ -188,6 +187,26 @@ int run_command(const RunOptions& opts, std::ostream& out, std::ostream& err) {
         if (code == kExitOk) code = exit_code(*r.error);
         if (r.error->kind == ErrorKind::Interrupted) break;
     }
+    return code;
+}
+
+}  // namespace
+
+int run_command(const RunOptions& opts, std::ostream& out, std::ostream& err) {
+    install_signal_handlers();
+    RunFileOptions engine = opts.engine;
+    engine.interrupt = &g_interrupt;
+    std::optional<TraceRecorder> trace;
+    if (!opts.trace.empty()) {
+        if (!std::ofstream(opts.trace, std::ios::binary | std::ios::trunc)) {  // said before anything runs
+            err << "graphrun: error: cannot write the trace to " << opts.trace << "\n";
+            return kExitRuntime;
+        }
+        engine.trace = &trace.emplace();
+    }
+    int code = run_files(opts, engine, out, err);
+    // The trace holds what ran, also when a file failed or a signal stopped the rest.
+    if (trace && !write_trace(*trace, opts.trace, err) && code == kExitOk) code = kExitRuntime;
     return code;
 }
 

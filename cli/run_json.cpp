@@ -6,6 +6,7 @@
 
 #include "cli/commands.h"
 #include "cli/data_options.h"
+#include "cli/observe_output.h"
 #include "cli/values.h"
 #include "engine/ir/device_name.h"
 
@@ -59,6 +60,7 @@ ojson rest_json(const RunResult& r, const RunFileOptions& opts) {
             prof.push_back(ojson{{"op", p.op}, {"count", p.count}, {"ms", p.ms}, {"bytes", p.bytes}});
         doc["profile"] = r.ran ? std::move(prof) : none;
     }
+    if (opts.timeline_rows) doc["timeline"] = timeline_json(r.timeline);
     if (!r.expected.empty()) doc["expected_outputs"] = expected_outputs_json(r, opts);
     if (r.error) {
         auto diags = ojson::array();

@@ -16,6 +16,8 @@ command -v python3 >/dev/null 2>&1            || need+=(python3)
 /usr/bin/python3 -c "import numpy" >/dev/null 2>&1 || need+=(python3-numpy)
 # tests/output_test.py checks that `graphrun dot` output parses with Graphviz.
 command -v dot     >/dev/null 2>&1            || need+=(graphviz)
+# tests/memory_test.py renders `graphrun compare --plot`'s SVG to PNG with it.
+command -v rsvg-convert >/dev/null 2>&1       || need+=(librsvg2-bin)
 
 if [ ${#need[@]} -eq 0 ]; then
     exit 0

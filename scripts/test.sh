@@ -15,7 +15,7 @@ if [ "${GRAPHRUN_QUICK:-0}" = 1 ]; then echo "stages: 1 passed, 0 failed"; exit 
 echo "== ThreadSanitizer: sessions, strategies, injected failures, the thread pool"
 cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGRAPHRUN_SANITIZE=thread >/dev/null
 cmake --build build-tsan --target graphrun_unit_tests -j"$(nproc)"
-TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" build-tsan/tests/graphrun_unit_tests -tc='session*,injection*,thread pool*,cleanup*,plan walker*'
+TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" build-tsan/tests/graphrun_unit_tests -tc='session*,injection*,thread pool*,cleanup*,plan walker*,observer*,trace*'
 
 echo "== AddressSanitizer + UndefinedBehaviorSanitizer: the whole suite"
 scripts/sanitize.sh

@@ -1,6 +1,8 @@
 // One fresh session per graph: open, run, take the statistics, tear down.
 #include "engine/api/run.h"
 
+#include "engine/api/trace.h"
+
 #include <cstdio>
 #include <thread>
 #include <unistd.h>
@@ -104,6 +106,16 @@ RunResult run_prepared(Prepared& p, const RunFileOptions& opts, std::ostream& er
             (after_teardown ? f.after_teardown : f.before_teardown) = v;
         }
     };
+    // The run's observers: declared before the session, which calls them until it closes.
+    std::optional<TimelineRecorder> timeline;
+    std::optional<SeriesRecorder> series;
+    std::unique_ptr<RunObserver> traced;
+    ObserverFanout observers;
+    if (opts.timeline_rows) observers.add(&timeline.emplace(g, opts.iterations, opts.timeline_rows));
+    if (opts.series_points)
+        observers.add(&series.emplace(expected_node_runs(g, plan, opts.iterations), opts.series_points));
+    if (opts.trace) observers.add((traced = opts.trace->begin_run(lg.display)).get());
+    so.observer = observers.empty() ? nullptr : observers.single() ? observers.single() : &observers;
     r.rss_session = resident_bytes();
     r.ran = true;
     Session session(g, plan, so);
@@ -130,6 +142,12 @@ RunResult run_prepared(Prepared& p, const RunFileOptions& opts, std::ostream& er
     r.run_ms = session.run_ms();
     r.profile = session.profile();
     r.before = session.stats();
+    if (traced) opts.trace->end_run(*traced, r.before);
+    if (timeline) r.timeline = timeline->finish(refused.empty() && !run_error);
+    if (series) {
+        r.executed_nodes = series->executed();
+        r.series = series->finish();
+    }
     r.rss_before = resident_bytes();
     driver_figures(false);
     session.close();

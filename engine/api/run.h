@@ -12,9 +12,14 @@
 
 #include "engine/api/error.h"
 #include "engine/api/feeds.h"
+#include "engine/api/observe.h"  // Timeline, SeriesPoint
 #include "engine/api/prepare.h"
 #include "engine/runtime/allocator.h"  // MemoryStats
 #include "engine/runtime/session.h"    // CleanupStrategy, HostTensor, OpProfile
+
+namespace graphrun {
+class TraceRecorder;  // trace.h
+}
 
 namespace graphrun {
 
@@ -34,6 +39,10 @@ struct RunFileOptions {
     OutputFileOptions files;  // --output, --save, --expected-output
     // Updated at pass and repeat-pass boundaries for a progress display. Optional.
     RunProgress* progress = nullptr;
+    // Watching the run (observe.h, trace.h); none costs anything per node when off.
+    size_t timeline_rows = 0;      // --timeline: memory at pass ends, at most about this many rows (0: none)
+    size_t series_points = 0;      // compare: in_use after executed nodes, at most about this many points (0: none)
+    TraceRecorder* trace = nullptr;  // --trace: the run becomes one process of this trace
 };
 
 // A GPU's used memory as the driver reports it (NVML), at three moments.
@@ -51,6 +60,9 @@ struct RunResult {
     bool ran = false;  // a session was opened (the figures above are set)
     std::vector<OpProfile> profile;
     double run_ms = 0, teardown_ms = 0;
+    Timeline timeline;                // RunFileOptions::timeline_rows
+    std::vector<SeriesPoint> series;  // RunFileOptions::series_points
+    uint64_t executed_nodes = 0;      // counted when series_points is set
     std::optional<Error> error;
     // --expected-output: one check per expected value, in the order given
     // (empty when none was given or the run failed before comparing).

@@ -65,6 +65,11 @@ public:
         return true;
     }
 
+    // How many passes of loop `loop` are left to walk, the current one
+    // included, while the walk is inside its body: its current pass is
+    // passes(r) - passes_left(loop), counted from 0 (an error's place in a run).
+    int64_t passes_left(int32_t loop) const { return passes_left_[static_cast<size_t>(loop)]; }
+
 private:
     const Graph& g_;
     const Plan& plan_;

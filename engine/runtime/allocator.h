@@ -75,6 +75,10 @@ public:
     virtual MemoryStats stats() const = 0;
     virtual void add_copied_in(uint64_t bytes) = 0;
     virtual uint64_t limit() const = 0;
+    // Teardown begins: from here on pending_peak stays as the run left it, so
+    // that no peak figure counts teardown's own releases (SPEC section 4).
+    // `peak` moves only on an allocation, and teardown allocates nothing.
+    virtual void freeze_peaks() {}
 };
 
 // Test hook (Lua's Memcontrol): when > 0, the allocation that brings the
@@ -147,7 +151,7 @@ public:
         std::lock_guard<BriefMutex> lock(mu_);
         uint64_t bytes = 0;
         for (size_t i = 0; i < n; ++i) bytes += items[i].bytes;
-        s_.pending_peak = std::max(s_.pending_peak, s_.pending + bytes);
+        if (!peaks_frozen_) s_.pending_peak = std::max(s_.pending_peak, s_.pending + bytes);
         for (size_t i = 0; i < n; ++i) release_locked(items[i].data, items[i].bytes);
     }
     void release_scratch(void* p, uint64_t bytes) override {
@@ -157,7 +161,11 @@ public:
     void add_pending(uint64_t bytes) override {
         std::lock_guard<BriefMutex> lock(mu_);
         s_.pending += bytes;
-        s_.pending_peak = std::max(s_.pending_peak, s_.pending);
+        if (!peaks_frozen_) s_.pending_peak = std::max(s_.pending_peak, s_.pending);
+    }
+    void freeze_peaks() override {
+        std::lock_guard<BriefMutex> lock(mu_);
+        peaks_frozen_ = true;
     }
     void trim() override {
         std::lock_guard<BriefMutex> lock(mu_);
@@ -244,6 +252,7 @@ private:
 
     const uint64_t limit_;
     MemoryStats s_;  // `reserved` is Impl's: reserved_locked()
+    bool peaks_frozen_ = false;  // freeze_peaks(): teardown has begun
 };
 
 // Host memory: 64-byte aligned, freed blocks cached by size for reuse (that

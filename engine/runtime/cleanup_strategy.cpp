@@ -203,7 +203,9 @@ void BackgroundCleanup::reclaimer_loop() {
         lock.unlock();
         uint64_t done = 0;
         for (const PendingRelease& f : work) done += f.bytes;
+        const RunClock::time_point t0 = observer_ ? RunClock::now() : RunClock::time_point{};
         release_all(work.data(), work.size(), true);
+        if (observer_) observer_->on_release_batch(t0, RunClock::now(), work.size(), done);
         work.clear();
         lock.lock();
         queued_bytes_ -= done;

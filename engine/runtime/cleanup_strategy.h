@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "engine/runtime/allocator.h"
+#include "engine/runtime/run_observer.h"
 #include "engine/runtime/session_options.h"
 
 namespace graphrun {
@@ -64,6 +65,8 @@ public:
     // after the node, so that nothing is reused or released before close and
     // a pass allocates exactly Plan::close_growth.
     virtual bool holds_until_close() const { return false; }
+    // Told of the reclaimer's release batches (background); before start().
+    void set_observer(RunObserver* o) { observer_ = o; }
 
 protected:
     // A safe point calls flush_at_safe_point() once the batch holds
@@ -87,6 +90,7 @@ protected:
     // pending_[0, pending_marked_) is counted as pending (add_pending), the
     // rest not yet: safepoint and background count a batch when it goes.
     size_t pending_marked_ = 0;
+    RunObserver* observer_ = nullptr;
 
 private:
     const size_t flush_buffers_;

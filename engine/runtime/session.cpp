@@ -39,7 +39,10 @@ Session::Session(const Graph& g, const Plan& plan, SessionOptions opts)
       cleanup_(make_cleanup(opts_.cleanup, largest_static_peak(plan))),
       holds_all_(cleanup_->holds_until_close()),
       frame_(g.nodes.size(), *cleanup_),
-      walker_(g, plan) {
+      walker_(g, plan),
+      observer_(opts_.observer),
+      instrumented_(opts_.profile || (observer_ && observer_->wants_nodes())) {
+    cleanup_->set_observer(observer_);
     ctx_.threads = std::max(1, opts_.threads);
     bool uses_blas = false;
     for (const Node& n : g.nodes) uses_blas |= n.op == OpKind::Matmul && device_kind(n.placed) == DeviceKind::Cpu;
@@ -132,10 +135,24 @@ std::vector<OpProfile> Session::profile() const {
 
 // --- execution --------------------------------------------------------------
 
+std::string Session::run_position(const Node& n) const {
+    std::string out = ", iteration " + std::to_string(pass_ + 1) + " of " + std::to_string(iterations_);
+    std::vector<int32_t> loops;  // innermost first
+    for (int32_t r = n.repeat; r >= 0; r = g_.repeats[static_cast<size_t>(r)].parent) loops.push_back(r);
+    for (auto it = loops.rbegin(); it != loops.rend(); ++it) {
+        const Repeat& rep = g_.repeats[static_cast<size_t>(*it)];
+        out += ", pass " + std::to_string(rep.count - walker_.passes_left(*it) + 1) + " of " +
+               std::to_string(rep.count) + " of the repeat";
+        if (!rep.loc.pointer.empty()) out += " at " + std::string(rep.loc.pointer.view());
+        else if (rep.loc.line) out += " at line " + std::to_string(rep.loc.line);
+    }
+    return out;
+}
+
 std::string Session::oom_message(const Node& n, uint64_t bytes, const Allocator& a, const std::string& what) const {
     MemoryStats s = a.stats();
-    std::string msg = "out of memory on " + std::string(n.placed) + " at " + node_label(n) + ": " + what + " needs " +
-                      std::to_string(bytes) + " bytes; in use " + std::to_string(s.in_use) + " bytes" +
+    std::string msg = "out of memory on " + std::string(n.placed) + " at " + node_label(n) + run_position(n) + ": " +
+                      what + " needs " + std::to_string(bytes) + " bytes; in use " + std::to_string(s.in_use) + " bytes" +
                       (s.workspace ? " (and " + std::to_string(s.workspace) + " bytes of workspace)" : "") +
                       ", limit " + std::to_string(a.limit()) + " bytes";
     return msg + cleanup_->oom_note(s);
@@ -244,24 +261,43 @@ std::optional<RunError> Session::run_node(NodeId id) {
     return std::nullopt;
 }
 
-// run_node, timed, with the bytes it allocated for its output.
-std::optional<RunError> Session::run_node_profiled(NodeId id) {
-    auto t0 = std::chrono::steady_clock::now();
+// run_node, timed: the profile's totals (the bytes it allocated for its
+// output) and the observer's node.
+std::optional<RunError> Session::run_node_instrumented(NodeId id) {
+    auto t0 = RunClock::now();
     auto e = run_node(id);
     const Node& n = g_.node(id);
+    const ExecNode& x = exec_[static_cast<size_t>(id)];
     // A GPU kernel returns before it has run: wait, so the time is its own.
-    if (Device* d = exec_[static_cast<size_t>(id)].dev; !e && d && d->kind() != DeviceKind::Cpu) {
+    if (Device* d = x.dev; !e && d && d->kind() != DeviceKind::Cpu) {
         if (std::string se = d->synchronize(); !se.empty())
             e = RunError{node_label(n) + " on " + std::string(n.placed) + ": " + se, n.loc};
     }
-    OpProfile& p = op_profile_[static_cast<size_t>(n.op)];
-    p.ms += ms_since(t0);
-    ++p.count;
-    // In place, the output still shares the donor's buffer (the donor's drop comes next).
-    const NodeId donor = exec_[static_cast<size_t>(id)].donor;
-    const bool in_place = donor != kNoNode && frame_.same_buffer(id, donor);
-    if (!aliases_input(g_, n) && !in_place) p.bytes += plan_.node_bytes[static_cast<size_t>(id)];
+    const auto t1 = RunClock::now();
+    if (opts_.profile) {
+        OpProfile& p = op_profile_[static_cast<size_t>(n.op)];
+        p.ms += std::chrono::duration<double, std::milli>(t1 - t0).count();
+        ++p.count;
+        // In place, the output still shares the donor's buffer (the donor's drop comes next).
+        const bool in_place = x.donor != kNoNode && frame_.same_buffer(id, x.donor);
+        if (!aliases_input(g_, n) && !in_place) p.bytes += plan_.node_bytes[static_cast<size_t>(id)];
+    }
+    if (observer_ && !e) {
+        const std::string_view dev = x.dev ? std::string_view(x.dev->name()) : n.placed;
+        observer_->on_node(NodeRun{n, dev, plan_.node_bytes[static_cast<size_t>(id)], t0, t1});
+    }
     return e;
+}
+
+// The observer's pass end: where it is (each enclosing repeat's pass), after the safe point.
+void Session::observe_pass_end(int32_t loop) {
+    position_.clear();
+    for (int32_t r = loop; r >= 0; r = g_.repeats[static_cast<size_t>(r)].parent) {
+        const int64_t count = g_.repeats[static_cast<size_t>(r)].count;
+        position_.push_back(LoopPass{r, count - walker_.passes_left(r), count});
+    }
+    std::reverse(position_.begin(), position_.end());  // outermost first
+    observer_->on_pass_end(PassEnd{pass_, position_});
 }
 
 RunError Session::interrupted(NodeId before, int sig) const {
@@ -270,7 +306,9 @@ RunError Session::interrupted(NodeId before, int sig) const {
 }
 
 // The executor as PlanWalker's visitor: the frame makes the moves, the
-// strategy sees the safe points.
+// strategy sees the safe points; `Observed`: the observer sees the pass ends
+// (a walk of its own, so that a run without one tests nothing more).
+template <bool Observed>
 struct Session::PassVisitor {
     Session& s;
     std::optional<RunError> error;
@@ -283,7 +321,7 @@ struct Session::PassVisitor {
                 return false;
             }
         }
-        if (auto e = s.opts_.profile ? s.run_node_profiled(id) : s.run_node(id)) {
+        if (auto e = s.instrumented_ ? s.run_node_instrumented(id) : s.run_node(id)) {
             error = std::move(e);
             return false;
         }
@@ -297,6 +335,7 @@ struct Session::PassVisitor {
     }
     void loop_pass_end(int32_t loop) {  // the end of each repeat pass
         s.cleanup_->at_safe_point();
+        if constexpr (Observed) s.observe_pass_end(loop);
         if (loop == tracked) s.opts_.progress->repeat_passes_done.store(++tracked_done, std::memory_order_relaxed);
     }
 
@@ -316,9 +355,15 @@ struct Session::PassVisitor {
 };
 
 std::optional<RunError> Session::run_pass() {
-    PassVisitor v{*this, std::nullopt};
-    if (!walker_.walk(v)) return std::move(v.error);
+    if (observer_) {
+        PassVisitor<true> v{*this, std::nullopt};
+        if (!walker_.walk(v)) return std::move(v.error);
+    } else {
+        PassVisitor<false> v{*this, std::nullopt};
+        if (!walker_.walk(v)) return std::move(v.error);
+    }
     cleanup_->at_pass_end();
+    if (observer_) observe_pass_end(-1);
     return std::nullopt;
 }
 
@@ -327,7 +372,14 @@ std::optional<RunError> Session::run(int64_t iterations, const std::vector<Outpu
     if (open_error_) return open_error_;
     auto t0 = std::chrono::steady_clock::now();
     std::optional<RunError> err;
+    iterations_ = iterations;
+    if (observer_) {
+        std::vector<ObservedDevice> devs;
+        for (const auto& [name, dev] : devices_) devs.push_back(ObservedDevice{name, &dev->allocator()});
+        observer_->on_start(devs);
+    }
     for (int64_t pass = 0; pass < iterations && !err; ++pass) {
+        pass_ = pass;
         // The previous pass's outputs stay referenced until this pass's first safe point.
         if (pass > 0)
             for (NodeId v : plan_.held) frame_.drop(v);
@@ -369,6 +421,8 @@ void Session::close() {
     if (closed_) return;
     closed_ = true;
     auto t0 = std::chrono::steady_clock::now();
+    // The peaks are the run's: teardown's releases pass through pending too.
+    for (auto& [name, dev] : devices_) dev->allocator().freeze_peaks();
     frame_.drop_all();
     cleanup_->close();  // releases everything; joins the reclaimer
     kernels_.clear();  // before the devices whose handles they use

@@ -6,7 +6,8 @@
 //   DeviceFactory (device_factory.h)    opens the devices the plan is placed on;
 //   ExecutionFrame (execution_frame.h)  buffers, reference counts, in place;
 //   Cleanup (cleanup_strategy.h)        when unreferenced buffers go back;
-//   PlanWalker (engine/plan)            the steps of a pass, shared with the static peak.
+//   PlanWalker (engine/plan)            the steps of a pass, shared with the static peak;
+//   RunObserver (run_observer.h)        watches the run, when SessionOptions::observer is set.
 // SessionOptions, HostTensor, RunError, OpProfile and CleanupStrategy are in
 // session_options.h, included here.
 #pragma once
@@ -27,6 +28,7 @@
 #include "engine/runtime/device.h"
 #include "engine/runtime/device_factory.h"
 #include "engine/runtime/execution_frame.h"
+#include "engine/runtime/run_observer.h"
 #include "engine/runtime/session_options.h"
 
 namespace graphrun {
@@ -47,8 +49,9 @@ public:
     std::map<std::string, MemoryStats> stats() const;
     // The memory limit of each device the session opened.
     std::map<std::string, uint64_t> limits() const;
-    // Teardown: releases every remaining tensor, joins the reclaimer, gives
-    // every allocator cache back to the system. Idempotent.
+    // Teardown: freezes the peak figures (they are the run's: SPEC section 4),
+    // releases every remaining tensor, joins the reclaimer, gives every
+    // allocator cache back to the system. Idempotent.
     void close();
 
     // Per-op totals, slowest first (empty unless SessionOptions::profile).
@@ -58,11 +61,13 @@ public:
     bool reclaimer_running() const { return cleanup_->thread_running(); }
 
 private:
+    template <bool Observed>
     struct PassVisitor;  // the executor as PlanWalker's visitor (session.cpp)
 
     std::optional<RunError> run_pass();
     std::optional<RunError> run_node(NodeId id);
-    std::optional<RunError> run_node_profiled(NodeId id);
+    std::optional<RunError> run_node_instrumented(NodeId id);  // --profile, or an observer of nodes
+    void observe_pass_end(int32_t loop);  // loop -1: the iteration ended
     RunError interrupted(NodeId before, int sig) const;  // the error of a run stopped by `sig`
     Device* device_for(std::string_view name);
     void* allocate_on(Device& dev, uint64_t bytes);
@@ -70,6 +75,9 @@ private:
     std::optional<RunError> copy_input(const Node& n, const Node& in, const ExecutionFrame::Buffer& src, Device& dev,
                                        TensorRef& ref);
     std::string oom_message(const Node& n, uint64_t bytes, const Allocator& a, const std::string& what) const;
+    // Where in the run node n is running: ", iteration 2 of 5, pass 7 of 20
+    // of the repeat at line 3" (each enclosing repeat, outermost first).
+    std::string run_position(const Node& n) const;
 
     const Graph& g_;
     const Plan& plan_;
@@ -111,6 +119,11 @@ private:
 
     std::vector<OpProfile> op_profile_;  // by OpKind
 
+    int64_t pass_ = 0, iterations_ = 0;  // the pass running (from 0), of how many
+    RunObserver* const observer_;        // SessionOptions::observer
+    // run_node_instrumented rather than run_node: profile, or observer_ wants nodes.
+    const bool instrumented_;
+    std::vector<LoopPass> position_;  // observe_pass_end's, reused
     bool closed_ = false;
     double run_ms_ = 0, teardown_ms_ = 0;
 };

@@ -13,6 +13,8 @@
 
 namespace graphrun {
 
+class RunObserver;  // run_observer.h
+
 // When unreferenced tensors go back to their allocator (SPEC section 4).
 enum class CleanupStrategy { Background, Safepoint, Close };
 const char* cleanup_name(CleanupStrategy s);
@@ -43,6 +45,8 @@ struct SessionOptions {
     // run at the next node boundary. Optional.
     const std::atomic<int>* interrupt = nullptr;
     RunProgress* progress = nullptr;  // updated as the run goes, when set
+    // Watches the run (--timeline, --trace, compare); optional. Outlives the session.
+    RunObserver* observer = nullptr;
 };
 
 // Per-op totals of a profiled run.

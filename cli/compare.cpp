@@ -1,0 +1,143 @@
+// `graphrun compare FILE`: the file under the three cleanup strategies, a
+// fresh session each, side by side; with --plot, in_use over the executed
+// nodes of each as an SVG line chart.
+#include <fstream>
+#include <iomanip>
+#include <nlohmann/json.hpp>
+#include <ostream>
+#include <sstream>
+#include <vector>
+
+#include "cli/app.h"
+#include "cli/commands.h"
+#include "cli/svg.h"
+
+namespace graphrun::cli {
+
+namespace {
+
+using ojson = nlohmann::ordered_json;
+
+constexpr CleanupStrategy kStrategies[] = {CleanupStrategy::Background, CleanupStrategy::Safepoint,
+                                           CleanupStrategy::Close};
+constexpr size_t kPlotPoints = 2000;  // per series, at most about
+
+const char* color_of(CleanupStrategy s) {
+    switch (s) {
+        case CleanupStrategy::Background: return "#1f77b4";
+        case CleanupStrategy::Safepoint: return "#2ca02c";
+        case CleanupStrategy::Close: return "#d62728";
+    }
+    return "black";
+}
+
+std::string ms_text(double ms) {
+    std::ostringstream s;
+    s << std::fixed << std::setprecision(3) << ms;
+    return s.str();
+}
+
+void print_text(const std::string& file, int64_t iterations, const std::vector<RunResult>& runs, std::ostream& out) {
+    out << "compare: " << file << ", iterations=" << iterations
+        << ", a fresh session per strategy (bytes; pending at the end of the run, before teardown)\n";
+    std::vector<std::vector<std::string>> rows;
+    rows.push_back({"strategy", "device", "peak", "pending_peak", "pending_at_end", "allocs", "run_ms", "teardown_ms"});
+    for (size_t i = 0; i < runs.size(); ++i) {
+        const RunResult& r = runs[i];
+        for (const auto& [dev, s] : r.before)
+            rows.push_back({cleanup_name(kStrategies[i]), dev, std::to_string(s.peak), std::to_string(s.pending_peak),
+                            std::to_string(s.pending), std::to_string(s.allocs), ms_text(r.run_ms),
+                            ms_text(r.teardown_ms)});
+    }
+    std::vector<size_t> w(rows[0].size(), 0);
+    for (const auto& row : rows)
+        for (size_t i = 0; i < row.size(); ++i) w[i] = std::max(w[i], row[i].size());
+    for (const auto& row : rows) {
+        out << "  ";
+        for (size_t i = 0; i < row.size(); ++i)
+            out << (i ? "  " : "") << (i < 2 ? std::left : std::right) << std::setw(static_cast<int>(w[i])) << row[i];
+        out << "\n";
+    }
+    for (size_t i = 0; i < runs.size(); ++i)
+        if (runs[i].error) out << "  " << cleanup_name(kStrategies[i]) << ": error: " << runs[i].error->message << "\n";
+}
+
+void print_json(const std::string& file, int64_t iterations, const std::vector<RunResult>& runs, std::ostream& out) {
+    ojson doc{{"file", file}, {"iterations", iterations}};
+    auto list = ojson::array();
+    for (size_t i = 0; i < runs.size(); ++i) {
+        const RunResult& r = runs[i];
+        ojson mem = ojson::object();
+        for (const auto& [dev, s] : r.before)
+            mem[dev] = ojson{{"peak", s.peak}, {"pending_peak", s.pending_peak}, {"pending_at_end", s.pending},
+                             {"allocs", s.allocs}, {"frees", s.frees}};
+        auto series = ojson::array();
+        for (const SeriesPoint& p : r.series) series.push_back(ojson{{"node", p.node}, {"in_use", p.in_use}});
+        ojson one{{"cleanup", cleanup_name(kStrategies[i])}, {"memory", std::move(mem)}, {"run_ms", r.run_ms},
+                  {"teardown_ms", r.teardown_ms}, {"executed_nodes", r.executed_nodes}, {"series", std::move(series)}};
+        if (r.error) one["error"] = ojson{{"code", exit_code(*r.error)}, {"message", r.error->message}};
+        list.push_back(std::move(one));
+    }
+    doc["strategies"] = std::move(list);
+    out << doc.dump() << "\n";
+}
+
+LineChart chart_of(const std::string& file, int64_t iterations, const std::vector<RunResult>& runs) {
+    LineChart c;
+    c.title = "in_use of " + file + ", " + std::to_string(iterations) + " iteration" + (iterations == 1 ? "" : "s") +
+              ", by cleanup strategy";
+    c.x_label = "executed nodes";
+    c.y_label = "in_use";
+    std::vector<std::string> devices;
+    for (const RunResult& r : runs)
+        for (const auto& [dev, s] : r.before)
+            if (std::find(devices.begin(), devices.end(), dev) == devices.end()) devices.push_back(dev);
+    for (size_t i = 0; i < runs.size(); ++i) {
+        for (size_t d = 0; d < devices.size(); ++d) {
+            ChartSeries s;
+            s.name = std::string(cleanup_name(kStrategies[i])) + (devices.size() > 1 ? " (" + devices[d] + ")" : "");
+            s.color = color_of(kStrategies[i]);
+            s.dashed = d > 0;
+            for (const SeriesPoint& p : runs[i].series) {
+                auto it = p.in_use.find(devices[d]);
+                if (it != p.in_use.end()) s.points.emplace_back(static_cast<double>(p.node), static_cast<double>(it->second));
+            }
+            c.series.push_back(std::move(s));
+        }
+    }
+    return c;
+}
+
+}  // namespace
+
+int compare_command(const CompareOptions& opts, std::ostream& out, std::ostream& err) {
+    // Loaded, placed and planned once (its warnings said once); each strategy
+    // runs it in a fresh session.
+    PrepareResult pr = prepare(opts.file, opts.engine.prepare, err);
+    if (!pr.ok()) return exit_code(*pr.error);
+    std::vector<RunResult> runs;
+    int code = kExitOk;
+    for (CleanupStrategy s : kStrategies) {
+        RunFileOptions engine = opts.engine;
+        engine.cleanup = s;
+        engine.series_points = kPlotPoints;
+        runs.push_back(run_prepared(pr.prepared, engine, err));
+        const RunResult& r = runs.back();
+        if (r.error && code == kExitOk) code = exit_code(*r.error);
+    }
+    const std::string& file = runs[0].file;
+    if (opts.format == Format::Json) print_json(file, opts.engine.iterations, runs, out);
+    else print_text(file, opts.engine.iterations, runs, out);
+    if (!opts.plot.empty()) {
+        std::ofstream f(opts.plot, std::ios::binary | std::ios::trunc);
+        if (f) f << line_chart_svg(chart_of(file, opts.engine.iterations, runs));
+        f.close();
+        if (!f) {
+            err << "graphrun: error: cannot write the plot to " << opts.plot << "\n";
+            if (code == kExitOk) code = kExitRuntime;
+        }
+    }
+    return code;
+}
+
+}  // namespace graphrun::cli

@@ -1,0 +1,82 @@
+// The timeline's table and JSON, and the trace file.
+#include "cli/observe_output.h"
+
+#include <algorithm>
+#include <fstream>
+#include <iomanip>
+#include <vector>
+
+namespace graphrun::cli {
+
+namespace {
+
+std::string repeats_text(const TimelineRow& row) {
+    if (row.repeats.empty()) return "-";
+    std::string s;
+    for (const TimelinePass& p : row.repeats)
+        s += (s.empty() ? "" : ", ") + p.at + ": " + std::to_string(p.pass) + "/" + std::to_string(p.passes);
+    return s;
+}
+
+}  // namespace
+
+void print_timeline(const Timeline& t, int64_t iterations, std::ostream& out) {
+    out << "timeline (" << t.rows.size() << " rows for " << t.pass_ends << " pass ends";
+    if (t.every > 1) out << ", one every " << t.every;
+    out << "; in_use, peak and pending in bytes at the end of each):\n";
+    std::vector<std::vector<std::string>> rows;
+    rows.push_back({"iteration", "repeat passes", "end", "device", "in_use", "peak", "pending"});
+    for (const TimelineRow& r : t.rows) {
+        bool first = true;
+        for (const auto& [dev, s] : r.memory) {
+            rows.push_back({first ? std::to_string(r.iteration) + "/" + std::to_string(iterations) : "",
+                            first ? repeats_text(r) : "", first ? r.end : "", dev, std::to_string(s.in_use),
+                            std::to_string(s.peak), std::to_string(s.pending)});
+            first = false;
+        }
+    }
+    std::vector<size_t> w(rows[0].size(), 0);
+    for (const auto& row : rows)
+        for (size_t i = 0; i < row.size(); ++i) w[i] = std::max(w[i], row[i].size());
+    for (const auto& row : rows) {
+        out << "  ";
+        for (size_t i = 0; i < row.size(); ++i) {
+            const bool number = i >= 4;
+            out << (i ? "  " : "") << (number ? std::right : std::left) << std::setw(static_cast<int>(w[i]))
+                << row[i];
+        }
+        out << "\n";
+    }
+}
+
+nlohmann::ordered_json timeline_json(const Timeline& t) {
+    auto rows = nlohmann::ordered_json::array();
+    for (const TimelineRow& r : t.rows) {
+        auto reps = nlohmann::ordered_json::array();
+        for (const TimelinePass& p : r.repeats)
+            reps.push_back(nlohmann::ordered_json{{"at", p.at}, {"pass", p.pass}, {"passes", p.passes}});
+        nlohmann::ordered_json mem = nlohmann::ordered_json::object();
+        for (const auto& [dev, s] : r.memory)
+            mem[dev] = nlohmann::ordered_json{{"in_use", s.in_use}, {"peak", s.peak}, {"pending", s.pending}};
+        rows.push_back(nlohmann::ordered_json{
+            {"end", r.end}, {"iteration", r.iteration}, {"repeats", std::move(reps)}, {"memory", std::move(mem)}});
+    }
+    return rows;
+}
+
+bool write_trace(const TraceRecorder& trace, const std::string& path, std::ostream& err) {
+    std::ofstream f(path, std::ios::binary | std::ios::trunc);
+    if (f) trace.write(f);
+    f.close();
+    if (!f) {
+        err << "graphrun: error: cannot write the trace to " << path << "\n";
+        return false;
+    }
+    if (size_t dropped = trace.dropped_events())
+        err << "graphrun: warning: the trace " << path << " stopped at its cap of " << trace.max_events()
+            << " events; " << dropped
+            << " later events are not in it (its otherData says so; each run's last counters are kept)\n";
+    return true;
+}
+
+}  // namespace graphrun::cli
