@@ -465,6 +465,38 @@ def run(binary, files):
     return [json.loads(ln) for ln in lines]
 
 
+# Bad inputs through the binary: exit 3 (invalid graph), each problem at its place.
+ERROR_CASES = [
+    ("x = [1.5, 2]\ny = logical_and(x, x)\noutput y\n",
+     ["2:17: error: y: logical_and: x is f32[2], but logical_and takes bool; use cast(x, dtype=bool)"]),
+    ("x = [1.5, 2]\nc = [true, false]\ny = add(c, x)\noutput y\n",
+     ["3:9: error: y: add: c is bool[2], but add takes f32, f64, i32 or i64; use cast(c, dtype=f32)"]),
+    ("x = [1.5, 2]\ny = where(x, x, 0)\noutput y\n",
+     ["2:11: error: y: where: x is f32[2], but where's condition must be bool"]),
+    ("x = [[1, 2], [3, 4]]\ny = argmax(x, axis=2)\nz = gelu(cast(x, dtype=f32), approximate=fast)\noutput y, z\n",
+     ["2:20: error: y: argmax: axis 2 is out of range for rank 2 (x is f32[2,2])",
+      '3:42: error: z: gelu: approximate must be "none" or "tanh", got "fast"']),
+    ('{"graphrun": 1, "nodes": [{"name": "x", "op": "const", "attrs": {"value": [1, 2], "dtype": "i32"}},'
+     ' {"name": "y", "op": "clip", "inputs": ["x"], "attrs": {"min": 0.5}}], "outputs": ["y"]}\n',
+     ["error: y: clip: min=0.5 cannot be i32 (x is i32[2])"]),
+]
+
+
+def error_checks(binary, d):
+    failures = 0
+    for k, (body, expected) in enumerate(ERROR_CASES):
+        path = os.path.join(d, f"error_{k}." + ("json" if body.startswith("{") else "graph"))
+        with open(path, "w") as f:
+            f.write(body)
+        p = subprocess.run([binary, "run", path], capture_output=True, timeout=60)
+        err = p.stderr.decode()
+        missing = [e for e in expected if e not in err]
+        if p.returncode != 3 or missing:
+            print(f"FAIL {path}: exit {p.returncode} (want 3), missing {missing!r} in:\n{err}")
+            failures += 1
+    return failures
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("graphrun")
@@ -485,7 +517,8 @@ def main():
                     f.write(body)
                 lst.append(path)
         docs_t, docs_j = run(args.graphrun, texts), run(args.graphrun, jsons)
-    failures, checked = 0, 0
+        errors = error_checks(args.graphrun, d)
+    failures, checked = errors, 0
     for g, dt, dj in zip(graphs, docs_t, docs_j):
         if "error" in dt or "error" in dj:
             print(f"FAIL {g.name}: {dt.get('error') or dj.get('error')}")
@@ -513,7 +546,8 @@ def main():
                       "; ".join(f"at {i}: NumPy {r!r}, graphrun {v!r}" for i, r, v in bad))
             elif args.v:
                 print(f"ok   {g.name}/{name}")
-    print(f"ops_numpy_test: {len(graphs)} graphs x 2 forms, {checked} outputs, {failures} failures")
+    print(f"ops_numpy_test: {len(graphs)} graphs x 2 forms, {checked} outputs, {len(ERROR_CASES)} bad inputs, "
+          f"{failures} failures")
     return 1 if failures else 0
 
 
