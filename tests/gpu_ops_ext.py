@@ -36,6 +36,8 @@ def beyond_spec_graphs():
         for sa, sb in BINARY_SHAPES[:8]:
             g.op(f"{op}_{shape_name(sa)}_{shape_name(sb)}", f"{op}({g.rand(sa, 'bool')}, {g.rand(sb, 'bool')})")
     g.op("not", f"logical_not({g.rand([3, 5], 'bool')})")
+    for op in ("equal", "not_equal"):
+        g.op(f"{op}_bool", f"{op}({g.rand([3, 1], 'bool')}, {g.rand([4], 'bool')})")
     yield g
     for dtype in ALL:
         g = Graph(f"where_{dtype}")

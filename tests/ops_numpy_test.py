@@ -208,6 +208,10 @@ def logic_graphs():
         for sa, sb in SHAPES2:
             (a, va), (b, vb) = g.rand(sa, "bool"), g.rand(sb, "bool")
             g.op(f"{op}_{len(g.outputs)}", op, [a, b], {}, fn(va, vb), "exact")
+    for op in ("equal", "not_equal"):  # bools too, as ONNX Equal
+        for sa, sb in SHAPES2[:5]:
+            (a, va), (b, vb) = g.rand(sa, "bool"), g.rand(sb, "bool")
+            g.op(f"{op}_{len(g.outputs)}", op, [a, b], {}, COMPARE[op](va, vb), "exact")
     for shape in ([], [6], [3, 4], [0]):
         a, va = g.rand(shape, "bool")
         g.op(f"not_{len(g.outputs)}", "logical_not", [a], {}, np.logical_not(va), "exact")

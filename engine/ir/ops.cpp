@@ -67,8 +67,9 @@ std::vector<OpInfo> build_table() {
     add(OpKind::ReduceMean, "reduce_mean", 1, 1, C::Float, F::Reduce, G, false, red);
     add(OpKind::Softmax, "softmax", 1, 1, C::Float, F::Softmax, G, false, {{"axis", A::Int, false}});
     // Beyond SPEC section 3 (README "Ops beyond SPEC section 3"): ONNX's semantics.
-    add(OpKind::Equal, "equal", 2, 2, C::Num, F::Logic, G, false, {});
-    add(OpKind::NotEqual, "not_equal", 2, 2, C::Num, F::Logic, G, false, {});
+    // equal and not_equal also compare bools (ONNX Equal takes them); the order comparisons do not.
+    add(OpKind::Equal, "equal", 2, 2, C::All, F::Logic, G, false, {});
+    add(OpKind::NotEqual, "not_equal", 2, 2, C::All, F::Logic, G, false, {});
     add(OpKind::Less, "less", 2, 2, C::Num, F::Logic, G, false, {});
     add(OpKind::LessEqual, "less_equal", 2, 2, C::Num, F::Logic, G, false, {});
     add(OpKind::Greater, "greater", 2, 2, C::Num, F::Logic, G, false, {});

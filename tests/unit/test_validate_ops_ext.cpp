@@ -43,7 +43,9 @@ TEST_CASE("comparisons: broadcasting like add, bool results") {
     CHECK(infer(OpKind::NotEqual, {{0, 3}, {3}}, {}, "f64") == "bool[0,3]");
     CHECK(error_of(OpKind::Greater, {{2, 3}, {4}}) ==
           "greater: shapes f32[2,3] and f32[4] do not broadcast: dimension 3 vs 4");
-    // bool operands are not numbers (ONNX's Less takes none either).
+    CHECK(infer(OpKind::Equal, {{2, 1}, {3}}, {}, "bool") == "bool[2,3]");  // as ONNX Equal
+    CHECK(infer(OpKind::NotEqual, {{2}, {2}}, {}, "bool") == "bool[2]");
+    // bool operands are not ordered numbers (ONNX's Less takes none either).
     CHECK(error_of(OpKind::Less, {{2}, {2}}, {}, "bool") ==
           "several errors: less: p is bool[2], but less takes f32, f64, i32 or i64; use cast(p, dtype=f32)\n"
           "less: q is bool[2], but less takes f32, f64, i32 or i64; use cast(q, dtype=f32)\n");
