@@ -425,9 +425,15 @@ def creation_graphs():
     yield g
 
 
+def beyond_spec_graphs():
+    """The ops of README "Ops beyond SPEC section 3" (tests/gpu_ops_ext.py)."""
+    from gpu_ops_ext import beyond_spec_graphs as ext
+    yield from ext()
+
+
 def all_graphs():
     for gen in (binary_graphs, unary_graphs, cast_graphs, transpose_graphs, concat_graphs, reduce_graphs,
-                softmax_graphs, matmul_graphs, creation_graphs):
+                softmax_graphs, matmul_graphs, creation_graphs, beyond_spec_graphs):
         yield from gen()
 
 

@@ -89,6 +89,8 @@ bool in_class(DType t, DTypeClass c) {
             return t != DType::Bool;
         case DTypeClass::Float:
             return is_float(t);
+        case DTypeClass::Bool:
+            return t == DType::Bool;
     }
     return false;
 }
@@ -101,12 +103,15 @@ const char* class_text(DTypeClass c) {
             return "f32, f64, i32 or i64";
         case DTypeClass::Float:
             return "f32 or f64";
+        case DTypeClass::Bool:
+            return "bool";
     }
     return "?";
 }
 
 DType cast_target(DType t, DTypeClass c) {
     if (in_class(t, c)) return t;
+    if (c == DTypeClass::Bool) return DType::Bool;
     return t == DType::I64 ? DType::F64 : DType::F32;
 }
 
@@ -372,6 +377,10 @@ bool NodeCheck::check_attr_value(const AttrSpec& spec, const NamedAttr& a) {
             error(loc, msg + "; dtypes are f32, f64, i32, i64 and bool");
             return false;
         }
+        case AttrType::String:
+            if (v.is_word()) return true;
+            error(loc, name + " must be a word (a name or a string), got " + attr_text(v));
+            return false;
         case AttrType::Value:
             if (v.kind == Attr::Kind::List || to_scalar(v)) return true;
             error(loc,

@@ -121,7 +121,18 @@ bool infer_reshape(NodeCheck& c);
 bool infer_cast_identity(NodeCheck& c);
 bool infer_concat(NodeCheck& c);
 bool infer_reduce(NodeCheck& c);
-bool infer_softmax(NodeCheck& c);
+bool infer_softmax(NodeCheck& c);  // softmax, log_softmax
+// infer_ops_ext.cpp: the ops beyond SPEC section 3 (README "Ops beyond SPEC section 3").
+bool infer_logic(NodeCheck& c);       // comparisons, logical_and/or/xor/not
+bool infer_where(NodeCheck& c);
+bool infer_activation(NodeCheck& c);  // the unary ops from floor to gelu (attributes)
+bool infer_arg_reduce(NodeCheck& c);  // argmax, argmin
+
+// infer_ops.cpp, for infer_ops_ext.cpp: NumPy broadcasting of two shapes (on
+// failure, the clashing dimensions), and two operands made one dtype as a
+// binary op's are (weak literals retyped, the op's class checked).
+std::optional<Shape> broadcast_shapes(const Shape& a, const Shape& b, int64_t& da, int64_t& db);
+bool unify_operands(NodeCheck& c, size_t ia, size_t ib);
 
 // Re-encodes a weak scalar const as `t`; returns the conversion problem, or "".
 std::string retype_weak_literal(Node& weak, DType t);

@@ -47,21 +47,25 @@ std::string cast_hint(NodeCheck& c, size_t a, size_t b) {
     return "; use cast(" + c.role(cast_a ? a : b) + ", dtype=" + dtype_name(cast_a ? tb : ta) + ")";
 }
 
-bool same_dtype(NodeCheck& c) {
-    if (c.input(0).dtype == c.input(1).dtype) return true;
-    c.error(c.node.loc, "operands have different dtypes: " + c.operand_text(0) + ", " +
-                            c.operand_text(1) + cast_hint(c, 0, 1));
+bool same_dtype(NodeCheck& c, size_t ia = 0, size_t ib = 1) {
+    if (c.input(ia).dtype == c.input(ib).dtype) return true;
+    c.error(c.node.loc, "operands have different dtypes: " + c.operand_text(ia) + ", " +
+                            c.operand_text(ib) + cast_hint(c, ia, ib));
     return false;
 }
 
 }  // namespace
 
-bool infer_binary(NodeCheck& c) {
-    const bool weak_a = c.input(0).weak && c.input(0).op == OpKind::Const;
-    const bool weak_b = c.input(1).weak && c.input(1).op == OpKind::Const;
+std::optional<Shape> broadcast_shapes(const Shape& a, const Shape& b, int64_t& da, int64_t& db) {
+    return broadcast(a, b, da, db);
+}
+
+bool unify_operands(NodeCheck& c, size_t ia, size_t ib) {
+    const bool weak_a = c.input(ia).weak && c.input(ia).op == OpKind::Const;
+    const bool weak_b = c.input(ib).weak && c.input(ib).op == OpKind::Const;
     if (weak_a != weak_b) {
         // A bare scalar literal takes the other operand's dtype.
-        const size_t w = weak_a ? 0 : 1, s = 1 - w;
+        const size_t w = weak_a ? ia : ib, s = weak_a ? ib : ia;
         if (!c.check_input_class(s)) return false;
         Node& lit = c.input(w);
         const DType t = c.input(s).dtype;
@@ -74,7 +78,7 @@ bool infer_binary(NodeCheck& c) {
     } else if (weak_a) {
         // Two bare literals keep their own dtype, which must hold them.
         bool ok = true;
-        for (size_t w = 0; w < 2; ++w) {
+        for (size_t w : {ia, ib}) {
             Node& lit = c.input(w);
             std::string problem = retype_weak_literal(lit, lit.dtype);
             if (problem.empty()) continue;
@@ -84,9 +88,13 @@ bool infer_binary(NodeCheck& c) {
         }
         if (!ok) return false;
     }
-    bool ok = c.check_input_class(0);
-    ok = c.check_input_class(1) && ok;
-    if (!ok || !same_dtype(c)) return false;
+    bool ok = c.check_input_class(ia);
+    ok = c.check_input_class(ib) && ok;
+    return ok && same_dtype(c, ia, ib);
+}
+
+bool infer_binary(NodeCheck& c) {
+    if (!unify_operands(c, 0, 1)) return false;
     const Node& a = c.input(0);
     const Node& b = c.input(1);
     if (a.shape == b.shape) {
@@ -366,10 +374,10 @@ bool infer_reduce(NodeCheck& c) {
             out.push_back(x.shape[k]);
             continue;
         }
-        if (c.node.op == OpKind::ReduceMax && x.shape[k] == 0) {
+        if ((c.node.op == OpKind::ReduceMax || c.node.op == OpKind::ReduceMin) && x.shape[k] == 0) {
             c.error(c.attr("axes") ? c.attr_loc("axes") : c.input_loc(0),
-                    c.operand_text(0) + ": axis " + std::to_string(k) +
-                        " is empty, and reduce_max of an empty dimension has no identity");
+                    c.operand_text(0) + ": axis " + std::to_string(k) + " is empty, and " +
+                        c.info.name + " of an empty dimension has no identity");
             return false;
         }
         if (keepdims) out.push_back(1);
@@ -384,7 +392,7 @@ bool infer_softmax(NodeCheck& c) {
     const Node& x = c.input(0);
     if (x.shape.empty()) {
         c.error(c.input_loc(0),
-                c.operand_text(0) + ", a scalar; softmax needs at least 1 dimension");
+                c.operand_text(0) + ", a scalar; " + std::string(c.info.name) + " needs at least 1 dimension");
         return false;
     }
     const int64_t axis = c.int_attr("axis", -1);

@@ -67,7 +67,9 @@ bool infer_node(NodeCheck& c) {
     using namespace infer;
     const OpKind op = c.node.op;
     if (is_binary_elementwise(op)) return infer_binary(c);
+    if (op >= OpKind::Floor && op <= OpKind::Gelu) return infer_activation(c);
     if (is_unary_elementwise(op)) return infer_unary(c);
+    if (op >= OpKind::Equal && op <= OpKind::LogicalNot) return infer_logic(c);
     switch (op) {
         case OpKind::Const:
             return infer_const(c);
@@ -96,9 +98,17 @@ bool infer_node(NodeCheck& c) {
         case OpKind::ReduceSum:
         case OpKind::ReduceMax:
         case OpKind::ReduceMean:
+        case OpKind::ReduceMin:
+        case OpKind::ReduceProd:
             return infer_reduce(c);
         case OpKind::Softmax:
+        case OpKind::LogSoftmax:
             return infer_softmax(c);
+        case OpKind::Where:
+            return infer_where(c);
+        case OpKind::Argmax:
+        case OpKind::Argmin:
+            return infer_arg_reduce(c);
         default:
             return false;
     }

@@ -483,7 +483,7 @@ void JsonReader::read_inputs(JVal inputs, const std::string& pointer, OpKind op,
         }
         if (too_many_nodes(child(pointer, index))) return;
         NodeId id =
-            builder_.add_scalar_literal(std::move(*literal), loc, is_binary_elementwise(op));
+            builder_.add_scalar_literal(std::move(*literal), loc, takes_weak_literals(op));
         out.push_back(Input{id, std::move(loc)});
     }
 }

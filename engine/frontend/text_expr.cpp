@@ -213,7 +213,7 @@ Value TextParser::call() {
         report(loc_of(name), std::move(msg));
     }
     bool creation = op && is_creation(*op);
-    bool binary = op && is_binary_elementwise(*op);
+    bool binary = op && takes_weak_literals(*op);
     Inputs inputs;
     std::vector<NamedAttr> attrs;
     std::vector<NamedAttr> positional;

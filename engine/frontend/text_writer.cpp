@@ -280,7 +280,7 @@ class TextWriter {
         const Node& n = g_.node(id);
         size_t i = static_cast<size_t>(id);
         bool binary_use =
-            consumer_[i] != kNoNode && is_binary_elementwise(g_.node(consumer_[i]).op);
+            consumer_[i] != kNoNode && takes_weak_literals(g_.node(consumer_[i]).op);
         if (n.op == OpKind::Const && n.weak && inlined_[i] && binary_use && n.attrs.size() == 1 &&
             n.attrs[0].name == "value" && n.attrs[0].value.kind == Attr::Kind::Number &&
             (n.device.empty() || n.device_from_block)) {

@@ -67,6 +67,40 @@ std::vector<OpInfo> build_table() {
     add(OpKind::ReduceMax, "reduce_max", 1, 1, C::Num, F::Reduce, G, false, red);
     add(OpKind::ReduceMean, "reduce_mean", 1, 1, C::Float, F::Reduce, G, false, red);
     add(OpKind::Softmax, "softmax", 1, 1, C::Float, F::Softmax, G, false, {{"axis", A::Int, false}});
+    // Beyond SPEC section 3 (README "Ops beyond SPEC section 3"): ONNX's semantics.
+    // equal and not_equal also compare bools (ONNX Equal takes them); the order comparisons do not.
+    add(OpKind::Equal, "equal", 2, 2, C::All, F::Logic, G, false, {});
+    add(OpKind::NotEqual, "not_equal", 2, 2, C::All, F::Logic, G, false, {});
+    add(OpKind::Less, "less", 2, 2, C::Num, F::Logic, G, false, {});
+    add(OpKind::LessEqual, "less_equal", 2, 2, C::Num, F::Logic, G, false, {});
+    add(OpKind::Greater, "greater", 2, 2, C::Num, F::Logic, G, false, {});
+    add(OpKind::GreaterEqual, "greater_equal", 2, 2, C::Num, F::Logic, G, false, {});
+    add(OpKind::LogicalAnd, "logical_and", 2, 2, C::Bool, F::Logic, G, false, {});
+    add(OpKind::LogicalOr, "logical_or", 2, 2, C::Bool, F::Logic, G, false, {});
+    add(OpKind::LogicalXor, "logical_xor", 2, 2, C::Bool, F::Logic, G, false, {});
+    add(OpKind::LogicalNot, "logical_not", 1, 1, C::Bool, F::Logic, G, false, {});
+    add(OpKind::Where, "where", 3, 3, C::All, F::Logic, G, false, {});
+    add(OpKind::Floor, "floor", 1, 1, C::Float, F::Unary, G, false, {});
+    add(OpKind::Ceil, "ceil", 1, 1, C::Float, F::Unary, G, false, {});
+    add(OpKind::Round, "round", 1, 1, C::Float, F::Unary, G, false, {});
+    add(OpKind::Erf, "erf", 1, 1, C::Float, F::Unary, G, false, {});
+    add(OpKind::Reciprocal, "reciprocal", 1, 1, C::Float, F::Unary, G, false, {});
+    add(OpKind::Softplus, "softplus", 1, 1, C::Float, F::Unary, G, false, {});
+    add(OpKind::Sign, "sign", 1, 1, C::Num, F::Unary, G, false, {});
+    add(OpKind::Clip, "clip", 1, 1, C::Num, F::Unary, G, false,
+        {{"min", A::Number, false}, {"max", A::Number, false}});
+    add(OpKind::LeakyRelu, "leaky_relu", 1, 1, C::Float, F::Unary, G, false, {{"alpha", A::Number, false}});
+    add(OpKind::Elu, "elu", 1, 1, C::Float, F::Unary, G, false, {{"alpha", A::Number, false}});
+    add(OpKind::Selu, "selu", 1, 1, C::Float, F::Unary, G, false,
+        {{"alpha", A::Number, false}, {"gamma", A::Number, false}});
+    add(OpKind::Gelu, "gelu", 1, 1, C::Float, F::Unary, G, false, {{"approximate", A::String, false}});
+    add(OpKind::ReduceMin, "reduce_min", 1, 1, C::Num, F::Reduce, G, false, red);
+    add(OpKind::ReduceProd, "reduce_prod", 1, 1, C::Num, F::Reduce, G, false, red);
+    const std::vector<AttrSpec> arg{{"axis", A::Int, false}, {"keepdims", A::Bool, false},
+                                    {"select_last_index", A::Bool, false}};
+    add(OpKind::Argmax, "argmax", 1, 1, C::Num, F::ArgReduce, G, false, arg);
+    add(OpKind::Argmin, "argmin", 1, 1, C::Num, F::ArgReduce, G, false, arg);
+    add(OpKind::LogSoftmax, "log_softmax", 1, 1, C::Float, F::Softmax, G, false, {{"axis", A::Int, false}});
     return t;
 }
 
@@ -106,10 +140,24 @@ std::optional<OpKind> find_op(std::string_view name) {
     return std::nullopt;
 }
 
+std::optional<DType> fixed_result_dtype(OpKind k) {
+    if (is_comparison(k) || (k >= OpKind::LogicalAnd && k <= OpKind::LogicalNot)) return DType::Bool;
+    if (k == OpKind::Argmax || k == OpKind::Argmin) return DType::I64;
+    return std::nullopt;
+}
+
 bool gpu_runs(OpKind op, DType dtype) {
     const OpInfo& info = op_info(op);
-    return info.gpu && (info.dtypes == DTypeClass::All ||
-                        (dtype != DType::Bool && (info.dtypes == DTypeClass::Num || is_float(dtype))));
+    if (!info.gpu) return false;
+    // Every input dtype the op takes; its result's dtype is always the same.
+    if (auto fixed = fixed_result_dtype(op)) return dtype == *fixed;
+    switch (info.dtypes) {
+        case DTypeClass::All: return true;
+        case DTypeClass::Num: return dtype != DType::Bool;
+        case DTypeClass::Float: return is_float(dtype);
+        case DTypeClass::Bool: return dtype == DType::Bool;
+    }
+    return false;
 }
 
 std::vector<std::string> op_names() {

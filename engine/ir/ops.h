@@ -23,6 +23,14 @@ enum class OpKind : uint8_t {
     Neg, Abs, Square, Relu, Exp, Log, Sqrt, Rsqrt, Tanh, Sigmoid, Sin, Cos,
     // the rest
     Matmul, Transpose, Reshape, Cast, Identity, Concat, ReduceSum, ReduceMax, ReduceMean, Softmax,
+    // beyond SPEC section 3 (README "Ops beyond SPEC section 3"), ONNX's semantics:
+    // comparisons and logic (family Logic)
+    Equal, NotEqual, Less, LessEqual, Greater, GreaterEqual, LogicalAnd, LogicalOr, LogicalXor,
+    LogicalNot, Where,
+    // elementwise unary (family Unary)
+    Floor, Ceil, Round, Erf, Reciprocal, Softplus, Sign, Clip, LeakyRelu, Elu, Selu, Gelu,
+    // reductions (Reduce), arg reductions (ArgReduce), log_softmax (Softmax)
+    ReduceMin, ReduceProd, Argmax, Argmin, LogSoftmax,
     // not ops a user writes: a loop-carried value inside a repeat body (its value
     // at the start of each pass, and after the loop the final one), and the
     // stand-in for an expression that failed to parse (never executed).
@@ -42,12 +50,15 @@ enum class OpFamily : uint8_t {
     Cast,
     Concat,
     Reduce,     // reduce_sum reduce_max reduce_mean
-    Softmax,
+    Softmax,    // softmax log_softmax
+    Logic,      // comparisons (num -> bool), logical_and/or/xor/not (bool), where
+    ArgReduce,  // argmax argmin (-> i64)
     None,       // loop_param, invalid: never a kernel
 };
 
-// Which dtypes an op accepts (SPEC: "num" = f32 f64 i32 i64, "float" = f32 f64, "all" = num and bool).
-enum class DTypeClass : uint8_t { All, Num, Float };
+// Which dtypes an op accepts (SPEC: "num" = f32 f64 i32 i64, "float" = f32 f64, "all" = num and
+// bool; "bool" only bool: the logical ops).
+enum class DTypeClass : uint8_t { All, Num, Float, Bool };
 
 // How an attribute's value is spelt and checked.
 enum class AttrType : uint8_t {
@@ -57,6 +68,7 @@ enum class AttrType : uint8_t {
     Bool,     // true/false
     DType,    // dtype name (identifier or string)
     Value,    // nested list or scalar literal (const's value)
+    String,   // a word: identifier or string (gelu's approximate); the op checks the value
 };
 
 struct AttrSpec {
@@ -86,8 +98,11 @@ const std::vector<OpInfo>& all_ops();
 const OpInfo& op_info(OpKind k);
 const char* op_name(OpKind k);
 std::optional<OpKind> find_op(std::string_view name);
-// Whether the GPU runs op on dtype: the one answer placement, the GPU plugin
-// and the docs give.
+// The dtype of an op's result whatever its inputs' (comparisons and logical
+// ops: bool; argmax/argmin: i64); nullopt when it follows the inputs.
+std::optional<DType> fixed_result_dtype(OpKind k);
+// Whether the GPU runs op on dtype (the node's, i.e. its result's dtype): the
+// one answer placement, the GPU plugin and the docs give.
 bool gpu_runs(OpKind op, DType dtype);
 // Names of all user-visible ops (for did-you-mean).
 std::vector<std::string> op_names();
@@ -97,9 +112,22 @@ std::vector<std::string> op_names();
 std::optional<std::vector<std::string>> positional_attr_names(OpKind k, size_t count);
 
 inline bool is_binary_elementwise(OpKind k) { return k >= OpKind::Add && k <= OpKind::Pow; }
-inline bool is_unary_elementwise(OpKind k) { return k >= OpKind::Neg && k <= OpKind::Cos; }
+inline bool is_unary_elementwise(OpKind k) {
+    return (k >= OpKind::Neg && k <= OpKind::Cos) || (k >= OpKind::Floor && k <= OpKind::Gelu);
+}
 inline bool is_creation(OpKind k) { return k <= OpKind::Input; }
-inline bool is_reduction(OpKind k) { return k >= OpKind::ReduceSum && k <= OpKind::ReduceMean; }
+inline bool is_reduction(OpKind k) {
+    return (k >= OpKind::ReduceSum && k <= OpKind::ReduceMean) || k == OpKind::ReduceMin ||
+           k == OpKind::ReduceProd;
+}
+// equal not_equal less less_equal greater greater_equal: numbers in, bool out.
+inline bool is_comparison(OpKind k) { return k >= OpKind::Equal && k <= OpKind::GreaterEqual; }
+// Ops whose bare scalar literal operands are weak (take the other operand's
+// dtype, SPEC section 3): the binary elementwise ops, the comparisons, and
+// where's x and y.
+inline bool takes_weak_literals(OpKind k) {
+    return is_binary_elementwise(k) || is_comparison(k) || k == OpKind::Where;
+}
 // Ops whose output may share its input's buffer (SPEC section 4: an alias counts 0 bytes).
 inline bool is_alias_op(OpKind k) { return k == OpKind::Reshape || k == OpKind::Identity; }
 

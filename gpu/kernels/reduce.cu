@@ -8,8 +8,8 @@
 //    threads read neighbouring addresses (reduce leading axes, short rows).
 // With few outputs and many inputs each output is split into `splits`
 // chunks: partial results go to scratch memory and a second kernel combines
-// them in order. Float sums accumulate in double (as the CPU does), integer
-// sums wrap in unsigned, max propagates NaN. Deterministic: the order of the
+// them in order. Float sums and products accumulate in double (as the CPU
+// does), integer ones wrap in unsigned, max and min propagate NaN. Deterministic: the order of the
 // additions depends on the shapes only.
 #include <algorithm>
 #include <limits>
@@ -29,7 +29,7 @@ constexpr int64_t kBlockChunk = 4096;      // input elements per block, at least
 constexpr int64_t kSerialTarget = 262144;  // threads worth splitting a reduction for
 constexpr int64_t kSerialChunk = 256;      // input elements per thread, at least, when split
 
-enum class ReduceKind { Sum, Max, Mean };
+enum class ReduceKind { Sum, Max, Mean, Min, Prod };
 
 // What a sum accumulates in: wrapping unsigned for integers, double for floats.
 template <class T, class = void>
@@ -73,6 +73,35 @@ struct Reducer<T, ReduceKind::Max> {
             return x > m ? x : m;
     }
     __device__ static T finish(Acc a, int64_t) { return a; }
+};
+
+template <class T>
+struct Reducer<T, ReduceKind::Min> {
+    using Acc = T;
+    __device__ static Acc identity() {
+        if constexpr (std::is_floating_point_v<T>)
+            return std::numeric_limits<T>::infinity();
+        else
+            return std::numeric_limits<T>::max();
+    }
+    __device__ static Acc load(T x) { return x; }
+    __device__ static Acc combine(Acc m, Acc x) {
+        if constexpr (std::is_floating_point_v<T>)
+            return (x < m || x != x) ? x : m;
+        else
+            return x < m ? x : m;
+    }
+    __device__ static T finish(Acc a, int64_t) { return a; }
+};
+
+// Products: floats in double, integers wrapping in unsigned (as the CPU).
+template <class T>
+struct Reducer<T, ReduceKind::Prod> {
+    using Acc = typename SumAcc<T>::type;
+    __device__ static Acc identity() { return Acc(1); }
+    __device__ static Acc load(T x) { return static_cast<Acc>(x); }
+    __device__ static Acc combine(Acc a, Acc b) { return a * b; }
+    __device__ static T finish(Acc a, int64_t) { return static_cast<T>(a); }
 };
 
 struct ReducePlan {
@@ -220,6 +249,10 @@ class ReduceKernel final : public GpuKernel {
         if constexpr (K == ReduceKind::Max)
             v = std::numeric_limits<T>::has_infinity ? -std::numeric_limits<T>::infinity()
                                                      : std::numeric_limits<T>::lowest();
+        if constexpr (K == ReduceKind::Min)
+            v = std::numeric_limits<T>::has_infinity ? std::numeric_limits<T>::infinity()
+                                                     : std::numeric_limits<T>::max();
+        if constexpr (K == ReduceKind::Prod) v = T(1);
         launch_fill(o, n, sizeof(T), &v, ctx_);
     }
 
@@ -258,6 +291,8 @@ std::unique_ptr<Kernel> make_reduce_kernel(const Graph& g, const Node& n, GpuCon
         if (n.op == OpKind::ReduceSum) k = make_typed<ReduceKind::Sum>(g, n, ctx);
         if (n.op == OpKind::ReduceMax) k = make_typed<ReduceKind::Max>(g, n, ctx);
         if (n.op == OpKind::ReduceMean) k = make_typed<ReduceKind::Mean>(g, n, ctx);
+        if (n.op == OpKind::ReduceMin) k = make_typed<ReduceKind::Min>(g, n, ctx);
+        if (n.op == OpKind::ReduceProd) k = make_typed<ReduceKind::Prod>(g, n, ctx);
     }
     if (k) return k;
     return kernels::make_error_kernel(std::string("internal error: no GPU kernel for ") +

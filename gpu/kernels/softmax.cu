@@ -5,6 +5,7 @@
 // reduces max and sum in shared-memory trees; otherwise one thread per
 // (outer, inner) column walks the axis, neighbouring threads reading
 // neighbouring addresses. A NaN, or an infinite maximum, makes the slice NaN.
+// log_softmax is (x - max) - log(sum) in double, as on the CPU.
 #include <algorithm>
 #include <limits>
 
@@ -25,7 +26,7 @@ __device__ inline double nan_max(double m, double x) {
 // is a power of two <= kRowBlock.
 template <class T>
 __global__ void softmax_rows(const T* __restrict__ x, T* __restrict__ o, int64_t rows,
-                             int64_t len) {
+                             int64_t len, bool log_softmax) {
     __shared__ double buf[kRowBlock];
     const int tid = static_cast<int>(threadIdx.x), width = static_cast<int>(blockDim.x);
     for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
@@ -51,6 +52,12 @@ __global__ void softmax_rows(const T* __restrict__ x, T* __restrict__ o, int64_t
         }
         sum = buf[0];
         __syncthreads();
+        if (log_softmax) {
+            const double lse = log(sum);
+            for (int64_t k = tid; k < len; k += width)
+                orow[k] = static_cast<T>((static_cast<double>(xr[k]) - m) - lse);
+            continue;
+        }
         for (int64_t k = tid; k < len; k += width) {
             const T e = static_cast<T>(exp(static_cast<double>(xr[k]) - m));
             orow[k] = static_cast<T>(static_cast<double>(e) / sum);
@@ -62,7 +69,7 @@ __global__ void softmax_rows(const T* __restrict__ x, T* __restrict__ o, int64_t
 // is at (outer * len + k) * inner + j.
 template <class T>
 __global__ void softmax_columns(const T* __restrict__ x, T* __restrict__ o, int64_t outer,
-                                int64_t len, int64_t inner) {
+                                int64_t len, int64_t inner, bool log_softmax) {
     const int64_t columns = outer * inner;
     for (int64_t c = thread_index(); c < columns; c += thread_count()) {
         const int64_t b = c / inner, j = c - b * inner;
@@ -72,6 +79,12 @@ __global__ void softmax_columns(const T* __restrict__ x, T* __restrict__ o, int6
         for (int64_t k = 0; k < len; ++k) m = nan_max(m, static_cast<double>(xc[k * inner]));
         double sum = 0;
         for (int64_t k = 0; k < len; ++k) sum += exp(static_cast<double>(xc[k * inner]) - m);
+        if (log_softmax) {
+            const double lse = log(sum);
+            for (int64_t k = 0; k < len; ++k)
+                oc[k * inner] = static_cast<T>((static_cast<double>(xc[k * inner]) - m) - lse);
+            continue;
+        }
         for (int64_t k = 0; k < len; ++k) {
             const T e = static_cast<T>(exp(static_cast<double>(xc[k * inner]) - m));
             oc[k * inner] = static_cast<T>(static_cast<double>(e) / sum);
@@ -83,7 +96,8 @@ template <class T>
 class SoftmaxKernel final : public GpuKernel {
   public:
     SoftmaxKernel(const Graph& g, const Node& n, GpuContext& ctx)
-        : GpuKernel(g, n, ctx), split_(kernels::softmax_split(n, in_shapes_[0])) {}
+        : GpuKernel(g, n, ctx), split_(kernels::softmax_split(n, in_shapes_[0])),
+          log_(n.op == OpKind::LogSoftmax) {}
 
   protected:
     void compute(const TensorRef* in, TensorRef& out) override {
@@ -96,15 +110,16 @@ class SoftmaxKernel final : public GpuKernel {
             int width = 32;  // the smallest power of two >= len, within [32, kRowBlock]
             while (width < kRowBlock && width < s.len) width *= 2;
             const unsigned blocks = static_cast<unsigned>(std::min(s.outer, kMaxGrid));
-            launch<softmax_rows<T>>(ctx_, blocks, width, x, o, s.outer, s.len);
+            launch<softmax_rows<T>>(ctx_, blocks, width, x, o, s.outer, s.len, log_);
         } else {
             launch<softmax_columns<T>>(ctx_, grid_for(s.outer * s.inner), kBlock, x, o, s.outer,
-                                       s.len, s.inner);
+                                       s.len, s.inner, log_);
         }
     }
 
   private:
     std::optional<kernels::AxisSplit> split_;  // nullopt: the axis does not match the input
+    bool log_ = false;                         // log_softmax: (x - max) - log(sum)
 };
 
 }  // namespace

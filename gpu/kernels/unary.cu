@@ -12,6 +12,7 @@
 
 #include "engine/kernels/common/elementwise_ops.h"
 #include "engine/kernels/common/kernel_common.h"
+#include "gpu/kernels/activation.cuh"
 #include "gpu/kernels/unary.cuh"
 
 namespace graphrun::gpu {
@@ -151,6 +152,7 @@ std::unique_ptr<Kernel> make_for_op(const Graph& g, const Node& n, GpuContext& c
 std::unique_ptr<Kernel> make_unary_kernel(const Graph& g, const Node& n, GpuContext& ctx) {
     std::unique_ptr<Kernel> k;
     if (n.inputs.size() == 1) k = make_for_op(g, n, ctx);
+    if (!k) k = make_activation_kernel(g, n, ctx);  // the unary ops beyond SPEC section 3
     if (k) return k;
     return kernels::make_error_kernel(std::string("internal error: no GPU kernel for ") +
                                       op_name(n.op) + " on " + dtype_name(n.dtype));

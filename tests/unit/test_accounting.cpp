@@ -180,6 +180,8 @@ TEST_CASE("ops: every op has a family, and the family dispatch reaches its facto
     constexpr auto make_concat_kernel = &probe<OpFamily::Concat>;
     constexpr auto make_reduce_kernel = &probe<OpFamily::Reduce>;
     constexpr auto make_softmax_kernel = &probe<OpFamily::Softmax>;
+    constexpr auto make_logic_kernel = &probe<OpFamily::Logic>;
+    constexpr auto make_arg_reduce_kernel = &probe<OpFamily::ArgReduce>;
     const FamilyFactories<int> probes GR_FAMILY_FACTORIES;
 
     Graph g;
@@ -230,6 +232,21 @@ TEST_CASE("ops: the GPU-support table agrees with OpInfo::gpu and with the GPU's
         {"identity", "all"},       {"concat", "all"},
         {"reduce_sum", "num"},     {"reduce_max", "num"},
         {"reduce_mean", "float"},  {"softmax", "float"},
+        // beyond SPEC section 3: "bool" and "i64" are the fixed result dtypes
+        {"equal", "bool"},         {"not_equal", "bool"},
+        {"less", "bool"},          {"less_equal", "bool"},
+        {"greater", "bool"},       {"greater_equal", "bool"},
+        {"logical_and", "bool"},   {"logical_or", "bool"},
+        {"logical_xor", "bool"},   {"logical_not", "bool"},
+        {"where", "all"},          {"floor", "float"},
+        {"ceil", "float"},         {"round", "float"},
+        {"erf", "float"},          {"reciprocal", "float"},
+        {"softplus", "float"},     {"sign", "num"},
+        {"clip", "num"},           {"leaky_relu", "float"},
+        {"elu", "float"},          {"selu", "float"},
+        {"gelu", "float"},         {"reduce_min", "num"},
+        {"reduce_prod", "num"},    {"argmax", "i64"},
+        {"argmin", "i64"},         {"log_softmax", "float"},
     };
     CHECK(gpu_kernels.size() == all_ops().size());
     const DType dtypes[] = {DType::F32, DType::F64, DType::I32, DType::I64, DType::Bool};
@@ -241,13 +258,18 @@ TEST_CASE("ops: the GPU-support table agrees with OpInfo::gpu and with the GPU's
         for (DType t : dtypes) {
             CAPTURE(dtype_name(t));
             const bool expected = it->second == "all" || (it->second == "num" && t != DType::Bool) ||
-                                  (it->second == "float" && is_float(t));
+                                  (it->second == "float" && is_float(t)) ||
+                                  (it->second == "bool" && t == DType::Bool) ||
+                                  (it->second == "i64" && t == DType::I64);
             CHECK(gpu_runs(info.kind, t) == expected);
-            // The GPU runs an op on exactly the dtypes the op takes.
+            // The GPU runs an op on exactly the dtypes the op makes (fixed
+            // result dtype), or takes.
             const bool in_class = info.dtypes == DTypeClass::All ||
                                   (info.dtypes == DTypeClass::Num && t != DType::Bool) ||
-                                  (info.dtypes == DTypeClass::Float && is_float(t));
-            CHECK(gpu_runs(info.kind, t) == (info.gpu && in_class));
+                                  (info.dtypes == DTypeClass::Float && is_float(t)) ||
+                                  (info.dtypes == DTypeClass::Bool && t == DType::Bool);
+            const auto fixed = fixed_result_dtype(info.kind);
+            CHECK(gpu_runs(info.kind, t) == (info.gpu && (fixed ? t == *fixed : in_class)));
         }
     }
     for (OpKind k : {OpKind::LoopParam, OpKind::Invalid}) {

@@ -9,6 +9,7 @@
 
 #include "engine/kernels/common/elementwise_ops.h"
 #include "engine/kernels/common/kernel_common.h"
+#include "engine/kernels/cpu/broadcast_plan.h"
 #include "engine/kernels/cpu/kernel_families.h"
 #include "engine/kernels/cpu/parallel.h"
 #include "engine/kernels/cpu/simd.h"
@@ -40,76 +41,6 @@ struct PowOp {
             return std::pow(a, b);
     }
 };
-
-// The broadcast of two operands onto the output, with dimensions of size 1
-// dropped and neighbours that stay contiguous in all three merged: equal
-// shapes become one contiguous run, a scalar operand a run with stride 0.
-struct BroadcastPlan {
-    int64_t inner = 1;                   // length of the innermost merged dimension
-    int64_t inner_sa = 0, inner_sb = 0;  // its strides in a and b: 0 or 1
-    int outer_rank = 0;                  // the other merged dimensions, innermost first
-    std::array<int64_t, kMaxDims> outer_size{}, outer_sa{}, outer_sb{};
-    bool ok = true;
-};
-
-BroadcastPlan make_plan(const Shape& a, const Shape& b, const Shape& out) {
-    const std::vector<BroadcastDim> dims = broadcast_dims(a, b, out);
-    BroadcastPlan p;
-    if (dims.size() > static_cast<size_t>(kMaxDims) + 1) {
-        p.ok = false;
-        return p;
-    }
-    if (!dims.empty()) {
-        p.inner = dims[0].size;
-        p.inner_sa = dims[0].sa;
-        p.inner_sb = dims[0].sb;
-        for (size_t k = 1; k < dims.size(); ++k) {
-            p.outer_size[k - 1] = dims[k].size;
-            p.outer_sa[k - 1] = dims[k].sa;
-            p.outer_sb[k - 1] = dims[k].sb;
-        }
-        p.outer_rank = static_cast<int>(dims.size()) - 1;
-    }
-    return p;
-}
-
-// Calls f(out_offset, a_offset, b_offset, len) for the runs of output
-// elements [begin, end): each run lies in one row of the innermost dimension.
-template <class F>
-void for_each_run(const BroadcastPlan& p, int64_t begin, int64_t end, F f) {
-    if (begin >= end) return;
-    if (p.outer_rank == 0) {  // one run: equal shapes, or a scalar operand
-        f(begin, begin * p.inner_sa, begin * p.inner_sb, end - begin);
-        return;
-    }
-    const int64_t inner = p.inner;
-    int64_t col = begin % inner;
-    int64_t rest = begin / inner;
-    std::array<int64_t, kMaxDims> idx;  // [0, outer_rank) set below
-    int64_t oa = 0, ob = 0;
-    for (int d = 0; d < p.outer_rank; ++d) {
-        idx[d] = rest % p.outer_size[d];
-        rest /= p.outer_size[d];
-        oa += idx[d] * p.outer_sa[d];
-        ob += idx[d] * p.outer_sb[d];
-    }
-    int64_t pos = begin;
-    for (;;) {
-        const int64_t len = std::min(inner - col, end - pos);
-        f(pos, oa + col * p.inner_sa, ob + col * p.inner_sb, len);
-        pos += len;
-        if (pos >= end) return;
-        col = 0;
-        for (int d = 0; d < p.outer_rank; ++d) {
-            oa += p.outer_sa[d];
-            ob += p.outer_sb[d];
-            if (++idx[d] < p.outer_size[d]) break;
-            oa -= p.outer_size[d] * p.outer_sa[d];
-            ob -= p.outer_size[d] * p.outer_sb[d];
-            idx[d] = 0;
-        }
-    }
-}
 
 // One run: both operands contiguous, or one of them (or both) a repeated element.
 template <class Op, class T>
@@ -380,7 +311,7 @@ std::unique_ptr<Kernel> make_unary_kernel(const Graph& g, const Node& n) {
         case OpKind::Cos:
             return make_typed<UnaryKernel, CosOp, true>(g, n);
         default:
-            return no_kernel(n);
+            return make_activation_kernel(g, n);  // the unary ops beyond SPEC section 3
     }
 }
 

@@ -23,6 +23,14 @@ std::unique_ptr<Kernel> make_cast_kernel(const Graph& g, const Node& n);
 std::unique_ptr<Kernel> make_concat_kernel(const Graph& g, const Node& n);
 // reduce.cpp: reduce_sum reduce_max reduce_mean softmax
 std::unique_ptr<Kernel> make_reduce_kernel(const Graph& g, const Node& n);
-std::unique_ptr<Kernel> make_softmax_kernel(const Graph& g, const Node& n);
+std::unique_ptr<Kernel> make_softmax_kernel(const Graph& g, const Node& n);  // softmax log_softmax
+// logic.cpp: equal not_equal less less_equal greater greater_equal logical_and logical_or
+// logical_xor logical_not where
+std::unique_ptr<Kernel> make_logic_kernel(const Graph& g, const Node& n);
+// activation.cpp: floor ceil round erf reciprocal softplus sign clip leaky_relu elu selu gelu
+// (make_unary_kernel hands them on)
+std::unique_ptr<Kernel> make_activation_kernel(const Graph& g, const Node& n);
+// arg_reduce.cpp: argmax argmin
+std::unique_ptr<Kernel> make_arg_reduce_kernel(const Graph& g, const Node& n);
 
 }  // namespace graphrun::kernels

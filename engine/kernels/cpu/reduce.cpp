@@ -1,5 +1,6 @@
-// Reductions (reduce_sum, reduce_max, reduce_mean over any set of axes) and
-// softmax. Float sums accumulate in double; f64 sums also pairwise along
+// Reductions (reduce_sum, reduce_max, reduce_mean, reduce_min, reduce_prod
+// over any set of axes) and softmax, log_softmax. Products accumulate in
+// double (floats) or wrap (integers), in order. Float sums accumulate in double; f64 sums also pairwise along
 // contiguous runs and compensated (Kahan) across them, so results stay within
 // 1e-5 relative of a float64 reference. Integer sums wrap; NaN propagates
 // through reduce_max and softmax. Work is split over the session's workers in
@@ -29,7 +30,10 @@ constexpr int64_t kMaxPartials = 2048;  // block results held on the stack
 constexpr int64_t kMaxLaneTile = 1024;
 constexpr int64_t kSoftmaxGrain = int64_t{1} << 13;  // elements per thread, at least
 
-enum class ReduceKind { Sum, Max, Mean };
+enum class ReduceKind { Sum, Max, Mean, Min, Prod };
+// Max and Min keep a value of T; the others accumulate.
+template <ReduceKind K>
+constexpr bool kExtreme = K == ReduceKind::Max || K == ReduceKind::Min;
 
 template <class T>
 constexpr bool kIsInt = std::is_integral_v<T>;
@@ -94,18 +98,35 @@ T nan_max(T m, T x) {
         return (x > m || x != x) ? x : m;  // once m is NaN it stays NaN
 }
 
-// The max of m and x[0, n), in independent lanes so that it vectorizes.
 template <class T>
-T run_max(const T* x, int64_t n, T m) {
+T nan_min(T m, T x) {
+    if constexpr (kIsInt<T>)
+        return x < m ? x : m;
+    else
+        return (x < m || x != x) ? x : m;  // once m is NaN it stays NaN
+}
+
+// Max's or min's choice between m and x (NaN wins); the product otherwise.
+template <ReduceKind K, class T>
+T pick(T m, T x) {
+    if constexpr (K == ReduceKind::Min)
+        return nan_min(m, x);
+    else
+        return nan_max(m, x);
+}
+
+// The max (min) of m and x[0, n), in independent lanes so that it vectorizes.
+template <ReduceKind K, class T>
+T run_extreme(const T* x, int64_t n, T m) {
     int64_t i = 0;
     if (n >= kVectorBlock) {
         T acc[kVectorBlock];
         for (int j = 0; j < kVectorBlock; ++j) acc[j] = x[j];
         for (i = kVectorBlock; i + kVectorBlock <= n; i += kVectorBlock)
-            for (int j = 0; j < kVectorBlock; ++j) acc[j] = nan_max(acc[j], x[i + j]);
-        for (int j = 0; j < kVectorBlock; ++j) m = nan_max(m, acc[j]);
+            for (int j = 0; j < kVectorBlock; ++j) acc[j] = pick<K>(acc[j], x[i + j]);
+        for (int j = 0; j < kVectorBlock; ++j) m = pick<K>(m, acc[j]);
     }
-    for (; i < n; ++i) m = nan_max(m, x[i]);
+    for (; i < n; ++i) m = pick<K>(m, x[i]);
     return m;
 }
 
@@ -116,11 +137,11 @@ struct Accumulator {
     using type = double;
 };
 template <class T, ReduceKind K>
-struct Accumulator<T, K, std::enable_if_t<K == ReduceKind::Max>> {
+struct Accumulator<T, K, std::enable_if_t<kExtreme<K>>> {
     using type = T;
 };
 template <class T, ReduceKind K>
-struct Accumulator<T, K, std::enable_if_t<K != ReduceKind::Max && std::is_integral_v<T>>> {
+struct Accumulator<T, K, std::enable_if_t<!kExtreme<K> && std::is_integral_v<T>>> {
     using type = std::make_unsigned_t<T>;
 };
 
@@ -219,6 +240,10 @@ class ReduceKernel final : public KernelBase {
         if constexpr (K == ReduceKind::Max)
             v = std::numeric_limits<T>::has_infinity ? -std::numeric_limits<T>::infinity()
                                                      : std::numeric_limits<T>::lowest();
+        if constexpr (K == ReduceKind::Min)
+            v = std::numeric_limits<T>::has_infinity ? std::numeric_limits<T>::infinity()
+                                                     : std::numeric_limits<T>::max();
+        if constexpr (K == ReduceKind::Prod) v = T(1);  // the empty product
         std::fill(o, o + n, v);
     }
 
@@ -232,11 +257,16 @@ class ReduceKernel final : public KernelBase {
     // The reduction of one contiguous run: its max, its wrapped integer sum,
     // or its float sum in double.
     static Acc reduce_run(const T* p, int64_t n) {
-        if constexpr (K == ReduceKind::Max) {
-            if constexpr (std::is_same_v<T, float>)
+        if constexpr (kExtreme<K>) {
+            if constexpr (std::is_same_v<T, float> && K == ReduceKind::Max)
                 return max_f32(p, n);
             else
-                return run_max(p, n, p[0]);
+                return run_extreme<K>(p, n, p[0]);
+        } else if constexpr (K == ReduceKind::Prod) {
+            // Wrapping integers, or floats in double; in order, one lane.
+            Acc s = 1;
+            for (int64_t j = 0; j < n; ++j) s *= static_cast<Acc>(p[j]);
+            return s;
         } else if constexpr (kIsInt<T>) {
             Acc s = 0;
             with_isa([&] { blocked_loop(n, [&](int64_t j) { s += static_cast<Acc>(p[j]); }); });
@@ -263,10 +293,14 @@ class ReduceKernel final : public KernelBase {
         });
         for (int64_t i = 0; i < out_numel_; ++i) {
             const Acc* p = part + i * blocks;
-            if constexpr (K == ReduceKind::Max) {
+            if constexpr (kExtreme<K>) {
                 T m = p[0];
-                for (int64_t b = 1; b < blocks; ++b) m = nan_max(m, p[b]);
+                for (int64_t b = 1; b < blocks; ++b) m = pick<K>(m, p[b]);
                 o[i] = m;
+            } else if constexpr (K == ReduceKind::Prod) {
+                Acc s = 1;
+                for (int64_t b = 0; b < blocks; ++b) s *= p[b];
+                o[i] = static_cast<T>(s);
             } else if constexpr (kIsInt<T>) {
                 Acc s = 0;
                 for (int64_t b = 0; b < blocks; ++b) s += p[b];
@@ -286,10 +320,14 @@ class ReduceKernel final : public KernelBase {
         for (int64_t i = lo; i < hi; ++i, out_pos.next()) {
             const T* base = x + out_pos.offset;
             Odometer r(reduced_axes_, 0);
-            if constexpr (K == ReduceKind::Max) {
+            if constexpr (kExtreme<K>) {
                 T m = base[0];
-                for (int64_t q = 0; q < runs; ++q, r.next()) m = nan_max(m, reduce_run(base + r.offset, run));
+                for (int64_t q = 0; q < runs; ++q, r.next()) m = pick<K>(m, reduce_run(base + r.offset, run));
                 o[i] = m;
+            } else if constexpr (K == ReduceKind::Prod) {
+                Acc total = 1;
+                for (int64_t q = 0; q < runs; ++q, r.next()) total *= reduce_run(base + r.offset, run);
+                o[i] = static_cast<T>(total);
             } else if constexpr (kIsInt<T>) {
                 Acc total = 0;
                 for (int64_t q = 0; q < runs; ++q, r.next()) total += reduce_run(base + r.offset, run);
@@ -306,7 +344,7 @@ class ReduceKernel final : public KernelBase {
     // (output row, tile of up to `width` neighbouring lanes). Each lane adds
     // its elements in input order.
     void reduce_lanes(const T* x, T* o, int64_t tiles, int64_t width, int64_t lo, int64_t hi) const {
-        constexpr bool compensate = std::is_same_v<T, double> && K != ReduceKind::Max;
+        constexpr bool compensate = std::is_same_v<T, double> && !kExtreme<K> && K != ReduceKind::Prod;
         Acc acc[kMaxLaneTile];
         double comp[compensate ? kMaxLaneTile : 1];
         for (int64_t item = lo; item < hi; ++item) {
@@ -314,8 +352,10 @@ class ReduceKernel final : public KernelBase {
             const int64_t w = std::min(width, lanes_ - j0);
             const T* base = x + Odometer(kept_axes_, row).offset + j0;
             Odometer r(reduced_axes_, 0);
-            if constexpr (K == ReduceKind::Max) {
+            if constexpr (kExtreme<K>) {
                 for (int64_t j = 0; j < w; ++j) acc[j] = base[j];
+            } else if constexpr (K == ReduceKind::Prod) {
+                for (int64_t j = 0; j < w; ++j) acc[j] = 1;
             } else {
                 for (int64_t j = 0; j < w; ++j) acc[j] = 0;
                 if constexpr (compensate)
@@ -335,9 +375,15 @@ class ReduceKernel final : public KernelBase {
                     const T* __restrict p3 = base + r.offset;
                     r.next();
                     Acc* __restrict a = acc;
-                    if constexpr (K == ReduceKind::Max)
+                    if constexpr (kExtreme<K>)
                         blocked_loop(w, [=](int64_t j) {
-                            a[j] = nan_max(nan_max(nan_max(nan_max(a[j], p0[j]), p1[j]), p2[j]), p3[j]);
+                            a[j] = pick<K>(pick<K>(pick<K>(pick<K>(a[j], p0[j]), p1[j]), p2[j]), p3[j]);
+                        });
+                    else if constexpr (K == ReduceKind::Prod)
+                        blocked_loop(w, [=](int64_t j) {
+                            a[j] = (((a[j] * static_cast<Acc>(p0[j])) * static_cast<Acc>(p1[j])) *
+                                    static_cast<Acc>(p2[j])) *
+                                   static_cast<Acc>(p3[j]);
                         });
                     else
                         blocked_loop(w, [=](int64_t j) {
@@ -350,8 +396,10 @@ class ReduceKernel final : public KernelBase {
             for (; q < reduced_axes_.count; ++q, r.next()) {
                 const T* __restrict p = base + r.offset;
                 Acc* __restrict a = acc;
-                if constexpr (K == ReduceKind::Max) {
-                    blocked_loop(w, [=](int64_t j) { a[j] = nan_max(a[j], p[j]); });
+                if constexpr (kExtreme<K>) {
+                    blocked_loop(w, [=](int64_t j) { a[j] = pick<K>(a[j], p[j]); });
+                } else if constexpr (K == ReduceKind::Prod) {
+                    blocked_loop(w, [=](int64_t j) { a[j] *= static_cast<Acc>(p[j]); });
                 } else if constexpr (compensate) {
                     double* __restrict c = comp;
                     blocked_loop(w, [=](int64_t j) {
@@ -365,7 +413,7 @@ class ReduceKernel final : public KernelBase {
             }
             T* dst = o + row * lanes_ + j0;
             for (int64_t j = 0; j < w; ++j) {
-                if constexpr (K == ReduceKind::Max)
+                if constexpr (kExtreme<K>)
                     dst[j] = acc[j];
                 else if constexpr (kIsInt<T>)
                     dst[j] = static_cast<T>(acc[j]);
@@ -396,7 +444,7 @@ class ReduceKernel final : public KernelBase {
 template <class T>
 class SoftmaxKernel final : public KernelBase {
   public:
-    SoftmaxKernel(const Graph& g, const Node& n) : KernelBase(g, n) {
+    SoftmaxKernel(const Graph& g, const Node& n) : KernelBase(g, n), log_(n.op == OpKind::LogSoftmax) {
         if (auto split = softmax_split(n, in_shapes_[0])) s_ = *split;
         else ok_ = false;
     }
@@ -409,10 +457,11 @@ class SoftmaxKernel final : public KernelBase {
         if constexpr (std::is_same_v<T, float>) {
             if (s_.inner == 1) {
                 const int64_t len = s_.len;
+                const bool log = log_;
                 parallel_for(ctx, s_.outer, std::max<int64_t>(1, kSoftmaxGrain / len),
                              [=](int64_t lo, int64_t hi) {
                                  for (int64_t row = lo; row < hi; ++row)
-                                     contiguous_slice(x + row * len, o + row * len, len);
+                                     contiguous_slice(x + row * len, o + row * len, len, log);
                              });
                 return "";
             }
@@ -433,13 +482,19 @@ class SoftmaxKernel final : public KernelBase {
   private:
     // One contiguous f32 slice: the same formula with the exponential of
     // simd.h, evaluated in double (x - max is exact there), and the sum in double.
-    static void contiguous_slice(const float* x, float* o, int64_t len) {
+    // log_softmax: x - max - log(sum), in double.
+    static void contiguous_slice(const float* x, float* o, int64_t len, bool log) {
         const float m = max_f32(x, len);
         if (!std::isfinite(m)) {  // NaN inside, or an infinite max: NaN, as exp(x - m) / sum gives
             std::fill(o, o + len, std::numeric_limits<float>::quiet_NaN());
             return;
         }
         const double sum = exp_shifted_f32(x, o, len, m);  // >= 1: the max contributes exp(0)
+        if (log) {  // (x - max) - log(sum): x - max is exact in double
+            const double lse = std::log(sum), md = m;
+            for (int64_t i = 0; i < len; ++i) o[i] = static_cast<float>((static_cast<double>(x[i]) - md) - lse);
+            return;
+        }
         scale_f32(o, len, 1.0 / sum);
     }
 
@@ -456,11 +511,22 @@ class SoftmaxKernel final : public KernelBase {
                 o[k * s_.inner + j] = static_cast<T>(e);
                 sum[j] += e;
             }
+        if (log_) {
+            // (x - max) - log(sum); a NaN or infinite max makes the slice NaN, as in softmax.
+            for (int64_t j = 0; j < w; ++j)
+                sum[j] = std::isfinite(m[j]) ? std::log(sum[j]) : std::numeric_limits<double>::quiet_NaN();
+            for (int64_t k = 0; k < s_.len; ++k)
+                for (int64_t j = 0; j < w; ++j)
+                    o[k * s_.inner + j] =
+                        static_cast<T>((static_cast<double>(x[k * s_.inner + j]) - m[j]) - sum[j]);
+            return;
+        }
         for (int64_t k = 0; k < s_.len; ++k)
             for (int64_t j = 0; j < w; ++j)
                 o[k * s_.inner + j] = static_cast<T>(o[k * s_.inner + j] / sum[j]);
     }
 
+    bool log_ = false;
     bool ok_ = true;
     AxisSplit s_;
 };
@@ -493,6 +559,8 @@ std::unique_ptr<Kernel> make_reduce_kernel(const Graph& g, const Node& n) {
     if (n.inputs.size() == 1) {
         if (n.op == OpKind::ReduceSum) return make_reduce_typed<ReduceKind::Sum>(g, n);
         if (n.op == OpKind::ReduceMax) return make_reduce_typed<ReduceKind::Max>(g, n);
+        if (n.op == OpKind::ReduceMin) return make_reduce_typed<ReduceKind::Min>(g, n);
+        if (n.op == OpKind::ReduceProd) return make_reduce_typed<ReduceKind::Prod>(g, n);
         if (n.op == OpKind::ReduceMean) return make_reduce_typed<ReduceKind::Mean>(g, n);
     }
     return make_error_kernel(std::string("internal error: no CPU kernel for ") + op_name(n.op));

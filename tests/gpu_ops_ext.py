@@ -1,0 +1,92 @@
+"""The cases of tests/gpu_ops_test.py for the ops of README "Ops beyond SPEC
+section 3": comparisons, logical ops, where, the unary ops floor ... gelu,
+reduce_min/reduce_prod, argmax/argmin and log_softmax, GPU against CPU."""
+import itertools
+
+from gpu_ops_test import (ALL, BINARY_SHAPES, ELEMENTWISE, FLOAT, NUM, REDUCTION, ROTATED_SPECIAL_FLOATS, SOFTMAX,
+                          SPECIAL_FLOATS, UNARY_SHAPES, Graph, shape_name, shape_text)
+
+COMPARISONS = ["equal", "not_equal", "less", "less_equal", "greater", "greater_equal"]
+LOGICAL = ["logical_and", "logical_or", "logical_xor"]
+# The unary ops beyond SPEC section 3: (op, dtypes, input range, attributes).
+ACTIVATIONS = [("floor", FLOAT, (-10, 10), ""), ("ceil", FLOAT, (-10, 10), ""), ("round", FLOAT, (-10, 10), ""),
+               ("erf", FLOAT, (-4, 4), ""), ("reciprocal", FLOAT, (-10, 10), ""),
+               ("softplus", FLOAT, (-30, 30), ""), ("sign", NUM, (-100, 100), ""),
+               ("clip", NUM, (-100, 100), ", min=-20, max=30"), ("clip", NUM, (-100, 100), ", max=5"),
+               ("leaky_relu", FLOAT, (-10, 10), ""), ("leaky_relu", FLOAT, (-10, 10), ", alpha=0.2"),
+               ("elu", FLOAT, (-10, 10), ""), ("selu", FLOAT, (-10, 10), ""), ("gelu", FLOAT, (-10, 10), ""),
+               ("gelu", FLOAT, (-10, 10), ', approximate="tanh"')]
+
+
+def beyond_spec_graphs():
+    for dtype in NUM:
+        g = Graph(f"compare_{dtype}")
+        lo, hi = (-5, 5)
+        for op in COMPARISONS:
+            for sa, sb in BINARY_SHAPES[:8]:
+                g.op(f"{op}_{shape_name(sa)}_{shape_name(sb)}",
+                     f"{op}({g.rand(sa, dtype, lo, hi)}, {g.rand(sb, dtype, lo, hi)})")
+            g.op(f"{op}_literal", f"{op}({g.rand([9], dtype, lo, hi)}, 2)")
+            if dtype in FLOAT:
+                sp = g.const(SPECIAL_FLOATS, dtype)
+                g.op(f"{op}_special", f"{op}({sp}, {g.const(ROTATED_SPECIAL_FLOATS, dtype)})")
+        yield g
+    g = Graph("logical_bool")
+    for op in LOGICAL:
+        for sa, sb in BINARY_SHAPES[:8]:
+            g.op(f"{op}_{shape_name(sa)}_{shape_name(sb)}", f"{op}({g.rand(sa, 'bool')}, {g.rand(sb, 'bool')})")
+    g.op("not", f"logical_not({g.rand([3, 5], 'bool')})")
+    for op in ("equal", "not_equal"):
+        g.op(f"{op}_bool", f"{op}({g.rand([3, 1], 'bool')}, {g.rand([4], 'bool')})")
+    yield g
+    for dtype in ALL:
+        g = Graph(f"where_{dtype}")
+        for sc, sx, sy in (([5], [5], [5]), ([3, 1], [1, 4], [4]), ([], [2, 3], [3]), ([2, 3, 4], [], []),
+                           ([4, 1, 3], [2, 1], [1, 1, 1]), ([0, 3], [3], [1])):
+            g.op(f"r_{shape_name(sc)}_{shape_name(sx)}_{shape_name(sy)}",
+                 f"where({g.rand(sc, 'bool')}, {g.rand(sx, dtype, -100, 100)}, {g.rand(sy, dtype, -100, 100)})")
+        yield g
+    for k, (op, dtypes, (lo, hi), attrs) in enumerate(ACTIVATIONS):
+        for dtype in dtypes:
+            g = Graph(f"act{k}_{op}_{dtype}")
+            for shape in UNARY_SHAPES:
+                g.op(f"r_{shape_name(shape)}", f"{op}({g.rand(shape, dtype, lo, hi)}{attrs})", ELEMENTWISE)
+            if dtype in FLOAT:
+                g.op("r_special", f"{op}({g.const(SPECIAL_FLOATS, dtype)}{attrs})", ELEMENTWISE)
+            yield g
+    for op, dtypes in (("reduce_min", NUM), ("reduce_prod", NUM)):
+        for dtype in dtypes:
+            g = Graph(f"{op}_{dtype}")
+            lo, hi = (-3, 3) if dtype not in FLOAT else (0.5, 1.5)
+            x = g.rand([2, 3, 4], dtype, lo, hi)
+            for axes in (None, [0], [2], [0, 2], [1, 2]):
+                attr = "" if axes is None else f", axes={shape_text(axes)}"
+                name = "r_" + ("all" if axes is None else "a" + "".join(map(str, axes)))
+                g.op(name, f"{op}({x}{attr})", REDUCTION)
+            g.op("r_rows", f"{op}({g.rand([300, 40], dtype, lo, hi)}, axes=[1])", REDUCTION)
+            g.op("r_cols", f"{op}({g.rand([40, 300], dtype, lo, hi)}, axes=[0], keepdims=true)", REDUCTION)
+            if op == "reduce_prod":
+                g.op("r_empty", f"{op}({g.rand([0, 3], dtype, lo, hi)}, axes=[0])", REDUCTION)
+            if dtype in FLOAT:
+                g.op("r_special", f"{op}({g.const('[[1, nan, 3], [4, 5, 6], [-inf, 2, 3]]', dtype)}, axes=[1])",
+                     REDUCTION)
+            yield g
+    for op, dtype in itertools.product(("argmax", "argmin"), NUM):
+        g = Graph(f"{op}_{dtype}")
+        x = g.rand([3, 4, 5], dtype, -3, 3)  # few values: ties
+        for axis, keep, last in ((0, True, False), (1, False, False), (-1, True, True), (2, False, True)):
+            g.op(f"r_a{axis}_{int(keep)}{int(last)}".replace("-", "m"),
+                 f"{op}({x}, axis={axis}, keepdims={'true' if keep else 'false'}, "
+                 f"select_last_index={'true' if last else 'false'})")
+        if dtype in FLOAT:
+            g.op("r_special", f"{op}({g.const('[[1, nan, 3, nan], [4, 5, 5, -inf]]', dtype)}, axis=1)")
+        yield g
+    for dtype in FLOAT:
+        g = Graph(f"log_softmax_{dtype}")
+        for shape, axis in (([5], 0), ([3, 4], 0), ([3, 4], -1), ([2, 3, 4], 1), ([10, 3000], -1), ([0, 4], -1)):
+            g.op(f"r_{shape_name(shape)}_axis{axis}".replace("-", "m"),
+                 f"log_softmax({g.rand(shape, dtype, -10, 10)}, axis={axis})", SOFTMAX)
+        sp = g.const("[[1, nan, 3], [1000, 1001, 999], [-inf, 0, 1], [inf, 1, 2], [-inf, -inf, -inf]]", dtype)
+        g.op("r_special_rows", f"log_softmax({sp}, axis=-1)", SOFTMAX)
+        g.op("r_special_cols", f"log_softmax({sp}, axis=0)", SOFTMAX)
+        yield g
