@@ -13,6 +13,12 @@ command -v g++     >/dev/null 2>&1            || need+=(g++)
 command -v python3 >/dev/null 2>&1            || need+=(python3)
 # The benchmarks (scripts/bench) compare with NumPy under the system Python.
 /usr/bin/python3 -c "import numpy" >/dev/null 2>&1 || need+=(python3-numpy)
+# The ONNX front end (ONNX's C++ classes, checker and shape inference), the
+# Python package its tests build models with, and ONNX's backend test suite.
+have_file /usr/include/onnx/onnx_pb.h          || need+=(libonnx-dev)
+have_file /usr/include/google/protobuf/message.h || need+=(libprotobuf-dev)
+/usr/bin/python3 -c "import onnx" >/dev/null 2>&1 || need+=(python3-onnx)
+have_file /usr/share/libonnx-testdata/data     || need+=(libonnx-testdata)
 
 if [ ${#need[@]} -eq 0 ]; then
     exit 0
