@@ -8,6 +8,7 @@
 #include <iostream>
 
 #include "cli/commands.h"
+#include "cli/data_options.h"
 #include "engine/api/units.h"
 
 namespace graphrun::cli {
@@ -98,6 +99,7 @@ int exit_code(const Error& e) {
         case ErrorKind::Runtime: return kExitRuntime;
         case ErrorKind::Interrupted: return 128 + e.signal;
         case ErrorKind::Leak: return kExitLeak;
+        case ErrorKind::Mismatch: return kExitMismatch;
     }
     return kExitRuntime;
 }
@@ -153,6 +155,7 @@ int run_app(int argc, char** argv) {
     app.require_subcommand(1);
     app.footer(
         "Exit codes: 0 success, 1 runtime error, 2 usage error, 3 invalid graph, 4 leak found,\n"
+        "5 an output differs from --expected-output,\n"
         "130 interrupted by SIGINT, 143 by SIGTERM (after teardown and the statistics).\n"
         "See graphrun(1) for the script language, JSON format and statistics.");
 
@@ -210,6 +213,8 @@ int run_app(int argc, char** argv) {
     run_cmd->add_flag("--allow-tf32", run.engine.allow_tf32, "let GPU matmul use TF32 (no effect without a GPU)");
     run_cmd->add_flag("--reset-device", run.engine.reset_device, "end the CUDA context at teardown (no effect without a GPU)");
     run_cmd->add_flag("--profile", run.engine.profile, "print per-op totals (count, time, bytes) after the run");
+    DataOptionStrings run_data;
+    add_data_options(run_cmd, run_data);
 
     std::string convert_file, convert_to;
     auto* convert_cmd = app.add_subcommand("convert", "write the graph in the other form (text or json) on stdout");
@@ -242,6 +247,10 @@ int run_app(int argc, char** argv) {
                                                           : CleanupStrategy::Background;
         run.format = run_format == "json" ? Format::Json : Format::Text;
         if (!run_memory_limit.empty()) parse_memory_size(run_memory_limit, run.engine.prepare.memory_limit);
+        if (std::string data_error; !apply_data_options(run_data, run, data_error)) {
+            std::cerr << data_error << "\nRun with --help for more information.\n";
+            return kExitUsage;
+        }
         return run_command(run, std::cout, std::cerr);
     }
     stop_compute_workers();  // only `run` computes

@@ -14,6 +14,7 @@ enum ExitCode : int {
     kExitUsage = 2,
     kExitInvalidGraph = 3,
     kExitLeak = 4,
+    kExitMismatch = 5,  // an output differs from its --expected-output value
 };
 
 int run_app(int argc, char** argv);

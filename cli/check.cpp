@@ -112,6 +112,13 @@ std::string render_listing(const Graph& g) {
 
 // The rest of the text listing: outputs, the static peak and the close growth.
 void print_text_tail(const Graph& g, const Plan& plan, std::ostream& out) {
+    bool any_input = false;  // the values `run` needs: --input=NAME=@FILE.npy of this dtype and shape
+    for (const Node& n : g.nodes) {
+        if (n.op != OpKind::Input) continue;
+        if (!any_input) out << "\ninputs (give each with --input=NAME=@FILE.npy, or --fill):\n";
+        any_input = true;
+        out << "  " << n.display() << ": " << type_string(n.dtype, n.shape) << " (" << n.placed << ")\n";
+    }
     out << "\noutputs:\n";
     for (const Output& o : g.outputs) {
         const Node& n = g.node(o.id);
@@ -156,6 +163,11 @@ void print_json(const Graph& g, const Plan& plan, std::ostream& out) {
         nodes.push_back(std::move(j));
     }
     doc["nodes"] = std::move(nodes);
+    auto ins = nlohmann::ordered_json::array();
+    for (const Node& n : g.nodes)
+        if (n.op == OpKind::Input)
+            ins.push_back({{"name", n.display()}, {"dtype", dtype_name(n.dtype)}, {"shape", n.shape}, {"device", n.placed}});
+    doc["inputs"] = std::move(ins);
     auto outs = nlohmann::ordered_json::array();
     for (const Output& o : g.outputs) {
         const Node& n = g.node(o.id);

@@ -13,6 +13,7 @@
 
 #include "cli/app.h"
 #include "cli/commands.h"
+#include "cli/data_options.h"
 #include "cli/values.h"
 #include "engine/api/run.h"
 #include "engine/api/units.h"
@@ -86,6 +87,7 @@ void print_json(const RunResult& r, const RunFileOptions& opts, std::ostream& ou
             prof.push_back(ojson{{"op", p.op}, {"count", p.count}, {"ms", p.ms}, {"bytes", p.bytes}});
         doc["profile"] = std::move(prof);
     }
+    if (!r.expected.empty()) doc["expected_outputs"] = expected_outputs_json(r, opts);
     if (r.error) doc["error"] = ojson{{"code", exit_code(*r.error)}, {"message", r.error->message}};
     out << doc.dump() << "\n";
 }

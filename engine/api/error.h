@@ -13,6 +13,7 @@ enum class ErrorKind {
     Runtime,       // unreadable file, unusable device, out of memory, over the memory limit
     Interrupted,   // a signal stopped the run (Error::signal)
     Leak,          // memory left after teardown (RunFileOptions::check_leaks)
+    Mismatch,      // an output differs from its expected value (--expected-output)
 };
 
 struct Error {

@@ -27,13 +27,36 @@ uint64_t resident_bytes() {
 
 RunResult run_file(const std::string& path, const RunFileOptions& opts, std::ostream& err) {
     PrepareResult pr = prepare(path, opts.prepare, err);
-    if (!pr.ok()) {
+    auto failed = [&](std::optional<Error> e) {
         RunResult r;
         r.file = pr.file;
-        r.error = std::move(pr.error);
+        r.error = std::move(e);
         return r;
-    }
-    return run_prepared(pr.prepared, opts, err);
+    };
+    if (!pr.ok()) return failed(std::move(pr.error));
+    // Feeds, expected values and output names are checked before anything runs.
+    Graph& g = pr.prepared.graph();
+    std::optional<Error> e = apply_feeds(g, opts.feeds, pr.file, err);
+    std::vector<ExpectedValue> expected;
+    if (auto e2 = load_expected(g, opts.files, pr.file, expected, err); !e) e = std::move(e2);
+    if (auto e3 = check_output_names(g, opts.files, pr.file, err); !e) e = std::move(e3);
+    if (e) return failed(std::move(e));
+    RunResult r = run_prepared(pr.prepared, opts, err);
+    if (r.error) return r;
+    r.error = write_output_files(r.outputs, opts.files, err);
+    if (r.error) return r;
+    for (const ExpectedValue& want : expected)
+        for (const HostTensor& got : r.outputs) {
+            if (got.name != want.name) continue;
+            r.expected.push_back(compare_expected(got, want, opts.files.rtol, opts.files.atol));
+            const ExpectedCheck& c = r.expected.back();
+            if (c.matched) break;
+            const std::string msg = mismatch_message(c, opts.files.rtol, opts.files.atol);
+            err << r.file << ": error: " << msg << "\n";
+            if (!r.error) r.error = Error{ErrorKind::Mismatch, msg, 0};
+            break;
+        }
+    return r;
 }
 
 RunResult run_prepared(Prepared& p, const RunFileOptions& opts, std::ostream& err) {
@@ -42,6 +65,17 @@ RunResult run_prepared(Prepared& p, const RunFileOptions& opts, std::ostream& er
     const Graph& g = lg.graph;
     const Plan& plan = *p.plan;
     r.file = lg.display;
+    // An input without a value (a caller that skipped apply_feeds) is refused before the session opens.
+    for (const Node& n : g.nodes) {
+        if (n.op != OpKind::Input || !n.valid) continue;
+        const auto bytes = static_cast<uint64_t>(checked_numel(n.shape).value_or(0)) * dtype_size(n.dtype);
+        if (n.literal.size() == bytes) continue;
+        const std::string msg = "input '" + std::string(n.display()) + "' (" + type_string(n.dtype, n.shape) +
+                                ") has no value";
+        err << lg.display << ": error: " << msg << "\n";
+        r.error = Error{ErrorKind::Usage, msg, 0};
+        return r;
+    }
 
     SessionOptions so;
     so.cleanup = opts.cleanup;

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "engine/api/error.h"
+#include "engine/api/feeds.h"
 #include "engine/api/prepare.h"
 #include "engine/runtime/allocator.h"  // MemoryStats
 #include "engine/runtime/session.h"    // CleanupStrategy, HostTensor, OpProfile
@@ -29,6 +30,8 @@ struct RunFileOptions {
     // Set asynchronously (a signal handler) to a signal's number to stop the
     // run at the next node boundary. Optional.
     const std::atomic<int>* interrupt = nullptr;
+    FeedOptions feeds;        // the values of the graph's inputs (--input, --fill)
+    OutputFileOptions files;  // --output, --save, --expected-output
 };
 
 // A GPU's used memory as the driver reports it (NVML), at three moments.
@@ -47,6 +50,9 @@ struct RunResult {
     std::vector<OpProfile> profile;
     double run_ms = 0, teardown_ms = 0;
     std::optional<Error> error;
+    // --expected-output: one check per expected value, in the order given
+    // (empty when none was given or the run failed before comparing).
+    std::vector<ExpectedCheck> expected;
 };
 
 // prepare() and run_prepared().

@@ -73,6 +73,7 @@ bool infer_node(NodeCheck& c) {
             return infer_const(c);
         case OpKind::Zeros:
         case OpKind::Ones:
+        case OpKind::Input:  // shape and dtype; its value comes from the feeds
             return infer_zeros_ones(c);
         case OpKind::Fill:
             return infer_fill(c);

@@ -35,6 +35,7 @@ std::vector<OpInfo> build_table() {
     add(OpKind::RandomNormal, "random_normal", 0, 0, C::Float, F::Creation, G, true,
         {shape_req, {"mean", A::Number, false}, {"stddev", A::Number, false}, {"seed", A::Int, false}, dtype},
         {"shape"});
+    add(OpKind::Input, "input", 0, 0, C::All, F::Creation, G, true, {shape_req, dtype}, {"shape"});
     add(OpKind::Add, "add", 2, 2, C::Num, F::Binary, G, false, {});
     add(OpKind::Sub, "sub", 2, 2, C::Num, F::Binary, G, false, {});
     add(OpKind::Mul, "mul", 2, 2, C::Num, F::Binary, G, false, {});

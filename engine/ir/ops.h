@@ -14,6 +14,9 @@ namespace graphrun {
 enum class OpKind : uint8_t {
     // creation
     Const, Zeros, Ones, Fill, Range, RandomUniform, RandomNormal,
+    // a graph input: a creation op whose value comes from the run's feeds
+    // (--input), copied into a counted buffer each pass like a const literal
+    Input,
     // elementwise binary
     Add, Sub, Mul, Div, Maximum, Minimum, Pow,
     // elementwise unary
@@ -30,7 +33,7 @@ enum class OpKind : uint8_t {
 // family (engine/kernels/common/families.h), so adding an op to a family
 // touches no device's dispatch.
 enum class OpFamily : uint8_t {
-    Creation,   // const zeros ones fill range random_uniform random_normal
+    Creation,   // const zeros ones fill range random_uniform random_normal input
     Binary,     // elementwise with broadcasting
     Unary,      // elementwise
     Matmul,
@@ -95,7 +98,7 @@ std::optional<std::vector<std::string>> positional_attr_names(OpKind k, size_t c
 
 inline bool is_binary_elementwise(OpKind k) { return k >= OpKind::Add && k <= OpKind::Pow; }
 inline bool is_unary_elementwise(OpKind k) { return k >= OpKind::Neg && k <= OpKind::Cos; }
-inline bool is_creation(OpKind k) { return k <= OpKind::RandomNormal; }
+inline bool is_creation(OpKind k) { return k <= OpKind::Input; }
 inline bool is_reduction(OpKind k) { return k >= OpKind::ReduceSum && k <= OpKind::ReduceMean; }
 // Ops whose output may share its input's buffer (SPEC section 4: an alias counts 0 bytes).
 inline bool is_alias_op(OpKind k) { return k == OpKind::Reshape || k == OpKind::Identity; }

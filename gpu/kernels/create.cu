@@ -40,7 +40,7 @@ std::string run_on_host(const GpuContext& ctx, const Graph& g, const Node& n, in
 class HostValueKernel final : public GpuKernel {
   public:
     HostValueKernel(const Graph& g, const Node& n, GpuContext& ctx) : GpuKernel(g, n, ctx) {
-        if (n.op == OpKind::Const) {
+        if (n.op == OpKind::Const || n.op == OpKind::Input) {  // input: the fed bytes, as const
             error_ = run_on_host(ctx, g, n, out_numel_, bytes_);
             repeat_ = out_numel_ == 1;
         } else {
@@ -191,6 +191,7 @@ class RandomKernel final : public GpuKernel {
 std::unique_ptr<Kernel> make_for_op(const Graph& g, const Node& n, GpuContext& ctx) {
     switch (n.op) {
         case OpKind::Const:
+        case OpKind::Input:
         case OpKind::Zeros:
         case OpKind::Ones:
         case OpKind::Fill:

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/api/feeds.h"
 #include "engine/api/load.h"
 #include "engine/api/prepare.h"
 #include "engine/api/run.h"
@@ -108,6 +109,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     opts.threads = 1;
     PrepareResult prepared = prepare(std::move(lg), opts.prepare, log);
     if (!prepared.ok()) return 0;
+    // Inputs get --fill=random values (the seed from the mode byte), as the CLI feeds them.
+    FeedOptions feeds;
+    feeds.fill = FillMode::Random;
+    feeds.seed = mode;
+    if (apply_feeds(prepared.prepared.graph(), feeds, "fuzz", log)) return 0;
     // Out of memory and the like are fine outcomes; teardown must still be complete.
     RunResult r = run_prepared(prepared.prepared, opts, log);
     for (const auto& [device, stats] : r.after)

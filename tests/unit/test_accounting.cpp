@@ -214,7 +214,8 @@ TEST_CASE("ops: the GPU-support table agrees with OpInfo::gpu and with the GPU's
         {"const", "all"},          {"zeros", "all"},
         {"ones", "all"},           {"fill", "all"},
         {"range", "num"},          {"random_uniform", "float"},
-        {"random_normal", "float"}, {"add", "num"},
+        {"random_normal", "float"}, {"input", "all"},  // the fed bytes, copied like const's
+        {"add", "num"},
         {"sub", "num"},            {"mul", "num"},
         {"div", "num"},            {"maximum", "num"},
         {"minimum", "num"},        {"pow", "num"},

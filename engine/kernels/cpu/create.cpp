@@ -32,12 +32,14 @@ T convert_scalar(const ScalarAttr& s) {
 
 class ConstKernel final : public KernelBase {
   public:
-    ConstKernel(const Graph& g, const Node& n) : KernelBase(g, n), literal_(n.literal) {}
+    ConstKernel(const Graph& g, const Node& n)
+        : KernelBase(g, n), literal_(n.literal), n_is_input_(n.op == OpKind::Input) {}
 
     std::string compute(const TensorRef*, TensorRef& out, const KernelContext&) override {
         const size_t bytes = static_cast<size_t>(out.numel) * dtype_size(out.dtype);
         if (literal_.size() != bytes)
-            return "internal error: const literal has " + std::to_string(literal_.size()) +
+            return std::string(n_is_input_ ? "internal error: input has " : "internal error: const literal has ") +
+                   std::to_string(literal_.size()) +
                    " bytes, expected " + std::to_string(bytes);
         if (bytes) std::memcpy(out.data, literal_.data(), bytes);
         return "";
@@ -45,6 +47,7 @@ class ConstKernel final : public KernelBase {
 
   private:
     std::vector<uint8_t> literal_;
+    bool n_is_input_;
 };
 
 // zeros, ones, fill: one value repeated.
@@ -185,6 +188,7 @@ class RandomKernel final : public KernelBase {
 std::unique_ptr<Kernel> make_creation_kernel(const Graph& g, const Node& n) {
     switch (n.op) {
         case OpKind::Const:
+        case OpKind::Input:  // the feed, which engine/api/feeds.cpp put in n.literal
             return std::make_unique<ConstKernel>(g, n);
         case OpKind::Zeros:
         case OpKind::Ones: {

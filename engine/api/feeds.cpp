@@ -1,0 +1,455 @@
+// Feeding a graph's inputs: --input values (.npy, .npz, inline JSON) and --fill.
+#include "engine/api/feeds.h"
+
+#include <charconv>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <map>
+#include <new>
+#include <set>
+#include <nlohmann/json.hpp>
+
+#include "engine/api/feeds_internal.h"
+#include "engine/base/diagnostics.h"
+#include "engine/base/limits.h"
+
+namespace graphrun {
+
+std::string ArraySource::spelled() const {
+    std::string s = option + "=";
+    if (!name.empty()) s += name + "=";
+    return s + (file.empty() ? value : "@" + file);
+}
+
+std::optional<ArraySource> parse_array_option(const std::string& option, const std::string& text, bool inline_ok,
+                                              std::string& error) {
+    ArraySource s;
+    s.option = option;
+    const std::string forms = inline_ok ? "NAME=@FILE.npy, @FILE.npz or NAME=VALUE (a number or nested list)"
+                                        : "NAME=@FILE.npy or @FILE.npz";
+    if (!text.empty() && text[0] == '@') {
+        s.file = text.substr(1);
+    } else {
+        const size_t eq = text.find('=');
+        if (eq == std::string::npos || eq == 0) {
+            error = option + "=" + text + ": expected " + forms;
+            return std::nullopt;
+        }
+        s.name = text.substr(0, eq);
+        const std::string rest = text.substr(eq + 1);
+        if (!rest.empty() && rest[0] == '@') s.file = rest.substr(1);
+        else if (inline_ok && !rest.empty()) s.value = rest;
+        else {
+            error = option + "=" + text + ": expected " + forms;
+            return std::nullopt;
+        }
+    }
+    if (!text.empty() && text[0] == '@' && s.file.empty()) {
+        error = option + "=" + text + ": '@' must be followed by a file name; expected " + forms;
+        return std::nullopt;
+    }
+    if (s.name.empty() && s.file.empty()) {
+        error = option + "=" + text + ": expected " + forms;
+        return std::nullopt;
+    }
+    return s;
+}
+
+std::vector<const Node*> graph_inputs(const Graph& g) {
+    std::vector<const Node*> v;
+    for (const Node& n : g.nodes)
+        if (n.op == OpKind::Input) v.push_back(&n);
+    return v;
+}
+
+namespace detail {
+
+std::string array_type(const NpyArray& a) { return type_string(a.dtype, a.shape); }
+
+bool read_arrays(const ArraySource& s, std::vector<NpzEntry>& out, std::string& error) {
+    std::string bytes, why;
+    if (!read_whole_file(s.file, bytes, why)) {
+        error = s.spelled() + ": " + why;
+        return false;
+    }
+    if (looks_like_zip(bytes)) {
+        auto entries = parse_npz(bytes, why);
+        if (!entries) {
+            error = s.spelled() + ": " + s.file + ": " + why;
+            return false;
+        }
+        if (s.name.empty()) {
+            out = std::move(*entries);
+            return true;
+        }
+        for (NpzEntry& e : *entries)
+            if (e.name == s.name) {
+                out.push_back(std::move(e));
+                return true;
+            }
+        if (entries->size() == 1) {  // the only member stands for NAME
+            out.push_back(std::move(entries->front()));
+            out.back().name = s.name;
+            return true;
+        }
+        std::string names;
+        for (const NpzEntry& e : *entries) names += (names.empty() ? "" : ", ") + e.name;
+        error = s.spelled() + ": " + s.file + " has no member '" + s.name + "' (it holds " +
+                (names.empty() ? std::string("none") : names) + ")";
+        return false;
+    }
+    if (s.name.empty()) {
+        error = s.spelled() + ": " + s.file + " is an .npy file, which holds one unnamed array: write " + s.option +
+                "=NAME=@" + s.file;
+        return false;
+    }
+    auto a = parse_npy(bytes, why);
+    if (!a) {
+        error = s.spelled() + ": " + s.file + ": " + why;
+        return false;
+    }
+    out.push_back(NpzEntry{s.name, std::move(*a)});
+    return true;
+}
+
+namespace {
+
+using json = nlohmann::json;
+
+// One JSON scalar as a value of t; "" or the problem.
+std::string encode_json_scalar(const json& v, DType t, uint8_t* out) {
+    double d = 0;
+    bool integral = false;
+    int64_t i = 0;
+    if (v.is_boolean()) {
+        if (t == DType::Bool) {
+            *out = v.get<bool>();
+            return "";
+        }
+        d = v.get<bool>() ? 1 : 0;
+        i = static_cast<int64_t>(d);
+        integral = true;
+    } else if (v.is_number_integer() && !v.is_number_unsigned()) {
+        i = v.get<int64_t>();
+        d = static_cast<double>(i);
+        integral = true;
+    } else if (v.is_number_unsigned()) {
+        const uint64_t u = v.get<uint64_t>();
+        if (u > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()) && is_int(t))
+            return "is out of range for " + std::string(dtype_name(t));
+        i = static_cast<int64_t>(u);
+        d = static_cast<double>(u);
+        integral = u <= static_cast<uint64_t>(std::numeric_limits<int64_t>::max());
+    } else if (v.is_number_float()) {
+        d = v.get<double>();
+    } else if (v.is_string()) {
+        const std::string s = v.get<std::string>();
+        if (s == "nan") d = std::numeric_limits<double>::quiet_NaN();
+        else if (s == "inf") d = std::numeric_limits<double>::infinity();
+        else if (s == "-inf") d = -std::numeric_limits<double>::infinity();
+        else return "is a string; only \"nan\", \"inf\" and \"-inf\" stand for numbers";
+    } else {
+        return "is not a number or true/false";
+    }
+    switch (t) {
+        case DType::F32: {
+            if (std::isfinite(d) && std::fabs(d) > std::numeric_limits<float>::max())
+                return "is out of range for f32 (largest 3.4028235e+38)";
+            const float f = static_cast<float>(d);
+            std::memcpy(out, &f, 4);
+            return "";
+        }
+        case DType::F64:
+            std::memcpy(out, &d, 8);
+            return "";
+        case DType::Bool:
+            if (integral && (i == 0 || i == 1)) {
+                *out = static_cast<uint8_t>(i);
+                return "";
+            }
+            return "is not true, false, 0 or 1 (the input is bool)";
+        case DType::I32:
+        case DType::I64: {
+            if (!integral) {
+                if (!std::isfinite(d) || d != std::trunc(d)) return "is not an integer";
+                if (std::fabs(d) >= 9.2233720368547758e18) return "is out of range for " + std::string(dtype_name(t));
+                i = static_cast<int64_t>(d);
+            }
+            if (t == DType::I32) {
+                if (i < std::numeric_limits<int32_t>::min() || i > std::numeric_limits<int32_t>::max())
+                    return "is out of range for i32";
+                const auto v32 = static_cast<int32_t>(i);
+                std::memcpy(out, &v32, 4);
+            } else {
+                std::memcpy(out, &i, 8);
+            }
+            return "";
+        }
+    }
+    return "has no dtype";
+}
+
+// The shape of a regular nested list, or the problem.
+bool json_shape(const json& v, Shape& shape, std::string& error) {
+    const json* cur = &v;
+    shape.clear();
+    while (cur->is_array()) {
+        if (shape.size() >= static_cast<size_t>(kMaxRank)) {
+            error = "nests deeper than " + std::to_string(kMaxRank) + " levels";
+            return false;
+        }
+        shape.push_back(static_cast<int64_t>(cur->size()));
+        if (cur->empty()) break;
+        cur = &(*cur)[0];
+    }
+    // Every element must agree with the first path's shape.
+    std::vector<std::pair<const json*, size_t>> stack{{&v, 0}};
+    while (!stack.empty()) {
+        auto [node, depth] = stack.back();
+        stack.pop_back();
+        if (depth == shape.size()) {
+            if (node->is_array()) {
+                error = "is ragged: a list stands where the first row has a number (depth " + std::to_string(depth) + ")";
+                return false;
+            }
+            continue;
+        }
+        if (!node->is_array() || static_cast<int64_t>(node->size()) != shape[depth]) {
+            error = "is ragged: a row at depth " + std::to_string(depth) + " has " +
+                    (node->is_array() ? std::to_string(node->size()) + " elements" : std::string("a number")) +
+                    ", the first has " + std::to_string(shape[depth]);
+            return false;
+        }
+        for (const json& e : *node) stack.push_back({&e, depth + 1});
+    }
+    return true;
+}
+
+void flatten(const json& v, std::vector<const json*>& out) {
+    if (!v.is_array()) {
+        out.push_back(&v);
+        return;
+    }
+    for (const json& e : v) flatten(e, out);
+}
+
+}  // namespace
+
+std::optional<NpyArray> inline_array(const ArraySource& s, DType t, std::string& error) {
+    json v;
+    try {
+        v = json::parse(s.value);
+    } catch (const json::parse_error& e) {
+        error = s.spelled() + ": the value is not a JSON number or nested list: " + e.what();
+        return std::nullopt;
+    }
+    NpyArray a;
+    a.dtype = t;
+    std::string why;
+    if (!json_shape(v, a.shape, why)) {
+        error = s.spelled() + ": the value " + why;
+        return std::nullopt;
+    }
+    std::vector<const json*> elems;
+    flatten(v, elems);
+    const size_t size = dtype_size(t);
+    a.data.resize(elems.size() * size);
+    for (size_t k = 0; k < elems.size(); ++k) {
+        why = encode_json_scalar(*elems[k], t, a.data.data() + k * size);
+        if (!why.empty()) {
+            error = s.spelled() + ": element " + std::to_string(k) + " (" + elems[k]->dump() + ") " + why;
+            return std::nullopt;
+        }
+    }
+    return a;
+}
+
+std::string unknown_name_message(const ArraySource& s, const std::string& name, const std::string& what,
+                                 const std::vector<std::string>& names, const std::string& display) {
+    std::string msg = s.spelled() + ": " + display + " has no " + what + " '" + name + "'";
+    if (names.empty()) return msg + " (it has none)";
+    if (auto near = nearest_name(name, names); !near.empty()) return msg + "; did you mean '" + near + "'?";
+    std::string all;
+    for (const std::string& n : names) all += (all.empty() ? "" : ", ") + n;
+    return msg + " (its " + what + "s are " + all + ")";
+}
+
+}  // namespace detail
+
+namespace {
+
+uint64_t splitmix64(uint64_t x) {
+    x += 0x9E3779B97F4A7C15ull;
+    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+    x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+    return x ^ (x >> 31);
+}
+
+// --fill: zeros, ones, or a counter-based stream per input (floats uniform in
+// [0, 1), integers in 0..9, bools 0 or 1), the same for the same seed.
+void fill_literal(std::vector<uint8_t>& lit, DType t, int64_t numel, FillMode mode, uint64_t seed, size_t input_index) {
+    const size_t size = dtype_size(t);
+    lit.assign(static_cast<size_t>(numel) * size, 0);
+    if (mode == FillMode::Zeros) return;
+    const uint64_t key = splitmix64(seed ^ splitmix64(static_cast<uint64_t>(input_index) + 1));
+    for (int64_t i = 0; i < numel; ++i) {
+        uint8_t* p = lit.data() + static_cast<size_t>(i) * size;
+        const uint64_t r = mode == FillMode::Ones ? 0 : splitmix64(key + static_cast<uint64_t>(i));
+        const double u = static_cast<double>(r >> 11) * 0x1.0p-53;
+        switch (t) {
+            case DType::F32: {
+                const float f = mode == FillMode::Ones ? 1.0f : static_cast<float>(u);
+                std::memcpy(p, &f, 4);
+                break;
+            }
+            case DType::F64: {
+                const double d = mode == FillMode::Ones ? 1.0 : u;
+                std::memcpy(p, &d, 8);
+                break;
+            }
+            case DType::I32: {
+                const int32_t v = mode == FillMode::Ones ? 1 : static_cast<int32_t>(r % 10);
+                std::memcpy(p, &v, 4);
+                break;
+            }
+            case DType::I64: {
+                const int64_t v = mode == FillMode::Ones ? 1 : static_cast<int64_t>(r % 10);
+                std::memcpy(p, &v, 8);
+                break;
+            }
+            case DType::Bool:
+                *p = mode == FillMode::Ones ? 1 : static_cast<uint8_t>(r & 1);
+                break;
+        }
+    }
+}
+
+}  // namespace
+
+std::optional<Error> apply_feeds(Graph& g, const FeedOptions& feeds, const std::string& display, std::ostream& err) {
+    std::optional<Error> first;
+    auto fail = [&](const std::string& msg) {
+        err << "graphrun: error: " << msg << "\n";
+        if (!first) first = Error{ErrorKind::Usage, msg, 0};
+    };
+    std::map<std::string, Node*, std::less<>> by_name;
+    std::vector<std::string> names;
+    std::vector<Node*> inputs;
+    for (Node& n : g.nodes)
+        if (n.op == OpKind::Input) {
+            inputs.push_back(&n);
+            by_name[std::string(n.display())] = &n;
+            names.emplace_back(n.display());
+        }
+    std::map<const Node*, std::string> fed;  // by which option
+    std::set<std::string> tried;  // named by an option that failed: not "missing" too
+    auto feed = [&](const ArraySource& s, const std::string& name, NpyArray a, const std::string& from) {
+        auto it = by_name.find(name);
+        if (it == by_name.end()) {
+            fail(detail::unknown_name_message(s, name, "input", names, display));
+            return;
+        }
+        Node& n = *it->second;
+        if (auto prev = fed.find(&n); prev != fed.end()) {
+            fail(s.spelled() + ": input '" + name + "' is already given by " + prev->second);
+            return;
+        }
+        if (a.dtype != n.dtype || a.shape != n.shape) {
+            fail(s.spelled() + ": " + from + " holds " + detail::array_type(a) +
+                 (s.file.empty() ? std::string() : std::string(" ('") + npy_descr(a.dtype) + "')") +
+                 ", but input '" + name + "' is " + type_string(n.dtype, n.shape) +
+                 (a.dtype != n.dtype ? " (the dtypes differ; graphrun does not convert them)"
+                                     : " (the shapes differ)"));
+            return;
+        }
+        n.literal = std::move(a.data);
+        fed[&n] = s.spelled();
+    };
+    for (const ArraySource& s : feeds.inputs) {
+        std::string why;
+        if (s.file.empty()) {
+            auto it = by_name.find(s.name);
+            if (it == by_name.end()) {
+                fail(detail::unknown_name_message(s, s.name, "input", names, display));
+                continue;
+            }
+            tried.insert(s.name);
+            auto a = detail::inline_array(s, it->second->dtype, why);
+            if (!a) {
+                fail(why);
+                continue;
+            }
+            feed(s, s.name, std::move(*a), "the value");
+            continue;
+        }
+        std::vector<NpzEntry> entries;
+        if (!detail::read_arrays(s, entries, why)) {
+            fail(why);
+            tried.insert(s.name);
+            continue;
+        }
+        for (NpzEntry& e : entries) {
+            tried.insert(e.name);
+            feed(s, e.name, std::move(e.array), s.file);
+        }
+    }
+    for (size_t i = 0; i < inputs.size(); ++i) {
+        Node& n = *inputs[i];
+        if (fed.count(&n) || tried.count(std::string(n.display()))) continue;
+        const std::string type = type_string(n.dtype, n.shape);
+        if (feeds.fill == FillMode::None) {
+            fail(display + ": input '" + std::string(n.display()) + "' (" + type + ") has no value: give --input=" +
+                 std::string(n.display()) + "=@FILE.npy (" + type + ") or an inline value, or --fill=random|zeros|ones");
+            continue;
+        }
+        try {
+            fill_literal(n.literal, n.dtype, checked_numel(n.shape).value_or(0), feeds.fill, feeds.seed, i);
+        } catch (const std::bad_alloc&) {
+            n.literal.clear();
+            n.literal.shrink_to_fit();
+            err << "graphrun: error: " << display << ": input '" << n.display() << "' (" << type
+                << ") is too large to fill in host memory\n";
+            if (!first) first = Error{ErrorKind::Runtime, "input '" + std::string(n.display()) + "' is too large to fill", 0};
+        }
+    }
+    return first;
+}
+
+std::string element_text(DType t, const void* data, int64_t index) {
+    const auto* p = static_cast<const uint8_t*>(data) + static_cast<size_t>(index) * dtype_size(t);
+    char buf[64];
+    auto finite_text = [&](auto v) -> std::string {
+        if (std::isnan(v)) return "nan";
+        if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+        auto r = std::to_chars(buf, buf + sizeof buf, v);
+        return std::string(buf, r.ptr);
+    };
+    switch (t) {
+        case DType::F32: {
+            float v;
+            std::memcpy(&v, p, 4);
+            return finite_text(v);
+        }
+        case DType::F64: {
+            double v;
+            std::memcpy(&v, p, 8);
+            return finite_text(v);
+        }
+        case DType::I32: {
+            int32_t v;
+            std::memcpy(&v, p, 4);
+            return std::to_string(v);
+        }
+        case DType::I64: {
+            int64_t v;
+            std::memcpy(&v, p, 8);
+            return std::to_string(v);
+        }
+        case DType::Bool:
+            return *p ? "true" : "false";
+    }
+    return "?";
+}
+
+}  // namespace graphrun

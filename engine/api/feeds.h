@@ -1,0 +1,98 @@
+// Data in and out of a run: the values of a graph's `input` nodes (--input,
+// --fill), the outputs written to .npy/.npz files (--output, --save), and the
+// outputs compared with expected values (--expected-output, --rtol, --atol).
+// The CLI splits its option strings (parse_array_option) and hands them here;
+// run_file() applies them around the session.
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "engine/api/error.h"
+#include "engine/frontend/npy.h"  // NpyArray
+#include "engine/ir/graph.h"
+#include "engine/runtime/session_options.h"  // HostTensor
+
+namespace graphrun {
+
+// One array named on the command line: NAME=@FILE (.npy, or .npz member NAME),
+// @FILE.npz (every member, by its name), NAME=VALUE (a JSON number or nested
+// list), or, for --output, NAME=@FILE / @FILE.npz to write.
+struct ArraySource {
+    std::string option;  // "--input", "--output", "--expected-output": for messages
+    std::string name;    // "" with an .npz file: every member, by its name
+    std::string file;    // set for @FILE
+    std::string value;   // otherwise: the inline JSON value
+    // "--input=x=@a.npy" as written, for messages.
+    std::string spelled() const;
+};
+
+// Splits "NAME=@FILE", "@FILE" or "NAME=VALUE" (an inline value only where
+// `inline_ok`); nullopt with `error` saying what is expected.
+std::optional<ArraySource> parse_array_option(const std::string& option, const std::string& text, bool inline_ok,
+                                              std::string& error);
+
+enum class FillMode { None, Zeros, Ones, Random };
+
+struct FeedOptions {
+    std::vector<ArraySource> inputs;  // --input
+    FillMode fill = FillMode::None;   // for the inputs no --input gives
+    uint64_t seed = 0;                // --fill=random
+};
+
+struct OutputFileOptions {
+    std::vector<ArraySource> outputs;   // --output=NAME=@FILE.npy, --output=@FILE.npz
+    std::string save;                   // --save=DIR (NAME.npy each) or --save=FILE.npz
+    std::vector<ArraySource> expected;  // --expected-output
+    double rtol = 1e-5, atol = 1e-8;    // numpy.allclose: |got - expected| <= atol + rtol * |expected|
+};
+
+// The result of comparing one fetched output with its expected value.
+struct ExpectedCheck {
+    std::string name;    // the output
+    std::string source;  // the file, or "inline value"
+    bool matched = false;
+    std::string problem;          // shape or dtype differ: the message (then no element counts)
+    uint64_t elements = 0;        // compared
+    uint64_t mismatched = 0;      // beyond the tolerance
+    double max_abs_error = 0;     // over the elements where both are finite
+    double max_rel_error = 0;     // |got - expected| / |expected|, likewise (inf where expected is 0)
+    std::vector<int64_t> first_index;  // of the first mismatch (C order)
+    std::string got, want;             // its two values, as text
+};
+
+// Every `input` node of the graph in program order, by display name.
+std::vector<const Node*> graph_inputs(const Graph& g);
+
+// Puts the feeds' values into the input nodes (Node::literal). Every problem
+// is printed to `err` ("graphrun: error: ..."); the returned error (Usage,
+// exit 2) repeats the first. `display` names the graph file in messages.
+std::optional<Error> apply_feeds(Graph& g, const FeedOptions& feeds, const std::string& display, std::ostream& err);
+
+// The expected values, read and checked against the fetched outputs' names
+// before anything runs. Errors as apply_feeds.
+struct ExpectedValue {
+    std::string name, source;
+    NpyArray array;
+};
+std::optional<Error> load_expected(const Graph& g, const OutputFileOptions& o, const std::string& display,
+                                   std::vector<ExpectedValue>& out, std::ostream& err);
+// Checks --output names against the fetched outputs (before the run).
+std::optional<Error> check_output_names(const Graph& g, const OutputFileOptions& o, const std::string& display,
+                                        std::ostream& err);
+
+// Writes --output and --save files; a Runtime error (exit 1) when one cannot be written.
+std::optional<Error> write_output_files(const std::vector<HostTensor>& outputs, const OutputFileOptions& o,
+                                        std::ostream& err);
+
+// Compares one output with its expected value (numpy.allclose with equal_nan).
+ExpectedCheck compare_expected(const HostTensor& got, const ExpectedValue& want, double rtol, double atol);
+// "output 'y' differs from y.npy: ..." for a failed check.
+std::string mismatch_message(const ExpectedCheck& c, double rtol, double atol);
+
+// An element of `data` (dtype t) as the shortest text that reads back to it in t.
+std::string element_text(DType t, const void* data, int64_t index);
+
+}  // namespace graphrun

@@ -1,0 +1,22 @@
+// What feeds.cpp and outputs.cpp share: reading the arrays an option names.
+#pragma once
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/api/feeds.h"
+
+namespace graphrun::detail {
+
+// "f32[2,3]"
+std::string array_type(const NpyArray& a);
+// The arrays of a @FILE source: one for NAME=@FILE.npy or NAME=@FILE.npz
+// (member NAME, or the only member), every member for @FILE.npz.
+bool read_arrays(const ArraySource& s, std::vector<NpzEntry>& out, std::string& error);
+// An inline JSON value (a number or nested list) as an array of t.
+std::optional<NpyArray> inline_array(const ArraySource& s, DType t, std::string& error);
+// "--input=y=@a.npy: m.graph has no input 'y'; did you mean 'x'?"
+std::string unknown_name_message(const ArraySource& s, const std::string& name, const std::string& what,
+                                 const std::vector<std::string>& names, const std::string& display);
+
+}  // namespace graphrun::detail

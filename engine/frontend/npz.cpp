@@ -1,0 +1,273 @@
+// .npz: a zip archive of .npy members (numpy.savez stores them,
+// numpy.savez_compressed deflates them). The reader walks the central
+// directory (zip64 fields included, as NumPy writes them) and checks every
+// size, offset and CRC; the writer stores members uncompressed.
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <limits>
+
+#include "engine/frontend/npy.h"
+
+#ifdef GRAPHRUN_HAVE_ZLIB
+#include <zlib.h>
+#endif
+
+namespace graphrun {
+
+namespace {
+
+constexpr uint32_t kLocalSig = 0x04034b50, kCentralSig = 0x02014b50, kEndSig = 0x06054b50;
+constexpr uint32_t kZip64EndSig = 0x06064b50, kZip64LocatorSig = 0x07064b50;
+constexpr uint16_t kDosDate = (1 << 5) | 1;  // 1980-01-01: the date is not kept
+
+uint64_t le(std::string_view b, uint64_t at, int n) {
+    uint64_t v = 0;
+    for (int i = n - 1; i >= 0; --i) v = v << 8 | static_cast<unsigned char>(b[static_cast<size_t>(at) + static_cast<size_t>(i)]);
+    return v;
+}
+
+bool fits(std::string_view b, uint64_t at, uint64_t n) { return at <= b.size() && n <= b.size() - at; }
+
+std::string off(uint64_t at) { return "offset " + std::to_string(at) + ": "; }
+
+// Finds the end-of-central-directory record (the last one: a comment may follow it).
+std::optional<uint64_t> find_end_record(std::string_view b) {
+    if (b.size() < 22) return std::nullopt;
+    const uint64_t lowest = b.size() > 22 + 65535 ? b.size() - 22 - 65535 : 0;
+    for (uint64_t at = b.size() - 22 + 1; at-- > lowest;)
+        if (le(b, at, 4) == kEndSig) return at;
+    return std::nullopt;
+}
+
+#ifdef GRAPHRUN_HAVE_ZLIB
+bool inflate_raw(std::string_view in, std::string& out, uint64_t size, std::string& error) {
+    out.assign(static_cast<size_t>(size), '\0');
+    z_stream z{};
+    if (inflateInit2(&z, -MAX_WBITS) != Z_OK) {
+        error = "zlib could not start";
+        return false;
+    }
+    z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(in.data()));
+    z.avail_in = static_cast<uInt>(in.size());
+    z.next_out = reinterpret_cast<Bytef*>(out.data());
+    z.avail_out = static_cast<uInt>(out.size());
+    const int rc = inflate(&z, Z_FINISH);
+    const uint64_t produced = z.total_out;
+    inflateEnd(&z);
+    if (rc != Z_STREAM_END || produced != size) {
+        error = rc == Z_STREAM_END || rc == Z_BUF_ERROR
+                    ? "the deflated data does not give the " + std::to_string(size) + " bytes its header states"
+                    : std::string("the deflated data is corrupt (") + (z.msg ? z.msg : "zlib error") + ")";
+        return false;
+    }
+    return true;
+}
+#endif
+
+}  // namespace
+
+bool looks_like_zip(std::string_view b) {
+    return b.size() >= 4 && (le(b, 0, 4) == kLocalSig || le(b, 0, 4) == kEndSig);
+}
+
+std::optional<std::vector<NpzEntry>> parse_npz(std::string_view b, std::string& error) {
+    auto end = find_end_record(b);
+    if (!end) {
+        error = "offset " + std::to_string(b.size()) +
+                ": no zip end-of-central-directory record in the last 65557 bytes: not an .npz, or truncated";
+        return std::nullopt;
+    }
+    uint64_t count = le(b, *end + 10, 2), cd_size = le(b, *end + 12, 4), cd_at = le(b, *end + 16, 4);
+    if (count == 0xffff || cd_size == 0xffffffff || cd_at == 0xffffffff) {  // zip64
+        const uint64_t loc = *end >= 20 ? *end - 20 : 0;
+        if (*end < 20 || le(b, loc, 4) != kZip64LocatorSig) {
+            error = off(*end) + "the end record's fields say zip64, but no zip64 locator precedes it";
+            return std::nullopt;
+        }
+        const uint64_t z = le(b, loc + 8, 8);
+        if (!fits(b, z, 56) || le(b, z, 4) != kZip64EndSig) {
+            error = off(loc + 8) + "the zip64 end record's offset " + std::to_string(z) + " holds no zip64 end record";
+            return std::nullopt;
+        }
+        count = le(b, z + 32, 8);
+        cd_size = le(b, z + 40, 8);
+        cd_at = le(b, z + 48, 8);
+    }
+    if (!fits(b, cd_at, cd_size)) {
+        error = off(*end + 16) + "the central directory (" + std::to_string(cd_size) + " bytes at offset " +
+                std::to_string(cd_at) + ") lies past the end of the file (" + std::to_string(b.size()) +
+                " bytes): truncated";
+        return std::nullopt;
+    }
+    std::vector<NpzEntry> entries;
+    uint64_t at = cd_at;
+    for (uint64_t i = 0; i < count; ++i) {
+        if (!fits(b, at, 46) || le(b, at, 4) != kCentralSig) {
+            error = off(at) + "central directory entry " + std::to_string(i) + " of " + std::to_string(count) +
+                    " is missing or has a bad signature";
+            return std::nullopt;
+        }
+        const uint64_t flags = le(b, at + 8, 2), method = le(b, at + 10, 2), crc = le(b, at + 16, 4);
+        uint64_t csize = le(b, at + 20, 4), usize = le(b, at + 24, 4), local = le(b, at + 42, 4);
+        const uint64_t name_len = le(b, at + 28, 2), extra_len = le(b, at + 30, 2), comment_len = le(b, at + 32, 2);
+        if (!fits(b, at + 46, name_len + extra_len + comment_len)) {
+            error = off(at) + "central directory entry " + std::to_string(i) + " runs past the end of the file";
+            return std::nullopt;
+        }
+        std::string name(b.substr(static_cast<size_t>(at + 46), static_cast<size_t>(name_len)));
+        const std::string member = "member '" + name + "'";
+        // The zip64 extra field holds, in order, the 32-bit fields that are all ones.
+        for (uint64_t e = at + 46 + name_len; e + 4 <= at + 46 + name_len + extra_len;) {
+            const uint64_t id = le(b, e, 2), len = le(b, e + 2, 2);
+            if (e + 4 + len > at + 46 + name_len + extra_len) break;
+            if (id == 1) {
+                uint64_t p = e + 4;
+                for (uint64_t* f : {&usize, &csize, &local}) {
+                    if (*f != 0xffffffff) continue;
+                    if (p + 8 > e + 4 + len) {
+                        error = off(e) + member + ": its zip64 extra field is too short";
+                        return std::nullopt;
+                    }
+                    *f = le(b, p, 8);
+                    p += 8;
+                }
+            }
+            e += 4 + len;
+        }
+        if (flags & 1) {
+            error = off(at) + member + " is encrypted";
+            return std::nullopt;
+        }
+        if (!fits(b, local, 30) || le(b, local, 4) != kLocalSig) {
+            error = off(local) + member + ": no local file header where the central directory says it starts";
+            return std::nullopt;
+        }
+        const uint64_t data_at = local + 30 + le(b, local + 26, 2) + le(b, local + 28, 2);
+        if (!fits(b, data_at, csize)) {
+            error = off(data_at) + member + ": its " + std::to_string(csize) +
+                    " bytes of data run past the end of the file (" + std::to_string(b.size()) + " bytes): truncated";
+            return std::nullopt;
+        }
+        std::string_view data = b.substr(static_cast<size_t>(data_at), static_cast<size_t>(csize));
+        std::string inflated;
+        if (method == 8) {
+#ifdef GRAPHRUN_HAVE_ZLIB
+            // Deflate expands at most about 1032 to 1: a larger claim is a lie, not an allocation to make.
+            if (usize > csize * 1032 + 1024) {
+                error = off(at + 24) + member + " claims " + std::to_string(usize) + " bytes from " +
+                        std::to_string(csize) + " deflated ones, more than deflate can give";
+                return std::nullopt;
+            }
+            std::string why;
+            if (!inflate_raw(data, inflated, usize, why)) {
+                error = off(data_at) + member + ": " + why;
+                return std::nullopt;
+            }
+            data = inflated;
+#else
+            error = off(at + 10) + member + " is deflated (numpy.savez_compressed), and this graphrun was built "
+                    "without zlib; save it with numpy.savez";
+            return std::nullopt;
+#endif
+        } else if (method != 0) {
+            error = off(at + 10) + member + " uses compression method " + std::to_string(method) +
+                    "; graphrun reads stored (0) and deflated (8) members";
+            return std::nullopt;
+        } else if (usize != csize) {
+            error = off(at + 20) + member + " is stored, but its sizes differ (" + std::to_string(csize) + " and " +
+                    std::to_string(usize) + ")";
+            return std::nullopt;
+        }
+        if (crc32_update(0, data.data(), data.size()) != crc) {
+            error = off(data_at) + member + ": CRC-32 mismatch: the data is corrupt";
+            return std::nullopt;
+        }
+        std::string why;
+        auto array = parse_npy(data, why);
+        if (!array) {
+            error = member + " (at offset " + std::to_string(data_at) + "): " + why;
+            return std::nullopt;
+        }
+        if (name.size() >= 4 && name.compare(name.size() - 4, 4, ".npy") == 0) name.resize(name.size() - 4);
+        entries.push_back(NpzEntry{std::move(name), std::move(*array)});
+        at += 46 + name_len + extra_len + comment_len;
+    }
+    return entries;
+}
+
+bool write_npz_file(const std::string& path, const std::vector<NpzMember>& members, std::string& error) {
+    struct Placed {
+        std::string name, header;
+        uint64_t bytes = 0;  // of the array data
+        uint32_t crc = 0;
+        uint64_t offset = 0;
+    };
+    if (members.size() > 0xffff) {
+        error = "cannot write " + path + ": " + std::to_string(members.size()) +
+                " members need zip64 (not written by graphrun); save the outputs as .npy files (--save=DIR)";
+        return false;
+    }
+    std::vector<Placed> placed;
+    uint64_t offset = 0;
+    for (const NpzMember& m : members) {
+        Placed p;
+        p.name = m.name + ".npy";
+        p.header = npy_header(m.dtype, m.shape);
+        p.bytes = static_cast<uint64_t>(checked_numel(m.shape).value_or(0)) * dtype_size(m.dtype);
+        p.crc = crc32_update(crc32_update(0, p.header.data(), p.header.size()), m.data, static_cast<size_t>(p.bytes));
+        p.offset = offset;
+        offset += 30 + p.name.size() + p.header.size() + p.bytes;
+        if (p.name.size() > 0xffff || p.header.size() + p.bytes >= 0xffffffff || offset >= 0xffffffff) {
+            error = "cannot write " + path + ": " + p.name +
+                    " would put the archive over 4 GiB, which needs zip64 (not written by graphrun); "
+                    "save the outputs as .npy files (--save=DIR)";
+            return false;
+        }
+        placed.push_back(std::move(p));
+    }
+    FILE* f = std::fopen(path.c_str(), "wb");
+    if (!f) {
+        error = "cannot write " + path + ": " + std::strerror(errno);
+        return false;
+    }
+    bool ok = true;
+    auto put = [&](const void* d, size_t n) {
+        if (ok && n) ok = std::fwrite(d, 1, n, f) == n;
+    };
+    auto put_le = [&](uint64_t v, int n) {
+        unsigned char buf[8];
+        for (int i = 0; i < n; ++i) buf[i] = static_cast<unsigned char>(v >> (8 * i));
+        put(buf, static_cast<size_t>(n));
+    };
+    // The fields a local header and a central entry share, from "version needed" to the name length.
+    auto common = [&](const Placed& p) {
+        const uint64_t size = p.header.size() + p.bytes;
+        put_le(20, 2), put_le(0, 2), put_le(0, 2), put_le(0, 2), put_le(kDosDate, 2);
+        put_le(p.crc, 4), put_le(size, 4), put_le(size, 4), put_le(p.name.size(), 2), put_le(0, 2);
+    };
+    for (size_t i = 0; i < placed.size(); ++i) {
+        const Placed& p = placed[i];
+        put_le(kLocalSig, 4);
+        common(p);
+        put(p.name.data(), p.name.size());
+        put(p.header.data(), p.header.size());
+        put(members[i].data, static_cast<size_t>(p.bytes));
+    }
+    uint64_t cd_size = 0;
+    for (const Placed& p : placed) {
+        put_le(kCentralSig, 4), put_le(20, 2);
+        common(p);
+        put_le(0, 2), put_le(0, 2), put_le(0, 2), put_le(0, 4), put_le(p.offset, 4);
+        put(p.name.data(), p.name.size());
+        cd_size += 46 + p.name.size();
+    }
+    put_le(kEndSig, 4), put_le(0, 2), put_le(0, 2), put_le(placed.size(), 2), put_le(placed.size(), 2);
+    put_le(cd_size, 4), put_le(offset, 4), put_le(0, 2);
+    const int saved = errno;
+    if (std::fclose(f) != 0) ok = false;
+    if (!ok) error = "cannot write " + path + ": " + std::strerror(saved ? saved : errno);
+    return ok;
+}
+
+}  // namespace graphrun
