@@ -30,7 +30,7 @@ std::string render_listing(const Graph& g) {
     size_t count = 0;
     for (const Node& n : g.nodes)
         if (n.op != OpKind::LoopParam) ++count;
-    std::string buf = g.file + ": " + (g.from_json ? "json" : "text") + " graph, " + std::to_string(count) + " node" +
+    std::string buf = g.file + ": " + (g.from_onnx ? "onnx" : g.from_json ? "json" : "text") + " graph, " + std::to_string(count) + " node" +
                       (count == 1 ? "" : "s");
     if (!g.repeats.empty())
         buf += ", " + std::to_string(g.repeats.size()) + " repeat" + (g.repeats.size() == 1 ? "" : "s");
@@ -138,7 +138,7 @@ void print_text_tail(const Graph& g, const Plan& plan, std::ostream& out) {
 void print_json(const Graph& g, const Plan& plan, std::ostream& out) {
     nlohmann::ordered_json doc;
     doc["file"] = g.file;
-    doc["format"] = g.from_json ? "json" : "text";
+    doc["format"] = g.from_onnx ? "onnx" : g.from_json ? "json" : "text";
     auto nodes = nlohmann::ordered_json::array();
     for (size_t i = 0; i < g.nodes.size(); ++i) {
         const Node& n = g.nodes[i];

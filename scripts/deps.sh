@@ -18,6 +18,12 @@ command -v python3 >/dev/null 2>&1            || need+=(python3)
 command -v dot     >/dev/null 2>&1            || need+=(graphviz)
 # tests/memory_test.py renders `graphrun compare --plot`'s SVG to PNG with it.
 command -v rsvg-convert >/dev/null 2>&1       || need+=(librsvg2-bin)
+# The ONNX front end (ONNX's C++ classes, checker and shape inference), the
+# Python package its tests build models with, and ONNX's backend test suite.
+have_file /usr/include/onnx/onnx_pb.h          || need+=(libonnx-dev)
+have_file /usr/include/google/protobuf/message.h || need+=(libprotobuf-dev)
+/usr/bin/python3 -c "import onnx" >/dev/null 2>&1 || need+=(python3-onnx)
+have_file /usr/share/libonnx-testdata/data     || need+=(libonnx-testdata)
 
 if [ ${#need[@]} -eq 0 ]; then
     exit 0

@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 
 #include "engine/frontend/json_reader.h"
+#include "engine/frontend/onnx_reader.h"
 #include "engine/frontend/text_parser.h"
 #include "engine/check/validate.h"
 
@@ -22,14 +23,21 @@ bool looks_like_json(const std::string& path, const std::string& source) {
     return false;
 }
 
+bool looks_like_onnx(const std::string& path) {
+    return path.size() >= 5 && path.compare(path.size() - 5, 5, ".onnx") == 0;
+}
+
 namespace {
 
 void parse_and_validate(LoadedGraph& lg, const InputLimits& limits = {}) {
-    lg.diag = Diagnostics(lg.display, lg.source);
+    // A binary model has no lines to show under a message.
+    lg.diag = Diagnostics(lg.display, lg.onnx ? std::string_view() : std::string_view(lg.source));
     lg.graph.file = lg.display;
     lg.graph.from_json = lg.json;
-    bool parsed = lg.json ? parse_json(lg.source, lg.graph, lg.diag, limits)
-                         : parse_text(lg.source, lg.graph, lg.diag, limits);
+    lg.graph.from_onnx = lg.onnx;
+    bool parsed = lg.onnx   ? parse_onnx(lg.source, lg.graph, lg.diag, limits)
+                  : lg.json ? parse_json(lg.source, lg.graph, lg.diag, limits)
+                            : parse_text(lg.source, lg.graph, lg.diag, limits);
     // Validation also runs after parse errors, on what did parse, so that one
     // run reports every independent error; nodes built from failed
     // expressions are skipped without cascading.
@@ -86,7 +94,8 @@ std::unique_ptr<LoadedGraph> load_graph(const std::string& path) {
                                    : std::string("cannot read the file: ") + std::strerror(err));
         return lg;
     }
-    lg->json = looks_like_json(path, lg->source);
+    lg->onnx = looks_like_onnx(path);
+    lg->json = !lg->onnx && looks_like_json(path, lg->source);
     parse_and_validate(*lg);
     return lg;
 }

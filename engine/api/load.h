@@ -14,6 +14,7 @@ struct LoadedGraph {
     std::string display;   // for messages ("<stdin>" for "-")
     std::string source;
     bool json = false;
+    bool onnx = false;         // an ONNX model (the name ends in .onnx): `source` holds its bytes
     bool read_failed = false;  // the file could not be read: a runtime error (exit 1)
     Graph graph;
     Diagnostics diag;
@@ -22,6 +23,8 @@ struct LoadedGraph {
 
 // A file is JSON when its name ends in .json or its first non-blank character is '{'.
 bool looks_like_json(const std::string& path, const std::string& source);
+// A file is an ONNX model when its name ends in .onnx.
+bool looks_like_onnx(const std::string& path);
 
 // Reads, parses and validates `path`. Never throws; errors are in the result's
 // diagnostics. Returned by pointer so that the diagnostics' view of the

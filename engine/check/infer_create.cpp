@@ -131,7 +131,24 @@ int64_t as_int(const Scalar& s) {
 
 }  // namespace
 
+// A const whose bytes the front end read (an ONNX initializer).
+bool infer_host_literal(NodeCheck& c) {
+    auto shape = c.creation_shape("shape");
+    auto t = c.dtype_attr();
+    if (!shape || !t) return false;
+    const uint64_t want = static_cast<uint64_t>(*checked_numel(*shape)) * dtype_size(*t);
+    if (c.node.literal.size() != want) {
+        c.error(c.node.loc, "the constant has " + std::to_string(c.node.literal.size()) + " bytes where " +
+                                dtype_name(*t) + shape_string(*shape) + " needs " + std::to_string(want));
+        return false;
+    }
+    c.node.dtype = *t;
+    c.node.shape = std::move(*shape);
+    return true;
+}
+
 bool infer_const(NodeCheck& c) {
+    if (c.node.host_literal) return infer_host_literal(c);
     const NamedAttr* va = c.attr("value");
     if (!va) return false;
     Shape shape;

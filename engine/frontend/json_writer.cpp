@@ -130,6 +130,11 @@ class JsonWriter {
         }
         if (!n.attrs.empty()) {
             out_ += ", \"attrs\": {";
+            if (n.host_literal) {  // an ONNX initializer: its values, flat, with its shape attr
+                out_ += "\"value\": ";
+                write_attr(out_, host_literal_value(n));
+                out_ += ", ";
+            }
             for (size_t i = 0; i < n.attrs.size(); ++i) {
                 if (i > 0) out_ += ", ";
                 out_ += json_string(n.attrs[i].name) + ": ";

@@ -302,6 +302,11 @@ class TextWriter {
             else if (in.id >= 0 && static_cast<size_t>(in.id) < n_)
                 out_ += g_.node(in.id).name;
         }
+        if (n.host_literal) {  // an ONNX initializer: its values, flat, with its shape attr
+            sep();
+            out_ += "value=";
+            write_attr(out_, host_literal_value(n));
+        }
         for (const NamedAttr& a : n.attrs) {
             sep();
             out_ += a.name;

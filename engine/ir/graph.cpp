@@ -80,6 +80,26 @@ const NamedAttr* Node::find_attr(std::string_view attr_name) const {
     return nullptr;
 }
 
+Attr host_literal_value(const Node& n) {
+    DType t = DType::F32;
+    if (const NamedAttr* d = n.find_attr("dtype"))
+        if (auto parsed = parse_dtype(d->value.s)) t = *parsed;
+    const size_t size = dtype_size(t);
+    std::vector<Attr> items;
+    items.reserve(n.literal.size() / size);
+    for (size_t off = 0; off + size <= n.literal.size(); off += size) {
+        const uint8_t* p = n.literal.data() + off;
+        switch (t) {
+            case DType::F32: { float x; std::memcpy(&x, p, 4); items.push_back(Attr::number(x)); break; }
+            case DType::F64: { double x; std::memcpy(&x, p, 8); items.push_back(Attr::number(x)); break; }
+            case DType::I32: { int32_t x; std::memcpy(&x, p, 4); items.push_back(Attr::integer(x)); break; }
+            case DType::I64: { int64_t x; std::memcpy(&x, p, 8); items.push_back(Attr::integer(x)); break; }
+            case DType::Bool: items.push_back(Attr::boolean(*p != 0)); break;
+        }
+    }
+    return Attr::make_list(std::move(items));
+}
+
 std::optional<NodeId> Graph::find_fetchable(std::string_view name) const {
     auto it = bindings.find(name);
     if (it != bindings.end()) return it->second;

@@ -71,6 +71,9 @@ struct Node {
     bool device_from_block = false;  // device came from an enclosing `with device`, not the call
     bool weak = false;   // a bare scalar literal that is an operand of a binary op: takes the other dtype
     bool valid = false;  // (validation) inferred without error (and all its inputs valid)
+    // A const whose values came in binary (an ONNX initializer): `literal` is
+    // set by the front end, its attrs are shape and dtype, it has no value.
+    bool host_literal = false;
     DType dtype = DType::F32;  // (validation)
     int32_t repeat = -1;  // innermost repeat whose body holds it (-1: top level)
     Inputs inputs;
@@ -96,6 +99,9 @@ private:
 public:
     const NamedAttr* find_attr(std::string_view attr_name) const;
 };
+
+// The values of a host_literal const as a flat list attribute (for the writers).
+Attr host_literal_value(const Node& n);
 
 // "node 'x' (add)": how error messages name a node.
 std::string node_label(const Node& n);
@@ -220,6 +226,7 @@ private:
 struct Graph {
     std::string file;
     bool from_json = false;
+    bool from_onnx = false;
     std::vector<Node> nodes;  // program order; LoopParam nodes too (they are in no Stmt list)
     std::vector<Stmt> top;
     std::vector<Repeat> repeats;

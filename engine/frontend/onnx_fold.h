@@ -1,0 +1,49 @@
+// Constant folding for the ONNX front end: the shape arithmetic exporters
+// write (Shape -> Gather -> Unsqueeze -> Concat -> Reshape and the like) and
+// Constant nodes are evaluated on the host when the model is read, so that
+// the graph graphrun runs holds only the tensor computation.
+#pragma once
+#include <onnx/onnx_pb.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/ir/dtype.h"
+
+namespace graphrun::onnx_fold {
+
+// A tensor known before anything runs: dense, row-major, little-endian.
+struct HostValue {
+    DType dtype = DType::F32;
+    Shape shape;
+    std::vector<uint8_t> bytes;
+};
+
+// ONNX's element types graphrun has (f32, f64, i32, i64, bool).
+std::optional<DType> dtype_of(int32_t onnx_type);
+std::string onnx_type_name(int32_t onnx_type);
+// A tensor proto's values (raw_data or the typed fields); nullopt with `why`.
+std::optional<HostValue> tensor_value(const onnx::TensorProto& t, std::string& why);
+
+int64_t numel(const Shape& s);
+HostValue scalar(double x, DType t);
+// The values as integers / doubles (any dtype).
+std::vector<int64_t> ints(const HostValue& v);
+std::vector<double> doubles(const HostValue& v);
+
+// Evaluates node `n` on its known inputs (`ins[i]` null for an absent
+// optional input; `in_shape` is input 0's static shape, for Shape). Returns
+// its outputs; nullopt with `why` empty when the op is not one folded here
+// (or too large to fold), nullopt with `why` set when the node is wrong.
+std::optional<std::vector<HostValue>> evaluate(const onnx::NodeProto& n, const std::vector<const HostValue*>& ins,
+                                               const std::optional<Shape>& in_shape, int64_t opset, std::string& why);
+
+// The output shape of Reshape/Flatten/Squeeze/Unsqueeze given the input's
+// static shape and (Reshape, and Squeeze/Unsqueeze from opset 13) the
+// constant second input; nullopt when it cannot be told.
+std::optional<Shape> reshape_target(const onnx::NodeProto& n, const std::optional<Shape>& in,
+                                    const HostValue* second, int64_t opset);
+
+}  // namespace graphrun::onnx_fold

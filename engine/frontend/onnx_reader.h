@@ -1,0 +1,30 @@
+// The ONNX front end: a model file (ONNX's protobuf, opsets 6 to 17) into the
+// graph IR, through ONNX's own C++ classes, checker and shape inference
+// (Debian's libonnx-dev). Built only where that library is found; elsewhere
+// parse_onnx() reports that this build cannot read ONNX.
+//
+// What becomes what:
+//   initializers, Constant nodes        const nodes holding the tensor's bytes
+//   graph inputs (not initializers)     input nodes (fed with --input / --fill)
+//   shape arithmetic on constants       folded here (Shape, Gather, Concat, ...)
+//   each other node                     one graphrun op, or a few (Gemm)
+// Every unsupported op, attribute or dtype is reported, with the names of the
+// nodes, before anything runs.
+#pragma once
+#include <string_view>
+
+#include "engine/base/diagnostics.h"
+#include "engine/base/limits.h"
+#include "engine/ir/graph.h"
+
+namespace graphrun {
+
+// True where this build reads ONNX files.
+bool onnx_supported();
+
+// Parses the model in `bytes` into `g` (which must be empty). Errors point at
+// "/graph/node/K" (the K-th node of the model's graph) or the initializer or
+// input they concern. Returns !diag.has_errors().
+bool parse_onnx(std::string_view bytes, Graph& g, Diagnostics& diag, const InputLimits& limits = {});
+
+}  // namespace graphrun

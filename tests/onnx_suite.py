@@ -1,0 +1,154 @@
+#!/usr/bin/env python3
+"""ONNX's own backend test suite, through the real binary.
+
+Usage: onnx_suite.py GRAPHRUN [--data=DIR] [--passing=FILE] [--update] [--verbose] [-k SUBSTRING]
+
+Runs every test of Debian's libonnx-testdata (suites node, pytorch-converted,
+pytorch-operator, simple): each test's model.onnx with the inputs of its
+test_data_set_* fed as .npy files (--input=NAME=@FILE), its outputs saved
+(--save=DIR) and compared with the expected ones under the suite's tolerances
+(rtol 1e-3, atol 1e-7, as onnx.backend.test does). A test is
+
+  passed       every data set matched;
+  unsupported  graphrun refused the model before running it (exit 2: an op,
+               attribute or dtype it does not support);
+  failed       anything else: a mismatch, a runtime error, a crash.
+
+Prints the counts per suite. Fails (exit 1) when a test listed in the
+passing list (tests/onnx_passing.txt) does not pass: the list may only grow.
+--update rewrites the list with every test that passes now.
+"""
+import glob
+import os
+import subprocess
+import sys
+import tempfile
+
+try:
+    import numpy as np
+    import onnx
+    from onnx import numpy_helper
+except ImportError as e:  # the suite needs python3-onnx
+    print(f"SKIP: the ONNX suite needs numpy and python3-onnx ({e})")
+    sys.exit(0)
+
+SUITES = ("node", "pytorch-converted", "pytorch-operator", "simple")
+RTOL, ATOL = 1e-3, 1e-7
+
+
+def arg(name, default):
+    for a in sys.argv[2:]:
+        if a.startswith(f"--{name}="):
+            return a.split("=", 1)[1]
+    return default
+
+
+GRAPHRUN = sys.argv[1]
+DATA = arg("data", "/usr/share/libonnx-testdata/data")
+PASSING = arg("passing", os.path.join(os.path.dirname(os.path.abspath(__file__)), "onnx_passing.txt"))
+UPDATE = "--update" in sys.argv
+VERBOSE = "--verbose" in sys.argv
+FILTER = sys.argv[sys.argv.index("-k") + 1] if "-k" in sys.argv else None
+
+
+def read_pb(path):
+    t = onnx.TensorProto()
+    with open(path, "rb") as f:
+        t.ParseFromString(f.read())
+    return numpy_helper.to_array(t)
+
+
+def run_test(test_dir, tmp):
+    """Returns (status, detail)."""
+    model_path = os.path.join(test_dir, "model.onnx")
+    try:
+        model = onnx.load(model_path)
+    except Exception as e:  # noqa: BLE001 - a model the Python package cannot read
+        return "unsupported", f"onnx.load: {e}"
+    inits = {t.name for t in model.graph.initializer}
+    input_names = [i.name for i in model.graph.input if i.name not in inits]
+    output_names = [o.name for o in model.graph.output]
+    sets = sorted(glob.glob(os.path.join(test_dir, "test_data_set_*")))
+    if not sets:
+        return "unsupported", "no test data"
+    for ds in sets:
+        inputs = [read_pb(os.path.join(ds, f"input_{i}.pb")) for i in range(len(input_names))]
+        expected = [read_pb(os.path.join(ds, f"output_{i}.pb")) for i in range(len(output_names))]
+        args = [GRAPHRUN, "run", "--cleanup=safepoint", model_path]
+        for i, (name, value) in enumerate(zip(input_names, inputs)):
+            if value.dtype == object:
+                return "unsupported", f"input {name} is not numeric"
+            path = os.path.join(tmp, f"in{i}.npy")
+            np.save(path, value)
+            args.append(f"--input={name}=@{path}")
+        out_dir = os.path.join(tmp, "out")
+        args.append(f"--save={out_dir}")
+        for f in glob.glob(os.path.join(out_dir, "*")):
+            os.remove(f)
+        try:
+            p = subprocess.run(args, capture_output=True, text=True, timeout=120)
+        except subprocess.TimeoutExpired:
+            return "failed", "timed out after 120 s"
+        if p.returncode == 2:
+            return "unsupported", p.stderr.strip().splitlines()[0] if p.stderr.strip() else "exit 2"
+        if p.returncode != 0:
+            return "failed", f"exit {p.returncode}: {p.stderr.strip()[:300]}"
+        saved = sorted(os.listdir(out_dir)) if os.path.isdir(out_dir) else []
+        for name, want in zip(output_names, expected):
+            files = [f for f in saved if f == f"{name}.npy"] or [f for f in saved if f.endswith(".npy")
+                                                                 and f[:-4] == name.replace("/", "_")]
+            if not files:
+                return "failed", f"output {name} was not saved (saved: {saved})"
+            got = np.load(os.path.join(out_dir, files[0]))
+            if got.shape != want.shape:
+                return "failed", f"output {name}: shape {got.shape}, expected {want.shape}"
+            if want.dtype == bool or got.dtype == bool:
+                ok = np.array_equal(got.astype(bool), want.astype(bool))
+            else:
+                ok = np.allclose(got.astype(np.float64), want.astype(np.float64), rtol=RTOL, atol=ATOL, equal_nan=True)
+            if not ok:
+                diff = np.abs(got.astype(np.float64) - want.astype(np.float64))
+                return "failed", f"output {name}: max abs error {np.nanmax(diff) if diff.size else 0:.3g}"
+    return "passed", ""
+
+
+def main():
+    if not os.path.isdir(DATA):
+        print(f"SKIP: no ONNX test data at {DATA} (Debian's libonnx-testdata)")
+        return 0
+    passing_before = set()
+    if os.path.exists(PASSING):
+        passing_before = {l.strip() for l in open(PASSING) if l.strip() and not l.startswith("#")}
+    results = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for suite in SUITES:
+            for test_dir in sorted(glob.glob(os.path.join(DATA, suite, "test_*"))):
+                key = f"{suite}/{os.path.basename(test_dir)}"
+                if FILTER and FILTER not in key:
+                    continue
+                status, detail = run_test(test_dir, tmp)
+                results[key] = status
+                if VERBOSE or (status == "failed" and key in passing_before):
+                    print(f"{status:12s} {key}  {detail}")
+    print("suite               passed  failed  unsupported  total")
+    for suite in SUITES:
+        mine = [s for k, s in results.items() if k.startswith(suite + "/")]
+        print(f"{suite:18s} {mine.count('passed'):7d} {mine.count('failed'):7d} {mine.count('unsupported'):12d} "
+              f"{len(mine):6d}")
+    regressed = sorted(k for k in passing_before if k in results and results[k] != "passed")
+    if UPDATE:
+        now = sorted(k for k, s in results.items() if s == "passed")
+        if FILTER:
+            now = sorted(set(now) | (passing_before - set(results)))
+        with open(PASSING, "w") as f:
+            f.write("# ONNX backend tests graphrun passes (tests/onnx_suite.py --update); this list may only grow.\n")
+            f.write("\n".join(now) + "\n")
+        print(f"{PASSING}: {len(now)} passing tests")
+    if regressed:
+        print(f"FAIL: {len(regressed)} test(s) that passed before do not pass now: {', '.join(regressed[:20])}")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
