@@ -10,7 +10,7 @@ test_data_set_* fed as .npy files (--input=NAME=@FILE), its outputs saved
 (rtol 1e-3, atol 1e-7, as onnx.backend.test does). A test is
 
   passed       every data set matched;
-  unsupported  graphrun refused the model before running it (exit 2: an op,
+  unsupported  graphrun refused the model before running it (exit 3: an op,
                attribute or dtype it does not support);
   failed       anything else: a mismatch, a runtime error, a crash.
 
@@ -89,7 +89,7 @@ def run_test(test_dir, tmp):
             p = subprocess.run(args, capture_output=True, text=True, timeout=120)
         except subprocess.TimeoutExpired:
             return "failed", "timed out after 120 s"
-        if p.returncode == 2:
+        if p.returncode == 3:
             return "unsupported", p.stderr.strip().splitlines()[0] if p.stderr.strip() else "exit 2"
         if p.returncode != 0:
             return "failed", f"exit {p.returncode}: {p.stderr.strip()[:300]}"

@@ -326,6 +326,7 @@ bool NodeCheck::check_attrs() {
     }
     for (size_t k = 0; k < info.attrs.size(); ++k) {
         if (!info.attrs[k].required || (seen & (uint64_t{1} << k))) continue;
+        if (node.host_literal && std::string_view(info.attrs[k].name) == "value") continue;  // its bytes are read
         error(node.loc, "missing required attribute '" + std::string(info.attrs[k].name) + "'");
         ok = false;
     }

@@ -128,7 +128,7 @@ bool validate(Graph& g, Diagnostics& diag) {
     for (NodeId id = 0; id < count; ++id) {
         Node& n = g.node(id);
         n.valid = false;
-        n.literal.clear();
+        if (!n.host_literal) n.literal.clear();  // a host literal's bytes came with the graph
         if (stopped || n.op == OpKind::Invalid) continue;
         if (diag.error_count() - base_errors >= kMaxErrors) {
             diag.error(n.loc, "too many errors (" + std::to_string(kMaxErrors) + "); stopping here");

@@ -67,6 +67,10 @@ class Importer {
             diag_.error({}, "not an ONNX model: the file does not parse as an ONNX ModelProto");
             return false;
         }
+        if (!model_.has_graph() || model_.graph().node_size() + model_.graph().output_size() == 0) {
+            diag_.error({}, "not an ONNX model: the file holds no graph (empty, or not a model file)");
+            return false;
+        }
         if (!read_opset()) return false;
         try {
             onnx::checker::check_model(model_);
@@ -76,7 +80,10 @@ class Importer {
         }
         fix_free_dimensions();
         try {
-            onnx::shape_inference::InferShapes(model_);
+            // Data propagation carries shapes through Shape -> Gather -> Concat
+            // -> Reshape chains, which exporters write for every flatten.
+            const onnx::ShapeInferenceOptions options(false, 0, true);
+            onnx::shape_inference::InferShapes(model_, onnx::OpSchemaRegistry::Instance(), options);
         } catch (const std::exception& e) {
             diag_.error({}, std::string("ONNX shape inference fails on the model: ") + first_line(e.what()));
             return false;
@@ -565,6 +572,7 @@ class Importer {
         std::optional<Shape> out = static_shape(n.output(0));
         if (!out) out = onnx_fold::reshape_target(n, static_shape(n.input(0)), n.input_size() > 1 ? folded(n.input(1)) : nullptr, opset_);
         if (!out) return fail(n, "the shape of its output '" + n.output(0) + "' is not static");
+        values_[n.output(0)].shape = out;  // for what reads it, where ONNX's inference had none
         auto in = static_shape(n.input(0));
         if (n.op_type() == "Expand") {
             if (!in) return fail(n, "the shape of its input is not static");
