@@ -15,6 +15,17 @@
 
 namespace graphrun {
 
+// The file name `--save=DIR` gives an output: its name, with '/' (ONNX names
+// such as "/fc1/Gemm_output_0") as '_' and a leading '.' as '_', so that every
+// output lands in DIR itself.
+static std::string save_file_name(const std::string& name) {
+    std::string f = name;
+    for (char& c : f)
+        if (c == '/' || c == '\\' || c == '\0') c = '_';
+    if (f.empty() || f[0] == '.') f.insert(f.begin(), '_');
+    return f;
+}
+
 namespace {
 
 std::vector<std::string> output_names(const Graph& g) {
@@ -195,7 +206,7 @@ std::optional<Error> write_output_files(const std::vector<HostTensor>& outputs, 
             fail("--save=" + o.save + ": " + why);
         } else {
             for (const HostTensor& t : outputs) {
-                const std::string path = o.save + (ends_with(o.save, "/") ? "" : "/") + t.name + ".npy";
+                const std::string path = o.save + (ends_with(o.save, "/") ? "" : "/") + save_file_name(t.name) + ".npy";
                 if (!write_npy_file(path, t.dtype, t.shape, t.data.data(), why)) fail("--save=" + o.save + ": " + why);
             }
         }

@@ -353,8 +353,9 @@ class Importer {
             const std::string& name = outs.Get(i).name();
             auto id = node_of(name);
             if (!id) continue;
-            // An output that is an input or another output's node gets a node of its own.
-            names.emplace_back(std::string(g_.node(*id).name), pointer_loc("/graph/output/" + std::to_string(i)));
+            // Outputs keep their ONNX names (the nodes' display names): --fetch,
+            // the printed results and --save's files use them.
+            names.emplace_back(name, pointer_loc("/graph/output/" + std::to_string(i)));
         }
         b_.set_outputs(std::move(names), pointer_loc("/graph/output"));
         b_.finish(pointer_loc("/graph"));
