@@ -263,6 +263,8 @@ int run_app(int argc, char** argv) {
     compare_cmd->add_option("--threads", compare.engine.threads, "CPU worker threads, 1 to 1024 (default: all cores)")
         ->check(CLI::Validator([](std::string& v) { return integer_problem(v, 1, 1024, "1024"); }, ""));
     add_placement_options(compare_cmd, compare.engine.prepare.placement);
+    DataOptionStrings compare_data;
+    add_feed_options(compare_cmd, compare_data);
 
     std::string convert_file, convert_to;
     auto* convert_cmd = app.add_subcommand("convert", "write the graph in the other form (text or json) on stdout");
@@ -312,6 +314,13 @@ int run_app(int argc, char** argv) {
     if (compare_cmd->parsed()) {
         compare.format = compare_format == "json" ? Format::Json : Format::Text;
         if (!compare_memory_limit.empty()) parse_memory_size(compare_memory_limit, compare.engine.prepare.memory_limit);
+        RunOptions feeds_only;  // the inputs' values, parsed as run parses them
+        feeds_only.files = {compare.file};
+        if (std::string data_error; !apply_data_options(compare_data, feeds_only, data_error)) {
+            std::cerr << data_error << "\nRun with --help for more information.\n";
+            return kExitUsage;
+        }
+        compare.engine.feeds = feeds_only.engine.feeds;
         return compare_command(compare, std::cout, std::cerr);
     }
     stop_compute_workers();  // only `run` and `compare` compute

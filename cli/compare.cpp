@@ -115,6 +115,9 @@ int compare_command(const CompareOptions& opts, std::ostream& out, std::ostream&
     // runs it in a fresh session.
     PrepareResult pr = prepare(opts.file, opts.engine.prepare, err);
     if (!pr.ok()) return exit_code(*pr.error);
+    // The inputs' values (--input, --fill), once for the three runs.
+    if (std::optional<Error> e = apply_feeds(pr.prepared.graph(), opts.engine.feeds, pr.file, err))
+        return exit_code(*e);
     std::vector<RunResult> runs;
     int code = kExitOk;
     for (CleanupStrategy s : kStrategies) {

@@ -23,7 +23,7 @@ std::string tolerance_problem(const std::string& v) {
 
 }  // namespace
 
-void add_data_options(CLI::App* run_cmd, DataOptionStrings& s) {
+void add_feed_options(CLI::App* run_cmd, DataOptionStrings& s) {
     run_cmd->add_option("--input", s.inputs,
                         "value of a graph input (repeatable): NAME=@FILE.npy, NAME=@FILE.npz (member NAME), "
                         "@FILE.npz (every member by name), or NAME=VALUE inline ([[1,2],[3,4]])");
@@ -33,6 +33,10 @@ void add_data_options(CLI::App* run_cmd, DataOptionStrings& s) {
     run_cmd->add_option("--seed", s.seed, "seed of --fill=random (default 0)")
         ->check(CLI::Validator(
             [](std::string& v) { return integer_problem(v, 0, INT64_MAX, "2^63-1"); }, ""));
+}
+
+void add_data_options(CLI::App* run_cmd, DataOptionStrings& s) {
+    add_feed_options(run_cmd, s);
     run_cmd->add_option("--output", s.outputs,
                         "write a fetched output to a file (repeatable): NAME=@FILE.npy, or @FILE.npz for every "
                         "fetched output in one file");

@@ -23,6 +23,8 @@ struct DataOptionStrings {
 };
 
 void add_data_options(CLI::App* run_cmd, DataOptionStrings& s);
+// Only the inputs' options (--input, --fill, --seed), for `compare`.
+void add_feed_options(CLI::App* cmd, DataOptionStrings& s);
 // Fills run.engine.feeds and run.engine.files; false with `error` for a malformed value.
 bool apply_data_options(const DataOptionStrings& s, RunOptions& run, std::string& error);
 
