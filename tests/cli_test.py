@@ -7,36 +7,12 @@ import subprocess
 import sys
 import tempfile
 
+from harness import expect, make_harness  # noqa: E402 (tests/harness.py)
+
 BIN = sys.argv[1]
 SRC = sys.argv[2]
 EXAMPLES = os.path.join(SRC, "scripts", "examples")
-results = {"passed": 0, "failed": 0}
-
-
-def run(*args, stdin=None):
-    p = subprocess.run([BIN, *args], input=stdin, capture_output=True, timeout=60)
-    return p.returncode, p.stdout.decode("utf-8", "replace"), p.stderr.decode("utf-8", "replace")
-
-
-def test(fn):
-    try:
-        fn()
-    except AssertionError as e:
-        results["failed"] += 1
-        print(f"FAIL {fn.__name__}: {e}")
-        return fn
-    except Exception as e:  # a crash in the harness is a failure too
-        results["failed"] += 1
-        print(f"FAIL {fn.__name__}: {type(e).__name__}: {e}")
-        return fn
-    results["passed"] += 1
-    print(f"ok   {fn.__name__}")
-    return fn
-
-
-def expect(cond, msg):
-    if not cond:
-        raise AssertionError(msg)
+run, test, results = make_harness(BIN, timeout=60)
 
 
 def gpu_status():
