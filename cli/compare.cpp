@@ -11,6 +11,7 @@
 #include "cli/app.h"
 #include "cli/commands.h"
 #include "cli/svg.h"
+#include "cli/table.h"
 
 namespace graphrun::cli {
 
@@ -40,24 +41,16 @@ std::string ms_text(double ms) {
 void print_text(const std::string& file, int64_t iterations, const std::vector<RunResult>& runs, std::ostream& out) {
     out << "compare: " << file << ", iterations=" << iterations
         << ", a fresh session per strategy (bytes; pending at the end of the run, before teardown)\n";
-    std::vector<std::vector<std::string>> rows;
-    rows.push_back({"strategy", "device", "peak", "pending_peak", "pending_at_end", "allocs", "run_ms", "teardown_ms"});
+    TextTable table({"strategy", "device", "peak", "pending_peak", "pending_at_end", "allocs", "run_ms", "teardown_ms"},
+                    2);
     for (size_t i = 0; i < runs.size(); ++i) {
         const RunResult& r = runs[i];
         for (const auto& [dev, s] : r.before)
-            rows.push_back({cleanup_name(kStrategies[i]), dev, std::to_string(s.peak), std::to_string(s.pending_peak),
-                            std::to_string(s.pending), std::to_string(s.allocs), ms_text(r.run_ms),
-                            ms_text(r.teardown_ms)});
+            table.add({cleanup_name(kStrategies[i]), dev, std::to_string(s.peak), std::to_string(s.pending_peak),
+                       std::to_string(s.pending), std::to_string(s.allocs), ms_text(r.run_ms), ms_text(r.teardown_ms)},
+                      {{2, s.peak}, {3, s.pending_peak}, {4, s.pending}});
     }
-    std::vector<size_t> w(rows[0].size(), 0);
-    for (const auto& row : rows)
-        for (size_t i = 0; i < row.size(); ++i) w[i] = std::max(w[i], row[i].size());
-    for (const auto& row : rows) {
-        out << "  ";
-        for (size_t i = 0; i < row.size(); ++i)
-            out << (i ? "  " : "") << (i < 2 ? std::left : std::right) << std::setw(static_cast<int>(w[i])) << row[i];
-        out << "\n";
-    }
+    table.print(out);
     for (size_t i = 0; i < runs.size(); ++i)
         if (runs[i].error) out << "  " << cleanup_name(kStrategies[i]) << ": error: " << runs[i].error->message << "\n";
 }

@@ -6,6 +6,8 @@
 #include <iomanip>
 #include <vector>
 
+#include "cli/table.h"
+
 namespace graphrun::cli {
 
 namespace {
@@ -24,29 +26,18 @@ void print_timeline(const Timeline& t, int64_t iterations, std::ostream& out) {
     out << "timeline (" << t.rows.size() << " rows for " << t.pass_ends << " pass ends";
     if (t.every > 1) out << ", one every " << t.every;
     out << "; in_use, peak and pending in bytes at the end of each):\n";
-    std::vector<std::vector<std::string>> rows;
-    rows.push_back({"iteration", "repeat passes", "end", "device", "in_use", "peak", "pending"});
+    TextTable table({"iteration", "repeat passes", "end", "device", "in_use", "peak", "pending"}, 4);
     for (const TimelineRow& r : t.rows) {
         bool first = true;
         for (const auto& [dev, s] : r.memory) {
-            rows.push_back({first ? std::to_string(r.iteration) + "/" + std::to_string(iterations) : "",
-                            first ? repeats_text(r) : "", first ? r.end : "", dev, std::to_string(s.in_use),
-                            std::to_string(s.peak), std::to_string(s.pending)});
+            table.add({first ? std::to_string(r.iteration) + "/" + std::to_string(iterations) : "",
+                       first ? repeats_text(r) : "", first ? r.end : "", dev, std::to_string(s.in_use),
+                       std::to_string(s.peak), std::to_string(s.pending)},
+                      {{4, s.in_use}, {5, s.peak}, {6, s.pending}});
             first = false;
         }
     }
-    std::vector<size_t> w(rows[0].size(), 0);
-    for (const auto& row : rows)
-        for (size_t i = 0; i < row.size(); ++i) w[i] = std::max(w[i], row[i].size());
-    for (const auto& row : rows) {
-        out << "  ";
-        for (size_t i = 0; i < row.size(); ++i) {
-            const bool number = i >= 4;
-            out << (i ? "  " : "") << (number ? std::right : std::left) << std::setw(static_cast<int>(w[i]))
-                << row[i];
-        }
-        out << "\n";
-    }
+    table.print(out);
 }
 
 nlohmann::ordered_json timeline_json(const Timeline& t) {

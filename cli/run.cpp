@@ -17,6 +17,7 @@
 #include "cli/data_options.h"
 #include "cli/progress.h"
 #include "cli/run_json.h"
+#include "cli/table.h"
 #include "cli/observe_output.h"
 #include "cli/values.h"
 #include "engine/api/run.h"
@@ -74,44 +75,20 @@ void print_gpu_system(const RunResult& r, bool reset_device, int moment, std::os
     }
 }
 
-// A byte count's binary units for the row under a table's exact figures:
-// blank below 1 KiB, where the exact figure says it all.
-std::string units_cell(uint64_t bytes) { return bytes < 1024 ? std::string() : human_bytes(bytes); }
-
 void print_table(const std::string& title, const std::map<std::string, MemoryStats>& stats, uint64_t rss,
                  const std::string& rss_label, std::ostream& out) {
     out << title << ":\n";
-    const char* heads[] = {"device", "in_use", "peak", "pending", "pending_peak", "reserved",
-                           "allocs", "frees", "live", "copied_in", "workspace"};
-    std::vector<std::vector<std::string>> rows;
-    rows.push_back(std::vector<std::string>(std::begin(heads), std::end(heads)));
-    for (const auto& [dev, s] : stats) {
-        rows.push_back({dev, std::to_string(s.in_use), std::to_string(s.peak), std::to_string(s.pending),
-                        std::to_string(s.pending_peak), std::to_string(s.reserved), std::to_string(s.allocs),
-                        std::to_string(s.frees), std::to_string(s.live), std::to_string(s.copied_in),
-                        std::to_string(s.workspace)});
-        // The same byte figures in binary units on a row of their own, so
-        // that the table stays as narrow as its exact figures.
-        std::vector<std::string> units{"", units_cell(s.in_use), units_cell(s.peak), units_cell(s.pending),
-                                       units_cell(s.pending_peak), units_cell(s.reserved), "", "", "",
-                                       units_cell(s.copied_in), units_cell(s.workspace)};
-        if (std::any_of(units.begin(), units.end(), [](const std::string& u) { return !u.empty(); }))
-            rows.push_back(std::move(units));
-    }
-    std::vector<size_t> w(rows[0].size(), 0);
-    for (const auto& row : rows)
-        for (size_t i = 0; i < row.size(); ++i) w[i] = std::max(w[i], row[i].size());
-    for (const auto& row : rows) {
-        std::ostringstream line;
-        line << "  ";
-        for (size_t i = 0; i < row.size(); ++i) {
-            if (i == 0) line << std::left << std::setw(static_cast<int>(w[i])) << row[i];
-            else line << "  " << std::right << std::setw(static_cast<int>(w[i])) << row[i];
-        }
-        std::string text = line.str();
-        text.erase(text.find_last_not_of(' ') + 1);  // a units row ends in blanks
-        out << text << "\n";
-    }
+    TextTable table({"device", "in_use", "peak", "pending", "pending_peak", "reserved", "allocs", "frees", "live",
+                     "copied_in", "workspace"},
+                    1);
+    for (const auto& [dev, s] : stats)
+        table.add({dev, std::to_string(s.in_use), std::to_string(s.peak), std::to_string(s.pending),
+                   std::to_string(s.pending_peak), std::to_string(s.reserved), std::to_string(s.allocs),
+                   std::to_string(s.frees), std::to_string(s.live), std::to_string(s.copied_in),
+                   std::to_string(s.workspace)},
+                  {{1, s.in_use}, {2, s.peak}, {3, s.pending}, {4, s.pending_peak}, {5, s.reserved},
+                   {9, s.copied_in}, {10, s.workspace}});
+    table.print(out);
     out << "  system (cpu): process resident memory " << rss_label << ": " << rss << " bytes ("
         << human_bytes(rss) << ")\n";
 }
