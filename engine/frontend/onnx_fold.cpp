@@ -97,6 +97,28 @@ int64_t numel(const Shape& s) {
     return n;
 }
 
+const onnx::AttributeProto* find_attr(const onnx::NodeProto& n, const char* name) {
+    for (const auto& a : n.attribute())
+        if (a.name() == name) return &a;
+    return nullptr;
+}
+
+int64_t attr_int(const onnx::NodeProto& n, const char* name, int64_t dflt) {
+    const auto* a = find_attr(n, name);
+    return a ? a->i() : dflt;
+}
+
+float attr_float(const onnx::NodeProto& n, const char* name, float dflt) {
+    const auto* a = find_attr(n, name);
+    return a ? a->f() : dflt;
+}
+
+std::optional<std::vector<int64_t>> attr_ints(const onnx::NodeProto& n, const char* name) {
+    const auto* a = find_attr(n, name);
+    if (!a) return std::nullopt;
+    return std::vector<int64_t>(a->ints().begin(), a->ints().end());
+}
+
 namespace {
 
 // Folding is for shape arithmetic and small constants: a bigger computation
@@ -153,21 +175,6 @@ HostValue i64(const std::vector<int64_t>& xs, Shape shape) {
     return v;
 }
 
-const onnx::AttributeProto* attr(const onnx::NodeProto& n, const char* name) {
-    for (const auto& a : n.attribute())
-        if (a.name() == name) return &a;
-    return nullptr;
-}
-int64_t attr_int(const onnx::NodeProto& n, const char* name, int64_t dflt) {
-    const auto* a = attr(n, name);
-    return a ? a->i() : dflt;
-}
-std::optional<std::vector<int64_t>> attr_ints(const onnx::NodeProto& n, const char* name) {
-    const auto* a = attr(n, name);
-    if (!a) return std::nullopt;
-    return std::vector<int64_t>(a->ints().begin(), a->ints().end());
-}
-
 bool normalize_axis(int64_t& axis, int64_t rank, std::string& why) {
     if (axis < -rank || axis >= rank) {
         why = "axis " + std::to_string(axis) + " is out of range for rank " + std::to_string(rank);
@@ -178,15 +185,15 @@ bool normalize_axis(int64_t& axis, int64_t rank, std::string& why) {
 }
 
 std::optional<HostValue> constant(const onnx::NodeProto& n, std::string& why) {
-    if (const auto* a = attr(n, "value")) return tensor_value(a->t(), why);
-    if (const auto* a = attr(n, "value_float")) return scalar(a->f(), DType::F32);
-    if (const auto* a = attr(n, "value_int")) return i64({a->i()}, {});
-    if (const auto* a = attr(n, "value_floats")) {
+    if (const auto* a = find_attr(n, "value")) return tensor_value(a->t(), why);
+    if (const auto* a = find_attr(n, "value_float")) return scalar(a->f(), DType::F32);
+    if (const auto* a = find_attr(n, "value_int")) return i64({a->i()}, {});
+    if (const auto* a = find_attr(n, "value_floats")) {
         HostValue v = make(DType::F32, {a->floats_size()});
         for (int i = 0; i < a->floats_size(); ++i) put(v, static_cast<size_t>(i), a->floats(i), 0, false);
         return v;
     }
-    if (const auto* a = attr(n, "value_ints"))
+    if (const auto* a = find_attr(n, "value_ints"))
         return i64(std::vector<int64_t>(a->ints().begin(), a->ints().end()), {a->ints_size()});
     why = "its value (sparse or string) is not supported";
     return std::nullopt;
@@ -497,7 +504,7 @@ std::optional<std::vector<HostValue>> evaluate(const onnx::NodeProto& n, const s
             }
         if (numel(shape) > kMaxFoldElements) return std::nullopt;
         HostValue fill = scalar(0, DType::F32);
-        if (const auto* a = attr(n, "value")) {
+        if (const auto* a = find_attr(n, "value")) {
             auto v = tensor_value(a->t(), why);
             if (!v) return std::nullopt;
             fill = *v;

@@ -28,6 +28,12 @@ std::string onnx_type_name(int32_t onnx_type);
 std::optional<HostValue> tensor_value(const onnx::TensorProto& t, std::string& why);
 
 int64_t numel(const Shape& s);
+
+// A node's attribute, or its value with a default.
+const onnx::AttributeProto* find_attr(const onnx::NodeProto& n, const char* name);
+int64_t attr_int(const onnx::NodeProto& n, const char* name, int64_t dflt);
+float attr_float(const onnx::NodeProto& n, const char* name, float dflt);
+std::optional<std::vector<int64_t>> attr_ints(const onnx::NodeProto& n, const char* name);
 HostValue scalar(double x, DType t);
 // The values as integers / doubles (any dtype).
 std::vector<int64_t> ints(const HostValue& v);

@@ -28,6 +28,10 @@ using onnx_fold::HostValue;
 using onnx_fold::dtype_of;
 using onnx_fold::onnx_type_name;
 using onnx_fold::tensor_value;
+using onnx_fold::attr_float;
+using onnx_fold::attr_int;
+using onnx_fold::attr_ints;
+using onnx_fold::find_attr;
 
 constexpr int kMinOpset = 6, kMaxOpset = 17;
 
@@ -362,26 +366,6 @@ class Importer {
     }
 
     // ---- nodes ----
-    template <typename T>
-    static const onnx::AttributeProto* find_attr(const onnx::NodeProto& n, const T& name) {
-        for (const auto& a : n.attribute())
-            if (a.name() == name) return &a;
-        return nullptr;
-    }
-    static int64_t attr_int(const onnx::NodeProto& n, const char* name, int64_t dflt) {
-        const auto* a = find_attr(n, name);
-        return a ? a->i() : dflt;
-    }
-    static float attr_float(const onnx::NodeProto& n, const char* name, float dflt) {
-        const auto* a = find_attr(n, name);
-        return a ? a->f() : dflt;
-    }
-    static std::optional<std::vector<int64_t>> attr_ints(const onnx::NodeProto& n, const char* name) {
-        const auto* a = find_attr(n, name);
-        if (!a) return std::nullopt;
-        return std::vector<int64_t>(a->ints().begin(), a->ints().end());
-    }
-
     void fail(const onnx::NodeProto& n, const std::string& what) {
         diag_.error(node_loc(), n.op_type() + " node '" + n.name() + "': " + what);
     }

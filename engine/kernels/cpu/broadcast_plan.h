@@ -81,4 +81,23 @@ inline void for_each_run(const BroadcastPlan& p, int64_t begin, int64_t end, F f
     }
 }
 
+// One run of a broadcast binary op: both operands contiguous (va, vb), or one
+// of them (or both) a repeated element. The output type O is T for the
+// arithmetic ops and uint8_t (bool) for the comparisons.
+template <class Op, class T, class O = T>
+void binary_run(O* __restrict o, const T* __restrict a, const T* __restrict b, int64_t n, bool va, bool vb) {
+    if (va && vb) {
+        blocked_loop(n, [=](int64_t i) { o[i] = Op::apply(a[i], b[i]); });
+    } else if (vb) {
+        const T x = a[0];
+        blocked_loop(n, [=](int64_t i) { o[i] = Op::apply(x, b[i]); });
+    } else if (va) {
+        const T y = b[0];
+        blocked_loop(n, [=](int64_t i) { o[i] = Op::apply(a[i], y); });
+    } else {
+        const O v = Op::apply(a[0], b[0]);
+        blocked_loop(n, [=](int64_t i) { o[i] = v; });
+    }
+}
+
 }  // namespace graphrun::kernels

@@ -42,24 +42,6 @@ struct PowOp {
     }
 };
 
-// One run: both operands contiguous, or one of them (or both) a repeated element.
-template <class Op, class T>
-void binary_run(T* __restrict o, const T* __restrict a, const T* __restrict b, int64_t n, bool va,
-                bool vb) {
-    if (va && vb) {
-        blocked_loop(n, [=](int64_t i) { o[i] = Op::apply(a[i], b[i]); });
-    } else if (vb) {
-        const T x = a[0];
-        blocked_loop(n, [=](int64_t i) { o[i] = Op::apply(x, b[i]); });
-    } else if (va) {
-        const T y = b[0];
-        blocked_loop(n, [=](int64_t i) { o[i] = Op::apply(a[i], y); });
-    } else {
-        const T v = Op::apply(a[0], b[0]);
-        blocked_loop(n, [=](int64_t i) { o[i] = v; });
-    }
-}
-
 // One run in place: the output is also one operand (first: a, else b), and
 // `c` is the other operand, contiguous (vc) or one repeated element. Each
 // element is read before it is written, at the same index.

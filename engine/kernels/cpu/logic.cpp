@@ -18,24 +18,6 @@ namespace {
 constexpr int64_t kLogicGrain = int64_t{1} << 15;
 constexpr int64_t kLogicColdBelow = kLogicGrain * 16;
 
-// One run of outputs: each operand contiguous (va, vb) or one repeated element.
-template <class Op, class T>
-void compare_run(uint8_t* __restrict o, const T* __restrict a, const T* __restrict b, int64_t n,
-                 bool va, bool vb) {
-    if (va && vb) {
-        blocked_loop(n, [=](int64_t i) { o[i] = Op::apply(a[i], b[i]); });
-    } else if (vb) {
-        const T x = a[0];
-        blocked_loop(n, [=](int64_t i) { o[i] = Op::apply(x, b[i]); });
-    } else if (va) {
-        const T y = b[0];
-        blocked_loop(n, [=](int64_t i) { o[i] = Op::apply(a[i], y); });
-    } else {
-        const uint8_t v = Op::apply(a[0], b[0]);
-        blocked_loop(n, [=](int64_t i) { o[i] = v; });
-    }
-}
-
 template <class T, class Op>
 class CompareKernel final : public KernelBase {
   public:
@@ -56,7 +38,7 @@ class CompareKernel final : public KernelBase {
             [&](int64_t lo, int64_t hi) {
                 with_isa([&] {
                     for_each_run(p, lo, hi, [&](int64_t po, int64_t pa, int64_t pb, int64_t len) {
-                        compare_run<Op>(o + po, a + pa, b + pb, len, va, vb);
+                        binary_run<Op, T, uint8_t>(o + po, a + pa, b + pb, len, va, vb);
                     });
                 });
             },
