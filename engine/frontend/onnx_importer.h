@@ -1,0 +1,446 @@
+// The ONNX importer's builder, shared by the reader (onnx_reader.cpp) and
+// the op mappers (onnx_ops*.cpp): an ONNX op maps onto graphrun nodes through
+// an entry in the op table (onnx_ops.h). Internal to engine/frontend; built
+// only with the ONNX library.
+#pragma once
+#include <onnx/checker.h>
+#include <onnx/onnx_pb.h>
+#include <onnx/shape_inference/implementation.h>
+
+#include <cstring>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "engine/frontend/onnx_fold.h"
+#include "engine/frontend/onnx_ops.h"
+#include "engine/ir/graph.h"
+
+namespace graphrun::onnx_import {
+
+using onnx_fold::HostValue;
+using onnx_fold::dtype_of;
+using onnx_fold::onnx_type_name;
+using onnx_fold::tensor_value;
+using onnx_fold::attr_float;
+using onnx_fold::attr_int;
+using onnx_fold::attr_ints;
+using onnx_fold::find_attr;
+
+constexpr int kMinOpset = 6, kMaxOpset = 17;
+
+// A graphrun name for an ONNX value name ("input.1", "/conv1/Conv_output_0").
+inline std::string identifier(const std::string& s) {
+    std::string out;
+    for (char c : s) out += (std::isalnum(static_cast<unsigned char>(c)) || c == '_') ? c : '_';
+    if (out.empty() || std::isdigit(static_cast<unsigned char>(out[0]))) out = "v_" + out;
+    return out;
+}
+
+inline Attr int_list(const std::vector<int64_t>& v) {
+    std::vector<Attr> items;
+    items.reserve(v.size());
+    for (int64_t x : v) items.push_back(Attr::integer(x));
+    return Attr::make_list(std::move(items));
+}
+
+// One ONNX value as the importer knows it.
+struct Value {
+    NodeId id = kNoNode;                        // its node, once it has one
+    std::shared_ptr<const HostValue> folded;    // known here, before anything runs
+    std::optional<DType> dtype;
+    std::optional<Shape> shape;                 // when static
+};
+
+class Importer {
+  public:
+    Importer(Graph& g, Diagnostics& diag) : g_(g), diag_(diag), b_(g, diag) {}
+
+    bool run(std::string_view bytes) {
+        if (bytes.size() > static_cast<size_t>(INT32_MAX)) {
+            diag_.error({}, "the model is larger than 2 GiB; graphrun reads models up to 2 GiB");
+            return false;
+        }
+        if (!model_.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
+            diag_.error({}, "not an ONNX model: the file does not parse as an ONNX ModelProto");
+            return false;
+        }
+        if (!model_.has_graph() || model_.graph().node_size() + model_.graph().output_size() == 0) {
+            diag_.error({}, "not an ONNX model: the file holds no graph (empty, or not a model file)");
+            return false;
+        }
+        if (!read_opset()) return false;
+        try {
+            onnx::checker::check_model(model_);
+        } catch (const std::exception& e) {
+            diag_.error({}, std::string("the ONNX checker rejects the model: ") + first_line(e.what()));
+            return false;
+        }
+        fix_free_dimensions();
+        try {
+            // Data propagation carries shapes through Shape -> Gather -> Concat
+            // -> Reshape chains, which exporters write for every flatten.
+            const onnx::ShapeInferenceOptions options(false, 0, true);
+            onnx::shape_inference::InferShapes(model_, onnx::OpSchemaRegistry::Instance(), options);
+        } catch (const std::exception& e) {
+            diag_.error({}, std::string("ONNX shape inference fails on the model: ") + first_line(e.what()));
+            return false;
+        }
+        collect_types();
+        if (!check_supported()) return false;
+        read_initializers();
+        read_inputs();
+        const auto& nodes = model_.graph().node();
+        for (int k = 0; k < nodes.size(); ++k) {
+            node_index_ = k;
+            import_node(nodes.Get(k));
+        }
+        if (diag_.has_errors()) return false;
+        finish_outputs();
+        return !diag_.has_errors();
+    }
+
+  private:
+    // ---- the model as a whole ----
+    static std::string first_line(const std::string& s) {
+        auto nl = s.find('\n');
+        return nl == std::string::npos ? s : s.substr(0, nl);
+    }
+
+    bool read_opset() {
+        for (const auto& o : model_.opset_import())
+            if (o.domain().empty() || o.domain() == "ai.onnx") opset_ = o.version();
+        if (opset_ == 0 && model_.opset_import_size() == 0) opset_ = 1;
+        if (opset_ < kMinOpset || opset_ > kMaxOpset) {
+            diag_.error({}, "the model uses ONNX opset " + std::to_string(opset_) + "; graphrun reads opsets " +
+                                std::to_string(kMinOpset) + " to " + std::to_string(kMaxOpset));
+            return false;
+        }
+        return true;
+    }
+
+    // A graph input's dimension without a value (a batch "N") is taken as 1,
+    // with a warning, as onnxruntime_perf_test does; shapes then propagate.
+    void fix_free_dimensions() {
+        std::set<std::string> init;
+        for (const auto& t : model_.graph().initializer()) init.insert(t.name());
+        auto* graph = model_.mutable_graph();
+        for (int i = 0; i < graph->input_size(); ++i) {
+            auto* in = graph->mutable_input(i);
+            if (init.count(in->name()) || !in->type().has_tensor_type()) continue;
+            auto* tt = in->mutable_type()->mutable_tensor_type();
+            if (!tt->has_shape()) continue;
+            for (int d = 0; d < tt->shape().dim_size(); ++d) {
+                auto* dim = tt->mutable_shape()->mutable_dim(d);
+                if (dim->has_dim_value()) continue;
+                std::string label = dim->has_dim_param() ? "'" + dim->dim_param() + "'" : "without a size";
+                diag_.warning(input_loc(i), "input '" + in->name() + "': dimension " + std::to_string(d) + " " + label +
+                                                " is taken as 1");
+                dim->set_dim_value(1);
+            }
+        }
+    }
+
+    void note_type(const onnx::ValueInfoProto& vi) {
+        if (!vi.type().has_tensor_type()) return;
+        const auto& tt = vi.type().tensor_type();
+        Value& v = values_[vi.name()];
+        if (auto dt = dtype_of(tt.elem_type())) v.dtype = dt;
+        if (!tt.has_shape()) return;
+        Shape s;
+        for (const auto& d : tt.shape().dim()) {
+            if (!d.has_dim_value()) return;
+            s.push_back(d.dim_value());
+        }
+        v.shape = std::move(s);
+    }
+
+    void collect_types() {
+        const auto& gr = model_.graph();
+        for (const auto& vi : gr.input()) note_type(vi);
+        for (const auto& vi : gr.value_info()) note_type(vi);
+        for (const auto& vi : gr.output()) note_type(vi);
+    }
+
+    // ---- support: every unsupported op at once, before anything is built ----
+    bool check_supported() {
+        std::map<std::string, std::vector<std::string>> unsupported;  // op -> node names
+        const auto& nodes = model_.graph().node();
+        for (int k = 0; k < nodes.size(); ++k) {
+            const auto& n = nodes.Get(k);
+            const bool ok = (n.domain().empty() || n.domain() == "ai.onnx") && supported_op(n.op_type());
+            if (!ok) {
+                std::string op = n.domain().empty() ? n.op_type() : n.domain() + "." + n.op_type();
+                unsupported[op].push_back(n.name().empty() ? "#" + std::to_string(k) : n.name());
+            }
+        }
+        if (unsupported.empty()) return true;
+        std::string msg = "the model uses " + std::to_string(unsupported.size()) +
+                          (unsupported.size() == 1 ? " op" : " ops") + " graphrun does not support:";
+        for (const auto& [op, names] : unsupported) {
+            msg += "\n  " + op + " (" + std::to_string(names.size()) + (names.size() == 1 ? " node: " : " nodes: ");
+            for (size_t i = 0; i < names.size() && i < 8; ++i) msg += (i ? ", " : "") + names[i];
+            if (names.size() > 8) msg += ", ...";
+            msg += ")";
+        }
+        diag_.error({}, msg);
+        return false;
+    }
+
+    bool supported_op(const std::string& op) const {
+        const auto& t = onnx_op_table();
+        auto it = t.find(op);
+        return it != t.end() && (!it->second.needs || have_op(it->second.needs));
+    }
+
+  public:
+    // ---- for the op mappers (onnx_ops*.cpp) ----
+    static bool have_op(const std::string& graphrun_name) { return find_op(graphrun_name).has_value(); }
+    int64_t opset() const { return opset_; }
+    // The importer's record of an ONNX value (created on first use).
+    Value& value_slot(const std::string& name) { return values_[name]; }
+
+    // ---- values ----
+    Loc node_loc() const { return pointer_loc("/graph/node/" + std::to_string(node_index_)); }
+    static Loc pointer_loc(const std::string& p) {
+        Loc l;
+        l.pointer = p;
+        return l;
+    }
+    Loc input_loc(int i) const { return pointer_loc("/graph/input/" + std::to_string(i)); }
+
+    // A fresh graphrun name for an ONNX value name.
+    std::string fresh_name(const std::string& onnx_name) {
+        std::string base = identifier(onnx_name), name = base;
+        for (int k = 2; used_names_.count(name); ++k) name = base + "_" + std::to_string(k);
+        used_names_.insert(name);
+        return name;
+    }
+
+    // Binds the node `id` to the ONNX value `onnx_name`.
+    void bind(const std::string& onnx_name, NodeId id) {
+        std::string name = fresh_name(onnx_name);
+        id = b_.assign(name, id, g_.node(id).loc);
+        if (name != onnx_name) g_.node(id).set_display(onnx_name);
+        Value& v = values_[onnx_name];
+        v.id = id;
+    }
+
+    NodeId const_node(const HostValue& hv, const Loc& loc) {
+        std::vector<NamedAttr> attrs;
+        attrs.push_back(NamedAttr{"shape", int_list(hv.shape), {}});
+        attrs.push_back(NamedAttr{"dtype", Attr::ident(dtype_name(hv.dtype)), {}});
+        NodeId id = b_.add_node(OpKind::Const, {}, std::move(attrs), loc);
+        Node& n = g_.node(id);
+        n.host_literal = true;
+        n.literal = hv.bytes;
+        return id;
+    }
+
+    // The node holding ONNX value `name`; a folded value gets a const node on first use.
+    std::optional<NodeId> node_of(const std::string& name) {
+        auto it = values_.find(name);
+        if (it == values_.end() || (it->second.id == kNoNode && !it->second.folded)) {
+            diag_.error(node_loc(), "the value '" + name + "' is used before it is made");
+            return std::nullopt;
+        }
+        Value& v = it->second;
+        if (v.id == kNoNode) {
+            NodeId id = const_node(*v.folded, node_loc());
+            std::string gname = fresh_name(name);
+            id = b_.assign(gname, id, node_loc());
+            if (gname != name) g_.node(id).set_display(name);
+            v.id = id;
+        }
+        return v.id;
+    }
+
+    const Value* value(const std::string& name) const {
+        auto it = values_.find(name);
+        return it == values_.end() ? nullptr : &it->second;
+    }
+    const HostValue* folded(const std::string& name) const {
+        const Value* v = value(name);
+        return v && v->folded ? v->folded.get() : nullptr;
+    }
+    std::optional<Shape> static_shape(const std::string& name) const {
+        const Value* v = value(name);
+        if (!v) return std::nullopt;
+        if (v->folded) return v->folded->shape;
+        return v->shape;
+    }
+
+    void read_initializers() {
+        const auto& inits = model_.graph().initializer();
+        for (int i = 0; i < inits.size(); ++i) {
+            const auto& t = inits.Get(i);
+            std::string why;
+            auto hv = tensor_value(t, why);
+            if (!hv) {
+                diag_.error(pointer_loc("/graph/initializer/" + std::to_string(i)),
+                            "initializer '" + t.name() + "': " + why);
+                continue;
+            }
+            Value& v = values_[t.name()];
+            v.dtype = hv->dtype;
+            v.shape = hv->shape;
+            v.folded = std::make_shared<HostValue>(std::move(*hv));
+        }
+    }
+
+    void read_inputs() {
+        const auto& ins = model_.graph().input();
+        for (int i = 0; i < ins.size(); ++i) {
+            const auto& in = ins.Get(i);
+            if (folded(in.name())) continue;  // an initializer listed as an input (IR < 4): a constant
+            const size_t errors = diag_.error_count();
+            read_input(i, in);
+            // A failed input still gets a (failed) node, so that its uses add no errors.
+            if (diag_.error_count() != errors) bind(in.name(), b_.add_invalid(input_loc(i)));
+        }
+    }
+
+    void read_input(int i, const onnx::ValueInfoProto& in) {
+        {
+            const Value* v = value(in.name());
+            const auto* tt = in.type().has_tensor_type() ? &in.type().tensor_type() : nullptr;
+            if (!tt || !v || !v->dtype) {
+                diag_.error(input_loc(i), "input '" + in.name() + "': its type " +
+                                              (tt ? onnx_type_name(tt->elem_type()) : std::string("(not a tensor)")) +
+                                              " is not one graphrun has (f32, f64, i32, i64, bool)");
+                return;
+            }
+            if (!v->shape) {
+                diag_.error(input_loc(i), "input '" + in.name() + "' has no static shape");
+                return;
+            }
+            std::optional<OpKind> input_op = find_op("input");
+            if (!input_op) {
+                diag_.error(input_loc(i), "input '" + in.name() + "': this build has no input op");
+                return;
+            }
+            std::vector<NamedAttr> attrs;
+            attrs.push_back(NamedAttr{"shape", int_list(*v->shape), {}});
+            attrs.push_back(NamedAttr{"dtype", Attr::ident(dtype_name(*v->dtype)), {}});
+            bind(in.name(), b_.add_node(*input_op, {}, std::move(attrs), input_loc(i)));
+        }
+    }
+
+    void finish_outputs() {
+        std::vector<std::pair<std::string, Loc>> names;
+        const auto& outs = model_.graph().output();
+        for (int i = 0; i < outs.size(); ++i) {
+            const std::string& name = outs.Get(i).name();
+            auto id = node_of(name);
+            if (!id) continue;
+            // Outputs keep their ONNX names (the nodes' display names): --fetch,
+            // the printed results and --save's files use them.
+            names.emplace_back(name, pointer_loc("/graph/output/" + std::to_string(i)));
+        }
+        b_.set_outputs(std::move(names), pointer_loc("/graph/output"));
+        b_.finish(pointer_loc("/graph"));
+    }
+
+    // ---- nodes ----
+    void fail(const onnx::NodeProto& n, const std::string& what) {
+        diag_.error(node_loc(), n.op_type() + " node '" + n.name() + "': " + what);
+    }
+
+    NodeId add(OpKind op, std::vector<NodeId> ins, std::vector<NamedAttr> attrs = {}) {
+        Inputs inputs;
+        for (NodeId id : ins) inputs.push_back(Input{id, node_loc()});
+        return b_.add_node(op, std::move(inputs), std::move(attrs), node_loc());
+    }
+    NodeId add(const char* op, std::vector<NodeId> ins, std::vector<NamedAttr> attrs = {}) {
+        return add(*find_op(op), std::move(ins), std::move(attrs));
+    }
+    NodeId scalar(double x, DType t) {
+        HostValue hv = onnx_fold::scalar(x, t);
+        return const_node(hv, node_loc());
+    }
+    static NamedAttr named(const char* name, Attr a) { return NamedAttr{name, std::move(a), {}}; }
+
+    // The inputs of n as nodes (empty names are absent optional inputs: nullopt).
+    std::optional<std::vector<NodeId>> nodes_of(const onnx::NodeProto& n, int count) {
+        std::vector<NodeId> v;
+        for (int i = 0; i < count && i < n.input_size(); ++i) {
+            auto id = node_of(n.input(i));
+            if (!id) return std::nullopt;
+            v.push_back(*id);
+        }
+        return v;
+    }
+
+    // A constant input (shape, axes, pads): must be known before running.
+    const HostValue* const_input(const onnx::NodeProto& n, int i, const char* what) {
+        if (i >= n.input_size() || n.input(i).empty()) return nullptr;
+        const HostValue* hv = folded(n.input(i));
+        if (!hv) fail(n, std::string("its ") + what + " input '" + n.input(i) +
+                             "' must be a constant (an initializer or computed from constants and shapes)");
+        return hv;
+    }
+
+  private:
+    void import_node(const onnx::NodeProto& n) {
+        // Folded: every input known here and the op one the folder evaluates.
+        if (try_fold(n)) return;
+        const auto& t = onnx_op_table();
+        auto it = t.find(n.op_type());
+        if (it != t.end() && it->second.build) return it->second.build(*this, n);
+        fail(n, "its inputs must be constants here (graphrun folds " + n.op_type() + " only on constants)");
+    }
+
+    bool try_fold(const onnx::NodeProto& n) {
+        std::vector<const HostValue*> ins;
+        for (const auto& name : n.input()) {
+            if (name.empty()) {
+                ins.push_back(nullptr);
+                continue;
+            }
+            const HostValue* hv = folded(name);
+            // Shape needs only its input's static shape, not its values.
+            if (!hv && n.op_type() != "Shape") return false;
+            ins.push_back(hv);
+        }
+        std::optional<Shape> in_shape;
+        if (n.op_type() == "Shape" && n.input_size() > 0) {
+            in_shape = static_shape(n.input(0));
+            if (!in_shape) {
+                fail(n, "the shape of '" + n.input(0) + "' is not static");
+                return true;
+            }
+        }
+        std::string why;
+        std::optional<std::vector<HostValue>> out = onnx_fold::evaluate(n, ins, in_shape, opset_, why);
+        if (!out) {
+            if (!why.empty()) {
+                fail(n, why);
+                return true;
+            }
+            return false;  // not an op the folder evaluates: built as nodes
+        }
+        for (int i = 0; i < n.output_size() && i < static_cast<int>(out->size()); ++i) {
+            Value& v = values_[n.output(i)];
+            v.dtype = (*out)[static_cast<size_t>(i)].dtype;
+            v.shape = (*out)[static_cast<size_t>(i)].shape;
+            v.folded = std::make_shared<HostValue>(std::move((*out)[static_cast<size_t>(i)]));
+        }
+        return true;
+    }
+
+    Graph& g_;
+    Diagnostics& diag_;
+    GraphBuilder b_;
+    onnx::ModelProto model_;
+    int64_t opset_ = 0;
+    int node_index_ = 0;
+    std::unordered_map<std::string, Value> values_;
+    std::set<std::string> used_names_;
+};
+
+}  // namespace graphrun::onnx_import

@@ -1,0 +1,290 @@
+// The core ONNX op mappings (onnx_ops.h): elementwise ops, matmul and gemm,
+// reshapes, casts, concat, reductions, softmax, activations, clip.
+#include <map>
+#include <string>
+#include <vector>
+
+#include "engine/frontend/onnx_importer.h"
+
+namespace graphrun::onnx_import {
+
+namespace {
+
+void elementwise(Importer& im, const onnx::NodeProto& n, const std::string& op) {
+    auto ins = im.nodes_of(n, n.input_size());
+    if (!ins) return;
+    // Opset < 7: broadcast=1 with axis aligns B's dims at A's axis.
+    if (im.opset() < 7 && ins->size() == 2 && attr_int(n, "broadcast", 0) == 1 && find_attr(n, "axis")) {
+        auto sa = im.static_shape(n.input(0)), sb = im.static_shape(n.input(1));
+        if (!sa || !sb) return im.fail(n, "legacy broadcasting needs static shapes");
+        int64_t axis = attr_int(n, "axis", 0);
+        if (axis < 0) axis += static_cast<int64_t>(sa->size());
+        Shape target = *sb;
+        while (static_cast<int64_t>(target.size()) + axis < static_cast<int64_t>(sa->size())) target.push_back(1);
+        (*ins)[1] = im.add(OpKind::Reshape, {(*ins)[1]}, {im.named("shape", int_list(target))});
+    }
+    if (op == "pow" && ins->size() == 2) {
+        const Value* a = im.value(n.input(0));
+        const Value* b = im.value(n.input(1));
+        if (a && b && a->dtype && b->dtype && *a->dtype != *b->dtype)
+            (*ins)[1] = im.add(OpKind::Cast, {(*ins)[1]}, {im.named("dtype", Attr::ident(dtype_name(*a->dtype)))});
+    }
+    im.bind(n.output(0), im.add(op.c_str(), *ins));
+}
+
+void identity(Importer& im, const onnx::NodeProto& n) {
+    if (n.op_type() == "Dropout" && n.input_size() >= 3 && !n.input(2).empty()) {
+        const HostValue* training = im.const_input(n, 2, "training_mode");
+        if (!training) return;
+        if (onnx_fold::ints(*training).at(0) != 0) return im.fail(n, "training mode is not supported");
+    }
+    auto ins = im.nodes_of(n, 1);
+    if (!ins) return;
+    im.bind(n.output(0), im.add(OpKind::Identity, *ins));
+    if (n.op_type() == "Dropout" && n.output_size() > 1 && !n.output(1).empty())
+        im.fail(n, "its mask output is not supported");
+}
+
+void variadic(Importer& im, const onnx::NodeProto& n) {
+    auto ins = im.nodes_of(n, n.input_size());
+    if (!ins || ins->empty()) return;
+    const std::string& op = n.op_type();
+    const char* bin = op == "Max" ? "maximum" : op == "Min" ? "minimum" : "add";
+    NodeId acc = (*ins)[0];
+    for (size_t i = 1; i < ins->size(); ++i) acc = im.add(bin, {acc, (*ins)[i]});
+    if (op == "Mean") {
+        const Value* v = im.value(n.input(0));
+        acc = im.add("div", {acc, im.scalar(static_cast<double>(ins->size()), v && v->dtype ? *v->dtype : DType::F32)});
+    }
+    if (ins->size() == 1) acc = im.add(OpKind::Identity, {acc});
+    im.bind(n.output(0), acc);
+}
+
+void matmul(Importer& im, const onnx::NodeProto& n) {
+    auto ins = im.nodes_of(n, 2);
+    if (!ins) return;
+    im.bind(n.output(0), im.add(OpKind::Matmul, *ins));
+}
+
+// Y = alpha * op(A) @ op(B) + beta * C
+void gemm(Importer& im, const onnx::NodeProto& n) {
+    auto ins = im.nodes_of(n, n.input_size());
+    if (!ins || ins->size() < 2) return;
+    const Value* a = im.value(n.input(0));
+    const DType t = a && a->dtype ? *a->dtype : DType::F32;
+    std::vector<NamedAttr> attrs;
+    if (attr_int(n, "transA", 0)) attrs.push_back(im.named("transpose_a", Attr::boolean(true)));
+    if (attr_int(n, "transB", 0)) attrs.push_back(im.named("transpose_b", Attr::boolean(true)));
+    NodeId y = im.add(OpKind::Matmul, {(*ins)[0], (*ins)[1]}, std::move(attrs));
+    const float alpha = attr_float(n, "alpha", 1.0f), beta = attr_float(n, "beta", 1.0f);
+    if (alpha != 1.0f) y = im.add("mul", {y, im.scalar(alpha, t)});
+    if (ins->size() >= 3 && beta != 0.0f) {
+        NodeId c = (*ins)[2];
+        if (beta != 1.0f) c = im.add("mul", {c, im.scalar(beta, t)});
+        y = im.add("add", {y, c});
+    }
+    im.bind(n.output(0), y);
+}
+
+void transpose(Importer& im, const onnx::NodeProto& n) {
+    auto ins = im.nodes_of(n, 1);
+    if (!ins) return;
+    std::vector<NamedAttr> attrs;
+    if (auto perm = attr_ints(n, "perm")) attrs.push_back(im.named("perm", int_list(*perm)));
+    im.bind(n.output(0), im.add(OpKind::Transpose, *ins, std::move(attrs)));
+}
+
+// Reshape, Flatten, Squeeze, Unsqueeze and Expand (to a shape of the same
+// element count): a reshape to the output's static shape, as ONNX's shape
+// inference or the folded shape input gives it.
+void reshape_like(Importer& im, const onnx::NodeProto& n) {
+    auto ins = im.nodes_of(n, 1);
+    if (!ins) return;
+    std::optional<Shape> out = im.static_shape(n.output(0));
+    if (!out) out = onnx_fold::reshape_target(n, im.static_shape(n.input(0)), n.input_size() > 1 ? im.folded(n.input(1)) : nullptr, im.opset());
+    if (!out) return im.fail(n, "the shape of its output '" + n.output(0) + "' is not static");
+    im.value_slot(n.output(0)).shape = out;  // for what reads it, where ONNX's inference had none
+    auto in = im.static_shape(n.input(0));
+    if (n.op_type() == "Expand") {
+        if (!in) return im.fail(n, "the shape of its input is not static");
+        // Expand broadcasts: multiply by ones of the target shape.
+        const Value* v = im.value(n.input(0));
+        const DType t = v && v->dtype ? *v->dtype : DType::F32;
+        if (onnx_fold::numel(*in) == onnx_fold::numel(*out)) {
+            im.bind(n.output(0), im.add(OpKind::Reshape, *ins, {im.named("shape", int_list(*out))}));
+            return;
+        }
+        if (t == DType::Bool) return im.fail(n, "expanding a bool tensor is not supported");
+        std::vector<NamedAttr> attrs{im.named("shape", int_list(*out)), im.named("dtype", Attr::ident(dtype_name(t)))};
+        NodeId ones = im.add(OpKind::Ones, {}, std::move(attrs));
+        im.bind(n.output(0), im.add("mul", {(*ins)[0], ones}));
+        return;
+    }
+    im.bind(n.output(0), im.add(OpKind::Reshape, *ins, {im.named("shape", int_list(*out))}));
+}
+
+void cast(Importer& im, const onnx::NodeProto& n) {
+    auto ins = im.nodes_of(n, 1);
+    if (!ins) return;
+    auto to = dtype_of(static_cast<int32_t>(attr_int(n, "to", 0)));
+    if (!to) return im.fail(n, "cast to " + onnx_type_name(static_cast<int32_t>(attr_int(n, "to", 0))) +
+                                " is not supported (f32, f64, i32, i64, bool are)");
+    im.bind(n.output(0), im.add(OpKind::Cast, *ins, {im.named("dtype", Attr::ident(dtype_name(*to)))}));
+}
+
+void concat(Importer& im, const onnx::NodeProto& n) {
+    auto ins = im.nodes_of(n, n.input_size());
+    if (!ins) return;
+    im.bind(n.output(0), im.add(OpKind::Concat, *ins, {im.named("axis", Attr::integer(attr_int(n, "axis", 0)))}));
+}
+
+void reduce(Importer& im, const onnx::NodeProto& n) {
+    static const std::map<std::string, std::string> ops{{"ReduceSum", "reduce_sum"},   {"ReduceMax", "reduce_max"},
+                                                        {"ReduceMean", "reduce_mean"}, {"ReduceMin", "reduce_min"},
+                                                        {"ReduceProd", "reduce_prod"}};
+    auto it = ops.find(n.op_type());
+    if (it == ops.end() || !im.have_op(it->second)) return im.fail(n, "this reduction is not supported");
+    auto ins = im.nodes_of(n, 1);
+    if (!ins) return;
+    std::optional<std::vector<int64_t>> axes = attr_ints(n, "axes");
+    const bool axes_input = n.op_type() == "ReduceSum" && im.opset() >= 13;
+    if (axes_input && n.input_size() > 1 && !n.input(1).empty()) {
+        const HostValue* hv = im.const_input(n, 1, "axes");
+        if (!hv) return;
+        axes = onnx_fold::ints(*hv);
+    }
+    std::vector<NamedAttr> attrs;
+    if (axes && !axes->empty()) attrs.push_back(im.named("axes", int_list(*axes)));
+    else if (axes_input && attr_int(n, "noop_with_empty_axes", 0)) {
+        im.bind(n.output(0), im.add(OpKind::Identity, *ins));
+        return;
+    }
+    attrs.push_back(im.named("keepdims", Attr::boolean(attr_int(n, "keepdims", 1) != 0)));
+    im.bind(n.output(0), im.add(it->second.c_str(), *ins, std::move(attrs)));
+}
+
+void arg_reduce(Importer& im, const onnx::NodeProto& n) {
+    auto ins = im.nodes_of(n, 1);
+    if (!ins) return;
+    if (attr_int(n, "select_last_index", 0)) return im.fail(n, "select_last_index=1 is not supported");
+    std::vector<NamedAttr> attrs{im.named("axis", Attr::integer(attr_int(n, "axis", 0))),
+                                 im.named("keepdims", Attr::boolean(attr_int(n, "keepdims", 1) != 0))};
+    im.bind(n.output(0), im.add(n.op_type() == "ArgMax" ? "argmax" : "argmin", *ins, std::move(attrs)));
+}
+
+// Softmax/LogSoftmax: from opset 13 along one axis (default -1); before,
+// over the input coerced to 2-D at `axis` (default 1).
+void softmax(Importer& im, const onnx::NodeProto& n) {
+    auto ins = im.nodes_of(n, 1);
+    if (!ins) return;
+    const char* op = n.op_type() == "Softmax" ? "softmax" : "log_softmax";
+    if (!im.have_op(op)) return im.fail(n, "not supported by this build");
+    if (im.opset() >= 13) {
+        im.bind(n.output(0), im.add(op, *ins, {im.named("axis", Attr::integer(attr_int(n, "axis", -1)))}));
+        return;
+    }
+    auto shape = im.static_shape(n.input(0));
+    if (!shape) return im.fail(n, "the shape of its input is not static");
+    const auto rank = static_cast<int64_t>(shape->size());
+    int64_t axis = attr_int(n, "axis", 1);
+    if (axis < 0) axis += rank;
+    if (axis == rank - 1 || rank == 0) {
+        im.bind(n.output(0), im.add(op, *ins, {im.named("axis", Attr::integer(-1))}));
+        return;
+    }
+    int64_t outer = 1, inner = 1;
+    for (int64_t d = 0; d < rank; ++d) (d < axis ? outer : inner) *= (*shape)[static_cast<size_t>(d)];
+    NodeId flat = im.add(OpKind::Reshape, *ins, {im.named("shape", int_list({outer, inner}))});
+    NodeId s = im.add(op, {flat}, {im.named("axis", Attr::integer(-1))});
+    im.bind(n.output(0), im.add(OpKind::Reshape, {s}, {im.named("shape", int_list(*shape))}));
+}
+
+void activation(Importer& im, const onnx::NodeProto& n) {
+    auto ins = im.nodes_of(n, 1);
+    if (!ins) return;
+    const std::string& op = n.op_type();
+    std::vector<NamedAttr> attrs;
+    if (op == "LeakyRelu") {
+        attrs.push_back(im.named("alpha", Attr::number(attr_float(n, "alpha", 0.01f))));
+        im.bind(n.output(0), im.add("leaky_relu", *ins, std::move(attrs)));
+    } else if (op == "Elu") {
+        attrs.push_back(im.named("alpha", Attr::number(attr_float(n, "alpha", 1.0f))));
+        im.bind(n.output(0), im.add("elu", *ins, std::move(attrs)));
+    } else {
+        attrs.push_back(im.named("alpha", Attr::number(attr_float(n, "alpha", 1.67326319217681884765625f))));
+        attrs.push_back(im.named("gamma", Attr::number(attr_float(n, "gamma", 1.05070102214813232421875f))));
+        im.bind(n.output(0), im.add("selu", *ins, std::move(attrs)));
+    }
+}
+
+void clip(Importer& im, const onnx::NodeProto& n) {
+    auto ins = im.nodes_of(n, 1);
+    if (!ins) return;
+    std::vector<NamedAttr> attrs;
+    if (im.opset() < 11) {
+        if (const auto* a = find_attr(n, "min")) attrs.push_back(im.named("min", Attr::number(a->f())));
+        if (const auto* a = find_attr(n, "max")) attrs.push_back(im.named("max", Attr::number(a->f())));
+    } else {
+        const char* names[] = {"min", "max"};
+        for (int i = 1; i <= 2; ++i) {
+            if (i >= n.input_size() || n.input(i).empty()) continue;
+            const HostValue* hv = im.const_input(n, i, names[i - 1]);
+            if (!hv) return;
+            attrs.push_back(im.named(names[i - 1], Attr::number(onnx_fold::doubles(*hv).at(0))));
+        }
+    }
+    im.bind(n.output(0), im.add("clip", *ins, std::move(attrs)));
+}
+}  // namespace
+
+void add_core_onnx_ops(OnnxOpTable& t) {
+    // ONNX op -> graphrun op of the same meaning (broadcasting like NumPy).
+    static const std::map<std::string, std::string> elementwise_ops{
+        {"Add", "add"}, {"Sub", "sub"}, {"Mul", "mul"}, {"Div", "div"}, {"Pow", "pow"},
+        {"Neg", "neg"}, {"Abs", "abs"}, {"Relu", "relu"}, {"Exp", "exp"}, {"Log", "log"},
+        {"Sqrt", "sqrt"}, {"Tanh", "tanh"}, {"Sigmoid", "sigmoid"}, {"Sin", "sin"}, {"Cos", "cos"},
+        {"Equal", "equal"}, {"Less", "less"}, {"LessOrEqual", "less_equal"}, {"Greater", "greater"},
+        {"GreaterOrEqual", "greater_equal"}, {"And", "logical_and"}, {"Or", "logical_or"},
+        {"Xor", "logical_xor"}, {"Not", "logical_not"}, {"Where", "where"}, {"Floor", "floor"},
+        {"Ceil", "ceil"}, {"Round", "round"}, {"Erf", "erf"}, {"Reciprocal", "reciprocal"},
+        {"Sign", "sign"}, {"Softplus", "softplus"}};
+    for (const auto& [onnx_op, op] : elementwise_ops) {
+        const std::string g = op;
+        t[onnx_op] = {op.c_str(), [g](Importer& im, const onnx::NodeProto& n) { elementwise(im, n, g); }};
+    }
+    auto set = [&](const char* name, const char* needs, void (*fn)(Importer&, const onnx::NodeProto&)) {
+        t[name] = {needs, fn};
+    };
+    for (const char* op : {"Identity", "Dropout"}) set(op, nullptr, identity);
+    for (const char* op : {"Max", "Min", "Sum", "Mean"}) set(op, nullptr, variadic);
+    set("MatMul", nullptr, matmul);
+    set("Gemm", nullptr, gemm);
+    set("Transpose", nullptr, transpose);
+    for (const char* op : {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Expand"}) set(op, nullptr, reshape_like);
+    set("Cast", nullptr, cast);
+    set("Concat", nullptr, concat);
+    for (const char* op : {"ReduceSum", "ReduceMax", "ReduceMean"}) set(op, nullptr, reduce);
+    set("ReduceMin", "reduce_min", reduce);
+    set("ReduceProd", "reduce_prod", reduce);
+    set("ArgMax", "argmax", arg_reduce);
+    set("ArgMin", "argmin", arg_reduce);
+    set("Softmax", nullptr, softmax);
+    set("LogSoftmax", "log_softmax", softmax);
+    set("LeakyRelu", "leaky_relu", activation);
+    set("Elu", "elu", activation);
+    set("Selu", "selu", activation);
+    set("Clip", "clip", clip);
+    // Folded at load only (their inputs must be constants or static shapes).
+    for (const char* op : {"Constant", "Shape", "Gather", "Slice", "ConstantOfShape", "Range"}) t[op] = {nullptr, {}};
+}
+
+const OnnxOpTable& onnx_op_table() {
+    static const OnnxOpTable table = [] {
+        OnnxOpTable t;
+        add_core_onnx_ops(t);
+        return t;
+    }();
+    return table;
+}
+
+}  // namespace graphrun::onnx_import
