@@ -113,7 +113,8 @@ def shape_graphs():
         for mode in ("constant", "reflect", "edge"):
             g.op(f"pad_{mode}", f'pad({g.rand([2, 3, 17, 19], dtype, -100, 100)}, '
                                 f'pads=[0, 0, 2, 5, 0, 1, 3, -1], mode="{mode}")')
-        g.op("pad_value", f"pad({x}, pads=[1, 2], axes=[1], constant_value=1)")
+        value = "true" if dtype == "bool" else "1"
+        g.op("pad_value", f"pad({x}, pads=[1, 2], axes=[1], constant_value={value})")
         g.op("split", f"split({x}, axis=2, sizes=[1, 2, 3], index=2)")
         g.op("split_parts", f"split({x}, parts=2, index=1)")
         g.op("squeeze", f"squeeze({g.rand([1, 3, 1], dtype, -100, 100)})")

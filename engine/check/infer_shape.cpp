@@ -116,7 +116,6 @@ bool infer_pad(NodeCheck& c) {
             return false;
         }
         std::string problem = v->is_bool ? (t == DType::Bool ? "" : "it is a bool") : conversion_problem(*v, t);
-        if (!v->is_bool && t == DType::Bool && v->f != 0 && v->f != 1) problem = "a bool pad is 0 or 1 (false or true)";
         if (!problem.empty()) {
             c.error(c.attr_loc("constant_value"), "constant_value=" + scalar_text(*v) + " cannot be " +
                                                       dtype_name(t) + " (" + c.operand_text(0) + "): " + problem);

@@ -25,6 +25,22 @@ std::optional<std::vector<int64_t>> ints_input(Importer& im, const onnx::NodePro
     return onnx_fold::ints(*hv);
 }
 
+// Whether input i is given but not known at load (a graph input fed at run
+// time): the mappers that can then read what they need from the static
+// shapes ONNX's inference gives do so.
+bool dynamic_input(Importer& im, const onnx::NodeProto& n, int i) {
+    return i < n.input_size() && !n.input(i).empty() && !im.folded(n.input(i));
+}
+
+// The static shape of the node's output k, or a failure naming it.
+std::optional<Shape> output_shape(Importer& im, const onnx::NodeProto& n, int k, const char* what) {
+    auto s = im.static_shape(n.output(k));
+    if (!s)
+        im.fail(n, std::string("its ") + what + " input '" + n.input(1) +
+                       "' is not a constant, and the shape of its output '" + n.output(k) + "' is not static");
+    return s;
+}
+
 void slice(Importer& im, const onnx::NodeProto& n) {
     auto ins = im.nodes_of(n, 1);
     if (!ins) return;
@@ -57,17 +73,35 @@ void gather(Importer& im, const onnx::NodeProto& n) {
 void expand(Importer& im, const onnx::NodeProto& n) {
     auto ins = im.nodes_of(n, 1);
     if (!ins) return;
-    const HostValue* shape = im.const_input(n, 1, "shape");
-    if (!shape) return;
-    im.bind(n.output(0), im.add(OpKind::Expand, *ins, {im.named("shape", int_list(onnx_fold::ints(*shape)))}));
+    std::vector<int64_t> target;
+    if (dynamic_input(im, n, 1)) {  // the output's shape is x broadcast with the target: expand to it
+        auto out = output_shape(im, n, 0, "shape");
+        if (!out) return;
+        target = *out;
+    } else {
+        const HostValue* shape = im.const_input(n, 1, "shape");
+        if (!shape) return;
+        target = onnx_fold::ints(*shape);
+    }
+    im.bind(n.output(0), im.add(OpKind::Expand, *ins, {im.named("shape", int_list(target))}));
 }
 
 void tile(Importer& im, const onnx::NodeProto& n) {
     auto ins = im.nodes_of(n, 1);
     if (!ins) return;
-    const HostValue* repeats = im.const_input(n, 1, "repeats");
-    if (!repeats) return;
-    im.bind(n.output(0), im.add(OpKind::Tile, *ins, {im.named("repeats", int_list(onnx_fold::ints(*repeats)))}));
+    std::vector<int64_t> reps;
+    if (dynamic_input(im, n, 1)) {  // repeats = output / input, axis by axis
+        auto out = output_shape(im, n, 0, "repeats");
+        auto in = im.static_shape(n.input(0));
+        if (!out) return;
+        if (!in || in->size() != out->size()) return im.fail(n, "the shape of its input is not static");
+        for (size_t k = 0; k < in->size(); ++k) reps.push_back((*in)[k] == 0 ? 1 : (*out)[k] / (*in)[k]);
+    } else {
+        const HostValue* repeats = im.const_input(n, 1, "repeats");
+        if (!repeats) return;
+        reps = onnx_fold::ints(*repeats);
+    }
+    im.bind(n.output(0), im.add(OpKind::Tile, *ins, {im.named("repeats", int_list(reps))}));
 }
 
 // Squeeze and Unsqueeze: axes an attribute before opset 13, an input from it on.
@@ -78,6 +112,11 @@ void squeeze(Importer& im, const onnx::NodeProto& n) {
     std::optional<std::vector<int64_t>> axes;
     if (im.opset() < 13) {
         axes = attr_ints(n, "axes");
+    } else if (dynamic_input(im, n, 1)) {  // a reshape to the output's static shape does the same
+        auto out = output_shape(im, n, 0, "axes");
+        if (!out) return;
+        im.bind(n.output(0), im.add(OpKind::Reshape, *ins, {im.named("shape", int_list(*out))}));
+        return;
     } else {
         bool ok = true;
         axes = ints_input(im, n, 1, "axes", ok);
@@ -107,6 +146,18 @@ void split(Importer& im, const onnx::NodeProto& n) {
         bool ok = true;
         if (!sizes && n.input_size() > 1) sizes = ints_input(im, n, 1, "split", ok);  // opset 2..10 allowed an input
         if (!ok) return;
+    } else if (dynamic_input(im, n, 1)) {  // the sizes are the outputs' lengths along the axis
+        auto in = im.static_shape(n.input(0));
+        if (!in) return im.fail(n, "the shape of its input is not static");
+        int64_t axis = attr_int(n, "axis", 0);
+        if (axis < 0) axis += static_cast<int64_t>(in->size());
+        sizes.emplace();
+        for (int k = 0; k < n.output_size(); ++k) {
+            auto out = output_shape(im, n, k, "split");
+            if (!out) return;
+            if (axis < 0 || axis >= static_cast<int64_t>(out->size())) return im.fail(n, "its axis is out of range");
+            sizes->push_back((*out)[static_cast<size_t>(axis)]);
+        }
     } else {
         bool ok = true;
         sizes = ints_input(im, n, 1, "split", ok);
