@@ -10,6 +10,7 @@
 #include "gpu/kernels/concat.cuh"
 #include "gpu/kernels/copy.cuh"
 #include "gpu/kernels/create.cuh"
+#include "gpu/kernels/layout.cuh"
 #include "gpu/kernels/logic.cuh"
 #include "gpu/kernels/matmul.cuh"
 #include "gpu/kernels/reduce.cuh"

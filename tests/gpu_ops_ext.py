@@ -90,3 +90,42 @@ def beyond_spec_graphs():
         g.op("r_special_rows", f"log_softmax({sp}, axis=-1)", SOFTMAX)
         g.op("r_special_cols", f"log_softmax({sp}, axis=0)", SOFTMAX)
         yield g
+
+
+def shape_graphs():
+    """The shape ops (slice gather expand split pad tile squeeze unsqueeze
+    flatten) on every dtype: exact copies, GPU against CPU."""
+    for dtype in ALL:
+        g = Graph(f"shape_{dtype}")
+        x = g.rand([4, 5, 6], dtype, -100, 100)
+        g.op("slice_fwd", f"slice({x}, starts=[1, 0], ends=[3, 9223372036854775807], axes=[0, 2], steps=[1, 2])")
+        g.op("slice_back", f"slice({x}, starts=[-1], ends=[-9223372036854775808], axes=[1], steps=[-2])")
+        g.op("slice_rows", f"slice({g.rand([300, 257], dtype, -100, 100)}, starts=[5, 1], ends=[290, 256])")
+        g.op("slice_empty", f"slice({x}, starts=[3], ends=[1])")
+        for itype in ("i32", "i64"):
+            idx = g.const("[[0, -1], [3, 2]]", itype)
+            g.op(f"gather0_{itype}", f"gather({x}, {idx})")
+            g.op(f"gather2_{itype}", f"gather({x}, {idx}, axis=-1)")
+        g.op("gather_big", f"gather({g.rand([1000, 64], dtype, -100, 100)}, {g.const('[999, 0, -1000, 17, 512]', 'i64')})")
+        g.op("expand", f"expand({g.rand([3, 1], dtype, -100, 100)}, shape=[2, 3, 70])")
+        g.op("expand_scalar", f"expand({g.rand([], dtype, -100, 100)}, shape=[5, 7])")
+        g.op("tile", f"tile({g.rand([2, 1, 3], dtype, -100, 100)}, repeats=[3, 40, 2])")
+        for mode in ("constant", "reflect", "edge"):
+            g.op(f"pad_{mode}", f'pad({g.rand([2, 3, 17, 19], dtype, -100, 100)}, '
+                                f'pads=[0, 0, 2, 5, 0, 1, 3, -1], mode="{mode}")')
+        value = "true" if dtype == "bool" else "1"
+        g.op("pad_value", f"pad({x}, pads=[1, 2], axes=[1], constant_value={value})")
+        g.op("split", f"split({x}, axis=2, sizes=[1, 2, 3], index=2)")
+        g.op("split_parts", f"split({x}, parts=2, index=1)")
+        g.op("squeeze", f"squeeze({g.rand([1, 3, 1], dtype, -100, 100)})")
+        g.op("unsqueeze", f"unsqueeze({x}, axes=[0, -1])")
+        g.op("flatten", f"flatten({x}, axis=2)")
+        yield g
+
+
+_beyond_spec = beyond_spec_graphs
+
+
+def beyond_spec_graphs():  # noqa: F811 (the shape ops join the generator gpu_ops_test imports)
+    yield from _beyond_spec()
+    yield from shape_graphs()

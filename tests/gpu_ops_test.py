@@ -450,6 +450,10 @@ def error_graphs():
     g.op("r", f"pow({g.const('[2, 3]', 'i32')}, {g.const('[1, -1]', 'i32')})")
     g.expect_error = "negative integer powers"
     yield g
+    g = Graph("error_gather_index")
+    g.op("r", f"gather({g.rand([4, 5], 'f32')}, {g.const('[1, 4, 0]', 'i64')})")
+    g.expect_error = "out of range for an axis of length 4"
+    yield g
 
 
 # --- running and comparing ---------------------------------------------------

@@ -127,6 +127,16 @@ bool infer_logic(NodeCheck& c);       // comparisons, logical_and/or/xor/not
 bool infer_where(NodeCheck& c);
 bool infer_activation(NodeCheck& c);  // the unary ops from floor to gelu (attributes)
 bool infer_arg_reduce(NodeCheck& c);  // argmax, argmin
+// infer_shape.cpp: the shape ops (slice gather expand split pad tile squeeze unsqueeze flatten).
+bool infer_slice(NodeCheck& c);
+bool infer_gather(NodeCheck& c);
+bool infer_expand(NodeCheck& c);
+bool infer_split(NodeCheck& c);
+bool infer_pad(NodeCheck& c);
+bool infer_tile(NodeCheck& c);
+bool infer_squeeze(NodeCheck& c);
+bool infer_unsqueeze(NodeCheck& c);
+bool infer_flatten(NodeCheck& c);
 
 // infer_ops.cpp, for infer_ops_ext.cpp: NumPy broadcasting of two shapes (on
 // failure, the clashing dimensions), and two operands made one dtype as a

@@ -109,6 +109,15 @@ bool infer_node(NodeCheck& c) {
         case OpKind::Argmax:
         case OpKind::Argmin:
             return infer_arg_reduce(c);
+        case OpKind::Slice: return infer_slice(c);
+        case OpKind::Gather: return infer_gather(c);
+        case OpKind::Expand: return infer_expand(c);
+        case OpKind::Split: return infer_split(c);
+        case OpKind::Pad: return infer_pad(c);
+        case OpKind::Tile: return infer_tile(c);
+        case OpKind::Squeeze: return infer_squeeze(c);
+        case OpKind::Unsqueeze: return infer_unsqueeze(c);
+        case OpKind::Flatten: return infer_flatten(c);
         default:
             return false;
     }

@@ -32,5 +32,6 @@ const OnnxOpTable& onnx_op_table();
 
 // The areas' entries.
 void add_core_onnx_ops(OnnxOpTable& t);  // onnx_ops.cpp: elementwise, matmul/gemm, shapes, reductions
+void add_shape_onnx_ops(OnnxOpTable& t);  // onnx_ops_shape.cpp: slice gather expand split pad tile squeeze ...
 
 }  // namespace graphrun::onnx_import

@@ -101,6 +101,24 @@ std::vector<OpInfo> build_table() {
     add(OpKind::Argmax, "argmax", 1, 1, C::Num, F::ArgReduce, G, false, arg);
     add(OpKind::Argmin, "argmin", 1, 1, C::Num, F::ArgReduce, G, false, arg);
     add(OpKind::LogSoftmax, "log_softmax", 1, 1, C::Float, F::Softmax, G, false, {{"axis", A::Int, false}});
+    // shape ops (README "Ops beyond SPEC section 3"): ONNX's semantics, the
+    // index vectors ONNX passes as inputs written as attributes.
+    const AttrSpec axes_opt{"axes", A::IntList, false, true};
+    add(OpKind::Slice, "slice", 1, 1, C::All, F::Layout, G, false,
+        {{"starts", A::IntList, true, true}, {"ends", A::IntList, true, true}, axes_opt,
+         {"steps", A::IntList, false, true}});
+    add(OpKind::Gather, "gather", 2, 2, C::All, F::Layout, G, false, {{"axis", A::Int, false}});
+    add(OpKind::Expand, "expand", 1, 1, C::All, F::Layout, G, false, {shape_req});
+    add(OpKind::Split, "split", 1, 1, C::All, F::Layout, G, false,
+        {{"index", A::Int, true}, {"axis", A::Int, false}, {"sizes", A::IntList, false, true},
+         {"parts", A::Int, false}});
+    add(OpKind::Pad, "pad", 1, 1, C::All, F::Layout, G, false,
+        {{"pads", A::IntList, true}, {"mode", A::String, false}, {"constant_value", A::Number, false},
+         axes_opt});
+    add(OpKind::Tile, "tile", 1, 1, C::All, F::Layout, G, false, {{"repeats", A::IntList, true, true}});
+    add(OpKind::Squeeze, "squeeze", 1, 1, C::All, F::Copy, G, false, {axes_opt});
+    add(OpKind::Unsqueeze, "unsqueeze", 1, 1, C::All, F::Copy, G, false, {{"axes", A::IntList, true, true}});
+    add(OpKind::Flatten, "flatten", 1, 1, C::All, F::Copy, G, false, {{"axis", A::Int, false}});
     return t;
 }
 

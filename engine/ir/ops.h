@@ -31,6 +31,9 @@ enum class OpKind : uint8_t {
     Floor, Ceil, Round, Erf, Reciprocal, Softplus, Sign, Clip, LeakyRelu, Elu, Selu, Gelu,
     // reductions (Reduce), arg reductions (ArgReduce), log_softmax (Softmax)
     ReduceMin, ReduceProd, Argmax, Argmin, LogSoftmax,
+    // shape ops (issue 18 "shape" area): slice gather expand split pad tile (family Layout);
+    // squeeze unsqueeze flatten (family Copy: views, they alias their input as reshape does)
+    Slice, Gather, Expand, Split, Pad, Tile, Squeeze, Unsqueeze, Flatten,
     // not ops a user writes: a loop-carried value inside a repeat body (its value
     // at the start of each pass, and after the loop the final one), and the
     // stand-in for an expression that failed to parse (never executed).
@@ -53,6 +56,7 @@ enum class OpFamily : uint8_t {
     Softmax,    // softmax log_softmax
     Logic,      // comparisons (num -> bool), logical_and/or/xor/not (bool), where
     ArgReduce,  // argmax argmin (-> i64)
+    Layout,     // slice gather expand split pad tile: elements moved, none computed
     None,       // loop_param, invalid: never a kernel
 };
 
@@ -129,6 +133,10 @@ inline bool takes_weak_literals(OpKind k) {
     return is_binary_elementwise(k) || is_comparison(k) || k == OpKind::Where;
 }
 // Ops whose output may share its input's buffer (SPEC section 4: an alias counts 0 bytes).
-inline bool is_alias_op(OpKind k) { return k == OpKind::Reshape || k == OpKind::Identity; }
+// squeeze, unsqueeze and flatten are reshapes to a shape their attributes give.
+inline bool is_alias_op(OpKind k) {
+    return k == OpKind::Reshape || k == OpKind::Identity || k == OpKind::Squeeze || k == OpKind::Unsqueeze ||
+           k == OpKind::Flatten;
+}
 
 }  // namespace graphrun

@@ -18,6 +18,7 @@ template <class... Ctx>
 struct FamilyFactories {
     using Make = std::unique_ptr<Kernel> (*)(const Graph&, const Node&, Ctx&...);
     Make creation, binary, unary, matmul, transpose, copy, cast, concat, reduce, softmax, logic, arg_reduce;
+    Make layout;  // the shape ops' family (issue 18)
 };
 
 // The FamilyFactories of the functions make_<family>_kernel in scope where it
@@ -30,6 +31,7 @@ struct FamilyFactories {
         .concat = make_concat_kernel, .reduce = make_reduce_kernel,                            \
         .softmax = make_softmax_kernel, .logic = make_logic_kernel,                            \
         .arg_reduce = make_arg_reduce_kernel,                                                  \
+        .layout = make_layout_kernel,                                                          \
     }
 
 // The kernel of n's family, or nullptr for an op of no family (loop_param,
@@ -51,6 +53,7 @@ std::unique_ptr<Kernel> make_family_kernel(const FamilyFactories<Ctx...>& f, con
         case OpFamily::Softmax: make = f.softmax; break;
         case OpFamily::Logic: make = f.logic; break;
         case OpFamily::ArgReduce: make = f.arg_reduce; break;
+        case OpFamily::Layout: make = f.layout; break;
         case OpFamily::None: break;
     }
     return make ? make(g, n, ctx...) : nullptr;

@@ -32,5 +32,7 @@ std::unique_ptr<Kernel> make_logic_kernel(const Graph& g, const Node& n);
 std::unique_ptr<Kernel> make_activation_kernel(const Graph& g, const Node& n);
 // arg_reduce.cpp: argmax argmin
 std::unique_ptr<Kernel> make_arg_reduce_kernel(const Graph& g, const Node& n);
+// layout.cpp: slice gather expand split pad tile (squeeze unsqueeze flatten are copies)
+std::unique_ptr<Kernel> make_layout_kernel(const Graph& g, const Node& n);
 
 }  // namespace graphrun::kernels

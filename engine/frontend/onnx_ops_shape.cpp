@@ -1,0 +1,231 @@
+// The ONNX mappings of the shape ops (onnx_ops.h): Slice, Gather, Expand,
+// Split (one graphrun split node per output, its index attribute naming the
+// part), Pad, Tile, Squeeze, Unsqueeze, Flatten. The index vectors ONNX
+// passes as inputs from opset 10-13 on (starts, axes, pads, repeats, shape,
+// split) must be constants here: graphrun takes them as attributes. Nodes
+// whose inputs are all constants are folded at load before these run.
+#include <string>
+#include <vector>
+
+#include "engine/frontend/onnx_importer.h"
+
+namespace graphrun::onnx_import {
+
+namespace {
+
+// An optional constant index input (absent: nullopt, and `ok` stays true).
+std::optional<std::vector<int64_t>> ints_input(Importer& im, const onnx::NodeProto& n, int i, const char* what,
+                                               bool& ok) {
+    if (i >= n.input_size() || n.input(i).empty()) return std::nullopt;
+    const HostValue* hv = im.const_input(n, i, what);
+    if (!hv) {
+        ok = false;
+        return std::nullopt;
+    }
+    return onnx_fold::ints(*hv);
+}
+
+// Whether input i is given but not known at load (a graph input fed at run
+// time): the mappers that can then read what they need from the static
+// shapes ONNX's inference gives do so.
+bool dynamic_input(Importer& im, const onnx::NodeProto& n, int i) {
+    return i < n.input_size() && !n.input(i).empty() && !im.folded(n.input(i));
+}
+
+// The static shape of the node's output k, or a failure naming it.
+std::optional<Shape> output_shape(Importer& im, const onnx::NodeProto& n, int k, const char* what) {
+    auto s = im.static_shape(n.output(k));
+    if (!s)
+        im.fail(n, std::string("its ") + what + " input '" + n.input(1) +
+                       "' is not a constant, and the shape of its output '" + n.output(k) + "' is not static");
+    return s;
+}
+
+void slice(Importer& im, const onnx::NodeProto& n) {
+    auto ins = im.nodes_of(n, 1);
+    if (!ins) return;
+    std::optional<std::vector<int64_t>> starts, ends, axes, steps;
+    if (im.opset() < 10) {
+        starts = attr_ints(n, "starts");
+        ends = attr_ints(n, "ends");
+        axes = attr_ints(n, "axes");
+    } else {
+        bool ok = true;
+        starts = ints_input(im, n, 1, "starts", ok);
+        ends = ints_input(im, n, 2, "ends", ok);
+        axes = ints_input(im, n, 3, "axes", ok);
+        steps = ints_input(im, n, 4, "steps", ok);
+        if (!ok) return;
+    }
+    if (!starts || !ends) return im.fail(n, "it needs starts and ends");
+    std::vector<NamedAttr> attrs{im.named("starts", int_list(*starts)), im.named("ends", int_list(*ends))};
+    if (axes) attrs.push_back(im.named("axes", int_list(*axes)));
+    if (steps) attrs.push_back(im.named("steps", int_list(*steps)));
+    im.bind(n.output(0), im.add(OpKind::Slice, *ins, std::move(attrs)));
+}
+
+void gather(Importer& im, const onnx::NodeProto& n) {
+    auto ins = im.nodes_of(n, 2);
+    if (!ins || ins->size() != 2) return;
+    im.bind(n.output(0), im.add(OpKind::Gather, *ins, {im.named("axis", Attr::integer(attr_int(n, "axis", 0)))}));
+}
+
+void expand(Importer& im, const onnx::NodeProto& n) {
+    auto ins = im.nodes_of(n, 1);
+    if (!ins) return;
+    std::vector<int64_t> target;
+    if (dynamic_input(im, n, 1)) {  // the output's shape is x broadcast with the target: expand to it
+        auto out = output_shape(im, n, 0, "shape");
+        if (!out) return;
+        target = *out;
+    } else {
+        const HostValue* shape = im.const_input(n, 1, "shape");
+        if (!shape) return;
+        target = onnx_fold::ints(*shape);
+    }
+    im.bind(n.output(0), im.add(OpKind::Expand, *ins, {im.named("shape", int_list(target))}));
+}
+
+void tile(Importer& im, const onnx::NodeProto& n) {
+    auto ins = im.nodes_of(n, 1);
+    if (!ins) return;
+    std::vector<int64_t> reps;
+    if (dynamic_input(im, n, 1)) {  // repeats = output / input, axis by axis
+        auto out = output_shape(im, n, 0, "repeats");
+        auto in = im.static_shape(n.input(0));
+        if (!out) return;
+        if (!in || in->size() != out->size()) return im.fail(n, "the shape of its input is not static");
+        for (size_t k = 0; k < in->size(); ++k) reps.push_back((*in)[k] == 0 ? 1 : (*out)[k] / (*in)[k]);
+    } else {
+        const HostValue* repeats = im.const_input(n, 1, "repeats");
+        if (!repeats) return;
+        reps = onnx_fold::ints(*repeats);
+    }
+    im.bind(n.output(0), im.add(OpKind::Tile, *ins, {im.named("repeats", int_list(reps))}));
+}
+
+// Squeeze and Unsqueeze: axes an attribute before opset 13, an input from it on.
+void squeeze(Importer& im, const onnx::NodeProto& n) {
+    auto ins = im.nodes_of(n, 1);
+    if (!ins) return;
+    const bool un = n.op_type() == "Unsqueeze";
+    std::optional<std::vector<int64_t>> axes;
+    if (im.opset() < 13) {
+        axes = attr_ints(n, "axes");
+    } else if (dynamic_input(im, n, 1)) {  // a reshape to the output's static shape does the same
+        auto out = output_shape(im, n, 0, "axes");
+        if (!out) return;
+        im.bind(n.output(0), im.add(OpKind::Reshape, *ins, {im.named("shape", int_list(*out))}));
+        return;
+    } else {
+        bool ok = true;
+        axes = ints_input(im, n, 1, "axes", ok);
+        if (!ok) return;
+    }
+    std::vector<NamedAttr> attrs;
+    if (axes) attrs.push_back(im.named("axes", int_list(*axes)));
+    else if (un) return im.fail(n, "it needs axes");
+    im.bind(n.output(0), im.add(un ? OpKind::Unsqueeze : OpKind::Squeeze, *ins, std::move(attrs)));
+}
+
+void flatten(Importer& im, const onnx::NodeProto& n) {
+    auto ins = im.nodes_of(n, 1);
+    if (!ins) return;
+    im.bind(n.output(0), im.add(OpKind::Flatten, *ins, {im.named("axis", Attr::integer(attr_int(n, "axis", 1)))}));
+}
+
+// Split: one graphrun split node per output (index = the output's position),
+// by the sizes (an attribute before opset 13, an input from it on) or into as
+// many equal parts as there are outputs.
+void split(Importer& im, const onnx::NodeProto& n) {
+    auto ins = im.nodes_of(n, 1);
+    if (!ins) return;
+    std::optional<std::vector<int64_t>> sizes;
+    if (im.opset() < 13) {
+        sizes = attr_ints(n, "split");
+        bool ok = true;
+        if (!sizes && n.input_size() > 1) sizes = ints_input(im, n, 1, "split", ok);  // opset 2..10 allowed an input
+        if (!ok) return;
+    } else if (dynamic_input(im, n, 1)) {  // the sizes are the outputs' lengths along the axis
+        auto in = im.static_shape(n.input(0));
+        if (!in) return im.fail(n, "the shape of its input is not static");
+        int64_t axis = attr_int(n, "axis", 0);
+        if (axis < 0) axis += static_cast<int64_t>(in->size());
+        sizes.emplace();
+        for (int k = 0; k < n.output_size(); ++k) {
+            auto out = output_shape(im, n, k, "split");
+            if (!out) return;
+            if (axis < 0 || axis >= static_cast<int64_t>(out->size())) return im.fail(n, "its axis is out of range");
+            sizes->push_back((*out)[static_cast<size_t>(axis)]);
+        }
+    } else {
+        bool ok = true;
+        sizes = ints_input(im, n, 1, "split", ok);
+        if (!ok) return;
+    }
+    if (sizes && static_cast<int>(sizes->size()) != n.output_size())
+        return im.fail(n, "split has " + std::to_string(sizes->size()) + " sizes for " +
+                              std::to_string(n.output_size()) + " outputs");
+    const int64_t axis = attr_int(n, "axis", 0);
+    for (int i = 0; i < n.output_size(); ++i) {
+        if (n.output(i).empty()) continue;
+        std::vector<NamedAttr> attrs{im.named("index", Attr::integer(i)), im.named("axis", Attr::integer(axis))};
+        if (sizes)
+            attrs.push_back(im.named("sizes", int_list(*sizes)));
+        else
+            attrs.push_back(im.named("parts", Attr::integer(n.output_size())));
+        im.bind(n.output(i), im.add(OpKind::Split, *ins, std::move(attrs)));
+    }
+}
+
+// Pad: pads and the value attributes before opset 11, inputs from it on.
+void pad(Importer& im, const onnx::NodeProto& n) {
+    auto ins = im.nodes_of(n, 1);
+    if (!ins) return;
+    std::string mode = "constant";
+    if (const auto* a = find_attr(n, "mode")) mode = a->s();
+    if (mode != "constant" && mode != "reflect" && mode != "edge")
+        return im.fail(n, "mode \"" + mode + "\" is not supported (constant, reflect and edge are)");
+    std::optional<std::vector<int64_t>> pads, axes;
+    std::optional<Attr> value;
+    const Value* x = im.value(n.input(0));
+    const DType t = x && x->dtype ? *x->dtype : DType::F32;
+    if (im.opset() < 11) {
+        pads = attr_ints(n, im.opset() < 2 ? "paddings" : "pads");
+        if (const auto* a = find_attr(n, "value")) value = Attr::number(a->f());
+    } else {
+        bool ok = true;
+        pads = ints_input(im, n, 1, "pads", ok);
+        axes = ints_input(im, n, 3, "axes", ok);
+        if (!ok) return;
+        if (n.input_size() > 2 && !n.input(2).empty()) {
+            const HostValue* hv = im.const_input(n, 2, "constant_value");
+            if (!hv) return;
+            if (t == DType::Bool) value = Attr::boolean(onnx_fold::ints(*hv).at(0) != 0);
+            else if (is_float(t)) value = Attr::number(onnx_fold::doubles(*hv).at(0));
+            else value = Attr::integer(onnx_fold::ints(*hv).at(0));
+        }
+    }
+    if (!pads) return im.fail(n, "it needs pads");
+    std::vector<NamedAttr> attrs{im.named("pads", int_list(*pads))};
+    if (mode != "constant") attrs.push_back(im.named("mode", Attr::string(mode)));
+    else if (value) attrs.push_back(im.named("constant_value", *value));
+    if (axes) attrs.push_back(im.named("axes", int_list(*axes)));
+    im.bind(n.output(0), im.add(OpKind::Pad, *ins, std::move(attrs)));
+}
+
+}  // namespace
+
+void add_shape_onnx_ops(OnnxOpTable& t) {
+    t["Slice"] = {"slice", slice};
+    t["Gather"] = {"gather", gather};
+    t["Expand"] = {"expand", expand};
+    t["Tile"] = {"tile", tile};
+    t["Squeeze"] = {"squeeze", squeeze};
+    t["Unsqueeze"] = {"unsqueeze", squeeze};
+    t["Flatten"] = {"flatten", flatten};
+    t["Split"] = {"split", split};
+    t["Pad"] = {"pad", pad};
+}
+
+}  // namespace graphrun::onnx_import
