@@ -127,6 +127,10 @@ bool infer_logic(NodeCheck& c);       // comparisons, logical_and/or/xor/not
 bool infer_where(NodeCheck& c);
 bool infer_activation(NodeCheck& c);  // the unary ops from floor to gelu (attributes)
 bool infer_arg_reduce(NodeCheck& c);  // argmax, argmin
+// infer_norm.cpp: layer_norm, batch_norm (inference), gemm.
+bool infer_layer_norm(NodeCheck& c);
+bool infer_batch_norm(NodeCheck& c);
+bool infer_gemm(NodeCheck& c);
 
 // infer_ops.cpp, for infer_ops_ext.cpp: NumPy broadcasting of two shapes (on
 // failure, the clashing dimensions), and two operands made one dtype as a

@@ -31,6 +31,7 @@ using OnnxOpTable = std::map<std::string, OnnxOp>;
 const OnnxOpTable& onnx_op_table();
 
 // The areas' entries.
-void add_core_onnx_ops(OnnxOpTable& t);  // onnx_ops.cpp: elementwise, matmul/gemm, shapes, reductions
+void add_core_onnx_ops(OnnxOpTable& t);  // onnx_ops.cpp: elementwise, matmul, shapes, reductions
+void add_norm_onnx_ops(OnnxOpTable& t);  // onnx_ops_norm.cpp: LayerNormalization, BatchNormalization, Gemm
 
 }  // namespace graphrun::onnx_import

@@ -101,6 +101,13 @@ std::vector<OpInfo> build_table() {
     add(OpKind::Argmax, "argmax", 1, 1, C::Num, F::ArgReduce, G, false, arg);
     add(OpKind::Argmin, "argmin", 1, 1, C::Num, F::ArgReduce, G, false, arg);
     add(OpKind::LogSoftmax, "log_softmax", 1, 1, C::Float, F::Softmax, G, false, {{"axis", A::Int, false}});
+    // norm (ONNX LayerNormalization, BatchNormalization in inference mode, Gemm)
+    add(OpKind::LayerNorm, "layer_norm", 2, 3, C::Float, F::Norm, G, false,
+        {{"axis", A::Int, false}, {"epsilon", A::Number, false}});
+    add(OpKind::BatchNorm, "batch_norm", 5, 5, C::Float, F::Norm, G, false, {{"epsilon", A::Number, false}});
+    add(OpKind::Gemm, "gemm", 2, 3, C::Float, F::Matmul, G, false,
+        {{"alpha", A::Number, false}, {"beta", A::Number, false}, {"transpose_a", A::Bool, false},
+         {"transpose_b", A::Bool, false}});
     return t;
 }
 

@@ -31,6 +31,8 @@ enum class OpKind : uint8_t {
     Floor, Ceil, Round, Erf, Reciprocal, Softplus, Sign, Clip, LeakyRelu, Elu, Selu, Gelu,
     // reductions (Reduce), arg reductions (ArgReduce), log_softmax (Softmax)
     ReduceMin, ReduceProd, Argmax, Argmin, LogSoftmax,
+    // norm: layer_norm and batch_norm (family Norm), gemm (family Matmul)
+    LayerNorm, BatchNorm, Gemm,
     // not ops a user writes: a loop-carried value inside a repeat body (its value
     // at the start of each pass, and after the loop the final one), and the
     // stand-in for an expression that failed to parse (never executed).
@@ -44,7 +46,7 @@ enum class OpFamily : uint8_t {
     Creation,   // const zeros ones fill range random_uniform random_normal input
     Binary,     // elementwise with broadcasting
     Unary,      // elementwise
-    Matmul,
+    Matmul,     // matmul gemm
     Transpose,
     Copy,       // reshape identity (the executor skips them when they alias)
     Cast,
@@ -53,6 +55,7 @@ enum class OpFamily : uint8_t {
     Softmax,    // softmax log_softmax
     Logic,      // comparisons (num -> bool), logical_and/or/xor/not (bool), where
     ArgReduce,  // argmax argmin (-> i64)
+    Norm,       // layer_norm batch_norm
     None,       // loop_param, invalid: never a kernel
 };
 
