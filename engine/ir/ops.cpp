@@ -21,7 +21,10 @@ std::vector<OpInfo> build_table() {
         t.push_back(OpInfo{k, name, mn, mx, c, family, gpu, creation, std::move(attrs), std::move(positional)});
     };
     add(OpKind::Const, "const", 0, 0, C::All, F::Creation, G, true,
-        {{"value", A::Value, true}, {"shape", A::IntList, false}, dtype}, {"value"});
+        {{"value", A::Value, true}, {"shape", A::IntList, false}, dtype,
+         // the values in a side file instead (engine/frontend/const_files.h)
+         {"file", A::String, false}, {"key", A::String, false}},
+        {"value"});
     add(OpKind::Zeros, "zeros", 0, 0, C::All, F::Creation, G, true, {shape_req, dtype}, {"shape"});
     add(OpKind::Ones, "ones", 0, 0, C::All, F::Creation, G, true, {shape_req, dtype}, {"shape"});
     add(OpKind::Fill, "fill", 0, 0, C::All, F::Creation, G, true, {shape_req, {"value", A::Number, true}, dtype},
