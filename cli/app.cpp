@@ -267,9 +267,11 @@ int run_app(int argc, char** argv) {
     add_feed_options(compare_cmd, compare_data);
 
     std::string convert_file, convert_to;
+    ConvertOptions convert;
     auto* convert_cmd = app.add_subcommand("convert", "write the graph in the other form (text or json) on stdout");
     convert_cmd->add_option("FILE", convert_file, "graph file, or - for standard input")->required();
     convert_cmd->add_option("--to", convert_to, "output form")->required()->check(CLI::IsMember({"text", "json"}));
+    add_convert_file_options(convert_cmd, convert);
 
     app.add_subcommand("devices", "list usable devices, or say why no GPU is usable");
 
@@ -329,8 +331,10 @@ int run_app(int argc, char** argv) {
         return check_command(check, std::cout, std::cerr);
     }
     if (dot_cmd->parsed()) return dot_command(dot, std::cout, std::cerr);
-    if (convert_cmd->parsed())
-        return convert_command(convert_file, convert_to == "json" ? GraphForm::Json : GraphForm::Text, std::cout, std::cerr);
+    if (convert_cmd->parsed()) {
+        convert.form = convert_to == "json" ? GraphForm::Json : GraphForm::Text;
+        return convert_command(convert_file, convert, std::cout, std::cerr);
+    }
     return devices_command(std::cout);
 }
 

@@ -11,6 +11,10 @@
 #include "engine/api/prepare.h"
 #include "engine/api/run.h"
 
+namespace CLI {
+class App;
+}
+
 namespace graphrun::cli {
 
 enum class Format { Text, Json };
@@ -45,7 +49,9 @@ int compare_command(const CompareOptions& opts, std::ostream& out, std::ostream&
 int check_command(const CheckOptions& opts, std::ostream& out, std::ostream& err);
 // `graphrun dot FILE`: Graphviz DOT of the placed graph (placement options and --fetch as check).
 int dot_command(const CheckOptions& opts, std::ostream& out, std::ostream& err);
-int convert_command(const std::string& file, GraphForm to, std::ostream& out, std::ostream& err);
+// `graphrun convert FILE --to=text|json [-o OUT] [--inline-limit=N]` (cli/convert.cpp).
+void add_convert_file_options(CLI::App* cmd, ConvertOptions& opts);  // -o, --inline-limit
+int convert_command(const std::string& file, const ConvertOptions& opts, std::ostream& out, std::ostream& err);
 int devices_command(std::ostream& out);
 
 // The exit code of SPEC section 6 for an API error.

@@ -1,4 +1,6 @@
-// `graphrun convert`: the graph in the other form, on stdout.
+// `graphrun convert`: the graph in the other form, on stdout or into -o FILE,
+// with large host constants (ONNX initializers) in a side .npz beside it.
+#include <CLI/CLI.hpp>
 #include <ostream>
 
 #include "cli/app.h"
@@ -9,11 +11,28 @@
 
 namespace graphrun::cli {
 
-int convert_command(const std::string& file, GraphForm to, std::ostream& out, std::ostream& err) {
+void add_convert_file_options(CLI::App* cmd, ConvertOptions& opts) {
+    cmd->add_option("-o,--output", opts.output,
+                    "write the script to FILE instead of stdout; constants over --inline-limit go to "
+                    "FILE's name with .npz beside it (model.graph -> model.npz), which the script references")
+        ->type_name("FILE");
+    cmd->add_option("--inline-limit", opts.inline_limit,
+                    "constants (ONNX initializers) of more elements than N go to the side file")
+        ->type_name("N")
+        ->default_str(std::to_string(kDefaultInlineLimit))
+        ->check(CLI::Range(int64_t{0}, int64_t{1} << 62));
+}
+
+int convert_command(const std::string& file, const ConvertOptions& opts, std::ostream& out, std::ostream& err) {
     auto lg = load_graph(file);
     lg->diag.print(err);
     if (auto e = load_error(*lg)) return exit_code(*e);
-    out << write_graph(lg->graph, to);
+    ConvertResult r = convert_graph(lg->graph, opts);
+    if (!r.ok) {
+        err << "graphrun: " << lg->display << ": error: " << r.error << "\n";
+        return r.usage ? kExitUsage : kExitRuntime;
+    }
+    out << r.script;
     return kExitOk;
 }
 

@@ -13,6 +13,7 @@
 #include "gpu/kernels/layout.cuh"
 #include "gpu/kernels/logic.cuh"
 #include "gpu/kernels/matmul.cuh"
+#include "gpu/kernels/norm.cuh"
 #include "gpu/kernels/reduce.cuh"
 #include "gpu/kernels/softmax.cuh"
 #include "gpu/kernels/transpose.cuh"

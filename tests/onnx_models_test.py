@@ -104,7 +104,7 @@ def main():
     # The script form writes a model and its input for `graphrun run`.
     out = os.path.join(TMP, "r18.onnx")
     p = subprocess.run([sys.executable, onnx_models.__file__, "resnet18", out], capture_output=True, text=True)
-    check(p.returncode == 0 and os.path.exists(out) and os.path.exists(out[:-5] + ".input.npy"),
+    check(p.returncode == 0 and os.path.exists(out) and os.path.exists(out[:-5] + ".input.npz"),
           f"onnx_models.py resnet18: {p.returncode} {p.stderr}")
     if failures:
         print(f"onnx_models: {len(failures)} failed")

@@ -10,6 +10,8 @@ Two kinds of marked blocks in README.md:
   <!-- readme-test: strategies ARGS -->  followed by a Markdown table: per file
                                         in ARGS, the figures of the three
                                         cleanup strategies (generated here).
+                                        A file `@NAME` is the ONNX model
+                                        scripts/models/onnx_models.py NAME makes.
 
 Figures that differ from run to run are compared as patterns: the process's
 resident memory and the run and teardown times. Under `background` the
@@ -25,6 +27,7 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 
 GRAPHRUN, SRC = sys.argv[1], sys.argv[2]
 UPDATE = "--update" in sys.argv[3:]
@@ -81,6 +84,23 @@ def cpu_stats(args):
     return doc["memory"]["before_teardown"]["cpu"], doc["memory"]["after_teardown"]["cpu"]
 
 
+def generated_model(name):
+    """`@NAME` in a strategies block: the ONNX model scripts/models/onnx_models.py makes
+    (random weights, fixed seed), written once into a temporary directory."""
+    if name not in MODELS:
+        stem = os.path.join(tempfile.mkdtemp(prefix="graphrun-readme-"), name)
+        p = subprocess.run(["/usr/bin/python3", os.path.join(SRC, "scripts", "models", "onnx_models.py"), name,
+                            stem + ".onnx"], capture_output=True, text=True, timeout=300)
+        if p.returncode != 0:
+            raise SystemExit(f"onnx_models.py {name} exited {p.returncode}: {p.stderr}")
+        MODELS[name] = stem
+    stem = MODELS[name]
+    return stem + ".onnx", [f"--input=@{stem}.input.npz"]
+
+
+MODELS = {}
+
+
 def strategies_table(args):
     """The table for `strategies ARGS`: ARGS are run options and then files."""
     opts = [a for a in args.split() if a.startswith("--")]
@@ -89,12 +109,15 @@ def strategies_table(args):
     rows = ["| file | strategy | peak | pending before teardown | allocations | after teardown |",
             "|---|---|---|---|---|---|"]
     for f in files:
+        file_opts = []
+        if f.startswith("@"):  # a model made by scripts/models/onnx_models.py, with its inputs
+            f, file_opts = generated_model(f[1:])
         check = json.loads(graphrun(["check", "--format=json", f]))
         static = check["static_peak"]["cpu"]
         growth = check["close_growth"]["cpu"]
         name = f"`{os.path.basename(f)}`"
         for strategy in ("safepoint", "background", "close"):
-            before, after = cpu_stats(["run", f"--cleanup={strategy}"] + opts + [f])
+            before, after = cpu_stats(["run", f"--cleanup={strategy}"] + opts + file_opts + [f])
             if after["in_use"] or after["reserved"] or after["live"] or after["allocs"] != after["frees"]:
                 fail(f"{f} under {strategy}: memory left after teardown: {after}")
             if strategy == "safepoint":

@@ -1,13 +1,117 @@
-// Converting between the two front ends' forms.
+// Converting between the front ends' forms; large host constants go to a
+// side .npz that the written script references (engine/frontend/const_files.h).
 #include "engine/api/convert.h"
 
+#include <cctype>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <set>
+
+#include "engine/frontend/const_files.h"
 #include "engine/frontend/json_writer.h"
+#include "engine/frontend/npy.h"
 #include "engine/frontend/text_writer.h"
 
 namespace graphrun {
 
+namespace {
+
+// model.graph -> model.npz, in the output's directory.
+std::string side_file_of(const std::string& output) {
+    const std::string dir = directory_of(output);
+    std::string base = dir.empty() ? output : output.substr(dir.size() + (dir == "/" ? 0 : 1));
+    const size_t dot = base.rfind('.');
+    if (dot != std::string::npos && dot > 0) base.resize(dot);
+    return base + ".npz";
+}
+
+bool write_file(const std::string& path, const std::string& text, std::string& error) {
+    FILE* f = std::fopen(path.c_str(), "wb");
+    if (!f) {
+        error = "cannot write " + path + ": " + std::strerror(errno);
+        return false;
+    }
+    const bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
+    const int err = errno;
+    if (std::fclose(f) != 0 || !ok) {
+        error = "cannot write " + path + ": " + std::strerror(ok ? errno : err);
+        return false;
+    }
+    return true;
+}
+
+// A key that every zip reader takes as a plain member name.
+bool plain_key(const std::string& k) {
+    if (k.empty() || k.size() > 200) return false;
+    for (char c : k)
+        if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '.' && c != '-' && c != ':')
+            return false;
+    return true;
+}
+
+std::string write_form(const Graph& g, GraphForm form, const ExternalConsts* ext) {
+    return form == GraphForm::Json ? write_json(g, ext) : write_text(g, ext);
+}
+
+}  // namespace
+
 std::string write_graph(const Graph& g, GraphForm form) {
-    return form == GraphForm::Json ? write_json(g) : write_text(g);
+    return write_form(g, form, nullptr);
+}
+
+ConvertResult convert_graph(const Graph& g, const ConvertOptions& o) {
+    ConvertResult r;
+    const bool to_stdout = o.output.empty() || o.output == "-";
+    // The host constants over the limit, in program order.
+    std::vector<NodeId> large;
+    const Node* biggest = nullptr;
+    for (size_t i = 0; i < g.nodes.size(); ++i) {
+        const Node& n = g.nodes[i];
+        if (!n.host_literal || n.op != OpKind::Const) continue;
+        if (static_cast<int64_t>(n.literal.size() / dtype_size(n.dtype)) <= o.inline_limit) continue;
+        if (!biggest || n.literal.size() > biggest->literal.size()) biggest = &n;
+        large.push_back(static_cast<NodeId>(i));
+    }
+    if (large.empty()) {
+        r.script = write_form(g, o.form, nullptr);
+    } else if (to_stdout) {
+        const Node& big = *biggest;
+        r.usage = true;
+        r.error = std::to_string(large.size()) + (large.size() == 1 ? " constant holds" : " constants hold") +
+                  " more than " + std::to_string(o.inline_limit) + " elements (the largest: '" +
+                  std::string(big.display()) + "', " + type_string(big.dtype, big.shape) +
+                  "); they go to a side file beside the script: give -o FILE (the side file is then "
+                  "FILE's name with .npz), or --inline-limit=N to write constants of up to N elements inline";
+        return r;
+    } else {
+        r.side_file = directory_of(o.output);
+        const std::string name = side_file_of(o.output);
+        r.side_file = r.side_file.empty() ? name : r.side_file == "/" ? "/" + name : r.side_file + "/" + name;
+        ExternalConsts ext;
+        std::vector<NpzMember> members;
+        std::set<std::string> keys;
+        for (NodeId id : large) {
+            const Node& n = g.node(id);
+            // The value's own name (an ONNX initializer's: "conv1.weight"), else the node's.
+            std::string key(n.display());
+            if (!plain_key(key) || !keys.insert(key).second) {
+                key = n.name;
+                for (int k = 2; !keys.insert(key).second; ++k) key = n.name + "_" + std::to_string(k);
+            }
+            ext[id] = ExternalConst{name, key};
+            members.push_back(NpzMember{key, n.dtype, n.shape, n.literal.data()});
+        }
+        if (!write_npz_file(r.side_file, members, r.error)) return r;
+        r.external = members.size();
+        r.script = write_form(g, o.form, &ext);
+    }
+    if (!to_stdout) {
+        if (!write_file(o.output, r.script, r.error)) return r;
+        r.script.clear();
+    }
+    r.ok = true;
+    return r;
 }
 
 }  // namespace graphrun

@@ -7,6 +7,7 @@
 #include <iostream>
 #include <sys/stat.h>
 
+#include "engine/frontend/const_files.h"
 #include "engine/frontend/json_reader.h"
 #include "engine/frontend/onnx_reader.h"
 #include "engine/frontend/text_parser.h"
@@ -42,6 +43,8 @@ void parse_and_validate(LoadedGraph& lg, const InputLimits& limits = {}) {
     // run reports every independent error; nodes built from failed
     // expressions are skipped without cascading.
     (void)parsed;
+    // Constants held in a side file (const(file=, key=)), relative to the script.
+    if (!lg.onnx) resolve_const_files(lg.graph, lg.diag, lg.path);
     validate(lg.graph, lg.diag);
 }
 

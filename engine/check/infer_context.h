@@ -137,6 +137,10 @@ bool infer_tile(NodeCheck& c);
 bool infer_squeeze(NodeCheck& c);
 bool infer_unsqueeze(NodeCheck& c);
 bool infer_flatten(NodeCheck& c);
+// infer_norm.cpp: layer_norm, batch_norm (inference), gemm.
+bool infer_layer_norm(NodeCheck& c);
+bool infer_batch_norm(NodeCheck& c);
+bool infer_gemm(NodeCheck& c);
 
 // infer_ops.cpp, for infer_ops_ext.cpp: NumPy broadcasting of two shapes (on
 // failure, the clashing dimensions), and two operands made one dtype as a

@@ -33,6 +33,10 @@ bool check_arity(NodeCheck& c) {
                (info.min_inputs == 1 ? "" : "s");
     } else if (info.max_inputs == 1) {
         msg += "1 input (x)";
+    } else if (info.min_inputs != info.max_inputs) {  // optional inputs (layer_norm's bias)
+        msg += std::to_string(info.min_inputs) + " to " + std::to_string(info.max_inputs) + " inputs";
+    } else if (info.max_inputs > 2) {
+        msg += std::to_string(info.max_inputs) + " inputs";
     } else {
         msg += std::to_string(info.max_inputs) + " inputs (a, b)";
     }
@@ -118,6 +122,12 @@ bool infer_node(NodeCheck& c) {
         case OpKind::Squeeze: return infer_squeeze(c);
         case OpKind::Unsqueeze: return infer_unsqueeze(c);
         case OpKind::Flatten: return infer_flatten(c);
+        case OpKind::LayerNorm:
+            return infer_layer_norm(c);
+        case OpKind::BatchNorm:
+            return infer_batch_norm(c);
+        case OpKind::Gemm:
+            return infer_gemm(c);
         default:
             return false;
     }

@@ -49,7 +49,8 @@ void write_attr(std::string& out, const Attr& a) {
 
 class JsonWriter {
   public:
-    explicit JsonWriter(const Graph& g) : g_(g), inlined_(g.nodes.size(), false) {
+    JsonWriter(const Graph& g, const ExternalConsts* external)
+        : g_(g), external_(external), inlined_(g.nodes.size(), false) {
         // A weak scalar literal exists only as the operand it was written as; the
         // reader makes it again, just before its consumer, from the inline number.
         std::vector<int> uses(g.nodes.size(), 0);
@@ -100,7 +101,7 @@ class JsonWriter {
             if (s.kind == Stmt::Kind::Repeat)
                 write_repeat(g_.repeats[static_cast<size_t>(s.index)], indent);
             else
-                write_node(g_.node(s.index));
+                write_node(s.index);
         }
         if (!first) {
             out_ += '\n';
@@ -114,7 +115,8 @@ class JsonWriter {
         out_ += "]}";
     }
 
-    void write_node(const Node& n) {
+    void write_node(NodeId id) {
+        const Node& n = g_.node(id);
         out_ += "{\"name\": " + json_string(n.name) + ", \"op\": " + json_string(op_name(n.op));
         if (!n.inputs.empty()) {
             out_ += ", \"inputs\": [";
@@ -130,7 +132,11 @@ class JsonWriter {
         }
         if (!n.attrs.empty()) {
             out_ += ", \"attrs\": {";
-            if (n.host_literal) {  // an ONNX initializer: its values, flat, with its shape attr
+            auto ext = external_ ? external_->find(id) : ExternalConsts::const_iterator();
+            if (n.host_literal && external_ && ext != external_->end()) {  // a reference into the side file
+                out_ += "\"file\": " + json_string(ext->second.file) + ", \"key\": " +
+                        json_string(ext->second.key) + ", ";
+            } else if (n.host_literal) {  // an ONNX initializer: its values, flat, with its shape attr
                 out_ += "\"value\": ";
                 write_attr(out_, host_literal_value(n));
                 out_ += ", ";
@@ -147,14 +153,15 @@ class JsonWriter {
     }
 
     const Graph& g_;
+    const ExternalConsts* external_;
     std::vector<bool> inlined_;
     std::string out_;
 };
 
 }  // namespace
 
-std::string write_json(const Graph& g) {
-    return JsonWriter(g).write();
+std::string write_json(const Graph& g, const ExternalConsts* external) {
+    return JsonWriter(g, external).write();
 }
 
 }  // namespace graphrun

@@ -1,5 +1,5 @@
-// The core ONNX op mappings (onnx_ops.h): elementwise ops, matmul and gemm,
-// reshapes, casts, concat, reductions, softmax, activations, clip.
+// The core ONNX op mappings (onnx_ops.h): elementwise ops, matmul, reshapes,
+// casts, concat, reductions, softmax, activations, clip.
 #include <map>
 #include <string>
 #include <vector>
@@ -64,26 +64,6 @@ void matmul(Importer& im, const onnx::NodeProto& n) {
     auto ins = im.nodes_of(n, 2);
     if (!ins) return;
     im.bind(n.output(0), im.add(OpKind::Matmul, *ins));
-}
-
-// Y = alpha * op(A) @ op(B) + beta * C
-void gemm(Importer& im, const onnx::NodeProto& n) {
-    auto ins = im.nodes_of(n, n.input_size());
-    if (!ins || ins->size() < 2) return;
-    const Value* a = im.value(n.input(0));
-    const DType t = a && a->dtype ? *a->dtype : DType::F32;
-    std::vector<NamedAttr> attrs;
-    if (attr_int(n, "transA", 0)) attrs.push_back(im.named("transpose_a", Attr::boolean(true)));
-    if (attr_int(n, "transB", 0)) attrs.push_back(im.named("transpose_b", Attr::boolean(true)));
-    NodeId y = im.add(OpKind::Matmul, {(*ins)[0], (*ins)[1]}, std::move(attrs));
-    const float alpha = attr_float(n, "alpha", 1.0f), beta = attr_float(n, "beta", 1.0f);
-    if (alpha != 1.0f) y = im.add("mul", {y, im.scalar(alpha, t)});
-    if (ins->size() >= 3 && beta != 0.0f) {
-        NodeId c = (*ins)[2];
-        if (beta != 1.0f) c = im.add("mul", {c, im.scalar(beta, t)});
-        y = im.add("add", {y, c});
-    }
-    im.bind(n.output(0), y);
 }
 
 void transpose(Importer& im, const onnx::NodeProto& n) {
@@ -258,7 +238,6 @@ void add_core_onnx_ops(OnnxOpTable& t) {
     for (const char* op : {"Identity", "Dropout"}) set(op, nullptr, identity);
     for (const char* op : {"Max", "Min", "Sum", "Mean"}) set(op, nullptr, variadic);
     set("MatMul", nullptr, matmul);
-    set("Gemm", nullptr, gemm);
     set("Transpose", nullptr, transpose);
     for (const char* op : {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Expand"}) set(op, nullptr, reshape_like);
     set("Cast", nullptr, cast);
@@ -283,6 +262,7 @@ const OnnxOpTable& onnx_op_table() {
         OnnxOpTable t;
         add_core_onnx_ops(t);
         add_shape_onnx_ops(t);
+        add_norm_onnx_ops(t);
         return t;
     }();
     return table;

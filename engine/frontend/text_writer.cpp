@@ -127,7 +127,8 @@ Placement merge(const Placement& a, const Placement& b) {
 
 class TextWriter {
   public:
-    explicit TextWriter(const Graph& g) : g_(g), n_(g.nodes.size()) {}
+    TextWriter(const Graph& g, const ExternalConsts* external)
+        : g_(g), n_(g.nodes.size()), external_(external) {}
 
     std::string run() {
         count_uses();
@@ -304,8 +305,16 @@ class TextWriter {
         }
         if (n.host_literal) {  // an ONNX initializer: its values, flat, with its shape attr
             sep();
-            out_ += "value=";
-            write_attr(out_, host_literal_value(n));
+            auto ext = external_ ? external_->find(id) : ExternalConsts::const_iterator();
+            if (external_ && ext != external_->end()) {  // a reference into the side file
+                out_ += "file=";
+                write_string(out_, ext->second.file);
+                out_ += ", key=";
+                write_string(out_, ext->second.key);
+            } else {
+                out_ += "value=";
+                write_attr(out_, host_literal_value(n));
+            }
         }
         for (const NamedAttr& a : n.attrs) {
             sep();
@@ -323,6 +332,7 @@ class TextWriter {
 
     const Graph& g_;
     size_t n_;
+    const ExternalConsts* external_;
     std::vector<int> uses_;
     std::vector<NodeId> consumer_;
     std::vector<bool> inlined_;
@@ -333,8 +343,8 @@ class TextWriter {
 
 }  // namespace
 
-std::string write_text(const Graph& g) {
-    return TextWriter(g).run();
+std::string write_text(const Graph& g, const ExternalConsts* external) {
+    return TextWriter(g, external).run();
 }
 
 }  // namespace graphrun

@@ -21,7 +21,10 @@ std::vector<OpInfo> build_table() {
         t.push_back(OpInfo{k, name, mn, mx, c, family, gpu, creation, std::move(attrs), std::move(positional)});
     };
     add(OpKind::Const, "const", 0, 0, C::All, F::Creation, G, true,
-        {{"value", A::Value, true}, {"shape", A::IntList, false}, dtype}, {"value"});
+        {{"value", A::Value, true}, {"shape", A::IntList, false}, dtype,
+         // the values in a side file instead (engine/frontend/const_files.h)
+         {"file", A::String, false}, {"key", A::String, false}},
+        {"value"});
     add(OpKind::Zeros, "zeros", 0, 0, C::All, F::Creation, G, true, {shape_req, dtype}, {"shape"});
     add(OpKind::Ones, "ones", 0, 0, C::All, F::Creation, G, true, {shape_req, dtype}, {"shape"});
     add(OpKind::Fill, "fill", 0, 0, C::All, F::Creation, G, true, {shape_req, {"value", A::Number, true}, dtype},
@@ -119,6 +122,13 @@ std::vector<OpInfo> build_table() {
     add(OpKind::Squeeze, "squeeze", 1, 1, C::All, F::Copy, G, false, {axes_opt});
     add(OpKind::Unsqueeze, "unsqueeze", 1, 1, C::All, F::Copy, G, false, {{"axes", A::IntList, true, true}});
     add(OpKind::Flatten, "flatten", 1, 1, C::All, F::Copy, G, false, {{"axis", A::Int, false}});
+    // norm (ONNX LayerNormalization, BatchNormalization in inference mode, Gemm)
+    add(OpKind::LayerNorm, "layer_norm", 2, 3, C::Float, F::Norm, G, false,
+        {{"axis", A::Int, false}, {"epsilon", A::Number, false}});
+    add(OpKind::BatchNorm, "batch_norm", 5, 5, C::Float, F::Norm, G, false, {{"epsilon", A::Number, false}});
+    add(OpKind::Gemm, "gemm", 2, 3, C::Float, F::Matmul, G, false,
+        {{"alpha", A::Number, false}, {"beta", A::Number, false}, {"transpose_a", A::Bool, false},
+         {"transpose_b", A::Bool, false}});
     return t;
 }
 

@@ -34,6 +34,8 @@ enum class OpKind : uint8_t {
     // shape ops (issue 18 "shape" area): slice gather expand split pad tile (family Layout);
     // squeeze unsqueeze flatten (family Copy: views, they alias their input as reshape does)
     Slice, Gather, Expand, Split, Pad, Tile, Squeeze, Unsqueeze, Flatten,
+    // norm: layer_norm and batch_norm (family Norm), gemm (family Matmul)
+    LayerNorm, BatchNorm, Gemm,
     // not ops a user writes: a loop-carried value inside a repeat body (its value
     // at the start of each pass, and after the loop the final one), and the
     // stand-in for an expression that failed to parse (never executed).
@@ -47,7 +49,7 @@ enum class OpFamily : uint8_t {
     Creation,   // const zeros ones fill range random_uniform random_normal input
     Binary,     // elementwise with broadcasting
     Unary,      // elementwise
-    Matmul,
+    Matmul,     // matmul gemm
     Transpose,
     Copy,       // reshape identity (the executor skips them when they alias)
     Cast,
@@ -57,6 +59,7 @@ enum class OpFamily : uint8_t {
     Logic,      // comparisons (num -> bool), logical_and/or/xor/not (bool), where
     ArgReduce,  // argmax argmin (-> i64)
     Layout,     // slice gather expand split pad tile: elements moved, none computed
+    Norm,       // layer_norm batch_norm
     None,       // loop_param, invalid: never a kernel
 };
 

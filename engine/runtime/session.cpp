@@ -45,7 +45,8 @@ Session::Session(const Graph& g, const Plan& plan, SessionOptions opts)
     cleanup_->set_observer(observer_);
     ctx_.threads = std::max(1, opts_.threads);
     bool uses_blas = false;
-    for (const Node& n : g.nodes) uses_blas |= n.op == OpKind::Matmul && device_kind(n.placed) == DeviceKind::Cpu;
+    for (const Node& n : g.nodes)
+        uses_blas |= (n.op == OpKind::Matmul || n.op == OpKind::Gemm) && device_kind(n.placed) == DeviceKind::Cpu;
     set_blas_threads(ctx_.threads, uses_blas);
     if (ctx_.threads > 1) {
         pool_ = std::make_unique<ThreadPool>(ctx_.threads);

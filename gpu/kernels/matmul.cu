@@ -11,6 +11,7 @@
 
 #include "engine/kernels/common/kernel_common.h"
 #include "gpu/cublas_api.h"
+#include "gpu/kernels/gemm.cuh"
 #include "gpu/kernels/matmul.cuh"
 
 namespace graphrun::gpu {
@@ -121,6 +122,7 @@ class MatmulKernel final : public GpuKernel {
 }  // namespace
 
 std::unique_ptr<Kernel> make_matmul_kernel(const Graph& g, const Node& n, GpuContext& ctx) {
+    if (n.op == OpKind::Gemm) return make_gemm_kernel(g, n, ctx);
     if (n.inputs.size() == 2) {
         if (n.dtype == DType::F32) return std::make_unique<MatmulKernel<float>>(g, n, ctx);
         if (n.dtype == DType::F64) return std::make_unique<MatmulKernel<double>>(g, n, ctx);

@@ -10,7 +10,7 @@ As a script, it writes a model file for `graphrun run|compare`:
     onnx_models.py resnet18 OUT.onnx [--batch N]      ResNet-18 (224x224, 1000 classes)
     onnx_models.py mobilenet OUT.onnx [--batch N]     MobileNet-v2-shaped (224x224)
     onnx_models.py transformer OUT.onnx [--batch N]   4-layer encoder, d=256, 8 heads, 128 tokens
-and the model's input as OUT.input.npy (or .npz for several inputs).
+and the model's inputs as OUT.input.npz (`--input=@OUT.input.npz` feeds them by name).
 Needs Debian's python3-numpy and python3-onnx (run with /usr/bin/python3).
 """
 import argparse
@@ -266,10 +266,7 @@ def main():
     m = BUILDERS[a.model](batch=a.batch, reference=False)
     onnx.save(m.proto, a.out)
     stem = a.out[:-5] if a.out.endswith(".onnx") else a.out
-    if len(m.feeds) == 1:
-        np.save(stem + ".input.npy", next(iter(m.feeds.values())))
-    else:
-        np.savez(stem + ".input.npz", **m.feeds)
+    np.savez(stem + ".input.npz", **m.feeds)  # graphrun run OUT.onnx --input=@OUT.input.npz
     print(f"wrote {a.out} ({len(m.proto.graph.node)} nodes, {len(m.proto.graph.initializer)} initializers)")
 
 

@@ -183,6 +183,7 @@ TEST_CASE("ops: every op has a family, and the family dispatch reaches its facto
     constexpr auto make_logic_kernel = &probe<OpFamily::Logic>;
     constexpr auto make_arg_reduce_kernel = &probe<OpFamily::ArgReduce>;
     constexpr auto make_layout_kernel = &probe<OpFamily::Layout>;
+    constexpr auto make_norm_kernel = &probe<OpFamily::Norm>;
     const FamilyFactories<int> probes GR_FAMILY_FACTORIES;
 
     Graph g;
@@ -254,6 +255,9 @@ TEST_CASE("ops: the GPU-support table agrees with OpInfo::gpu and with the GPU's
         {"pad", "all"},            {"tile", "all"},
         {"squeeze", "all"},        {"unsqueeze", "all"},
         {"flatten", "all"},
+        // norm
+        {"layer_norm", "float"},   {"batch_norm", "float"},
+        {"gemm", "float"},
     };
     CHECK(gpu_kernels.size() == all_ops().size());
     const DType dtypes[] = {DType::F32, DType::F64, DType::I32, DType::I64, DType::Bool};

@@ -19,6 +19,7 @@ struct FamilyFactories {
     using Make = std::unique_ptr<Kernel> (*)(const Graph&, const Node&, Ctx&...);
     Make creation, binary, unary, matmul, transpose, copy, cast, concat, reduce, softmax, logic, arg_reduce;
     Make layout;  // the shape ops' family (issue 18)
+    Make norm;    // layer_norm batch_norm (issue 18)
 };
 
 // The FamilyFactories of the functions make_<family>_kernel in scope where it
@@ -32,6 +33,7 @@ struct FamilyFactories {
         .softmax = make_softmax_kernel, .logic = make_logic_kernel,                            \
         .arg_reduce = make_arg_reduce_kernel,                                                  \
         .layout = make_layout_kernel,                                                          \
+        .norm = make_norm_kernel,                                                              \
     }
 
 // The kernel of n's family, or nullptr for an op of no family (loop_param,
@@ -54,6 +56,7 @@ std::unique_ptr<Kernel> make_family_kernel(const FamilyFactories<Ctx...>& f, con
         case OpFamily::Logic: make = f.logic; break;
         case OpFamily::ArgReduce: make = f.arg_reduce; break;
         case OpFamily::Layout: make = f.layout; break;
+        case OpFamily::Norm: make = f.norm; break;
         case OpFamily::None: break;
     }
     return make ? make(g, n, ctx...) : nullptr;

@@ -14,7 +14,7 @@ std::unique_ptr<Kernel> make_creation_kernel(const Graph& g, const Node& n);
 // sigmoid sin cos
 std::unique_ptr<Kernel> make_binary_kernel(const Graph& g, const Node& n);
 std::unique_ptr<Kernel> make_unary_kernel(const Graph& g, const Node& n);
-// matmul.cpp
+// matmul.cpp: matmul (gemm: gemm.cpp)
 std::unique_ptr<Kernel> make_matmul_kernel(const Graph& g, const Node& n);
 // shape_ops.cpp: transpose reshape identity cast concat
 std::unique_ptr<Kernel> make_transpose_kernel(const Graph& g, const Node& n);
@@ -34,5 +34,9 @@ std::unique_ptr<Kernel> make_activation_kernel(const Graph& g, const Node& n);
 std::unique_ptr<Kernel> make_arg_reduce_kernel(const Graph& g, const Node& n);
 // layout.cpp: slice gather expand split pad tile (squeeze unsqueeze flatten are copies)
 std::unique_ptr<Kernel> make_layout_kernel(const Graph& g, const Node& n);
+// norm.cpp: layer_norm batch_norm
+std::unique_ptr<Kernel> make_norm_kernel(const Graph& g, const Node& n);
+// gemm.cpp: gemm (make_matmul_kernel hands it on, after choosing OpenBLAS's kernels)
+std::unique_ptr<Kernel> make_gemm_kernel(const Graph& g, const Node& n);
 
 }  // namespace graphrun::kernels

@@ -162,6 +162,7 @@ class MatmulKernel final : public KernelBase {
 
 std::unique_ptr<Kernel> make_matmul_kernel(const Graph& g, const Node& n) {
     select_openblas_core();
+    if (n.op == OpKind::Gemm) return make_gemm_kernel(g, n);
     if (n.inputs.size() == 2) {
         if (n.dtype == DType::F32) return std::make_unique<MatmulKernel<float>>(g, n);
         if (n.dtype == DType::F64) return std::make_unique<MatmulKernel<double>>(g, n);
