@@ -90,6 +90,9 @@ def beyond_spec_graphs():
         g.op("r_special_rows", f"log_softmax({sp}, axis=-1)", SOFTMAX)
         g.op("r_special_cols", f"log_softmax({sp}, axis=0)", SOFTMAX)
         yield g
+    # the norm ops (tests/gpu_ops_norm.py)
+    from gpu_ops_norm import norm_graphs
+    yield from norm_graphs()
 
 
 def shape_graphs():

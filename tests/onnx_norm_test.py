@@ -164,6 +164,8 @@ def convert_side_file(path, x):
     check(p.returncode == 0 and '"file"' not in p.stdout, f"inline-limit=100000: exit {p.returncode} {p.stderr}")
     p = graphrun("convert", path, "--to=json", "--inline-limit=-1")
     check(p.returncode == 2, f"inline-limit=-1: exit {p.returncode}")
+    p = graphrun("convert", path, "--to=text", "-o", os.path.join(d, "self.npz"))
+    check(p.returncode == 2 and "its own side file" in p.stderr, f"-o x.npz: exit {p.returncode} {p.stderr}")
     # A converted script converts again: its side-file constants are read, then written anew.
     again = os.path.join(TMP, "again", "x.json")
     os.makedirs(os.path.dirname(again))

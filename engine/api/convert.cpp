@@ -88,6 +88,11 @@ ConvertResult convert_graph(const Graph& g, const ConvertOptions& o) {
         r.side_file = directory_of(o.output);
         const std::string name = side_file_of(o.output);
         r.side_file = r.side_file.empty() ? name : r.side_file == "/" ? "/" + name : r.side_file + "/" + name;
+        if (r.side_file == o.output) {
+            r.usage = true;
+            r.error = "the script " + o.output + " would be its own side file; name it .graph or .json";
+            return r;
+        }
         ExternalConsts ext;
         std::vector<NpzMember> members;
         std::set<std::string> keys;

@@ -1,8 +1,8 @@
 // The shape ops that move elements (family Layout): slice, split, expand and
 // tile as one strided copy (contiguous runs by memcpy, repeated blocks by
 // memcpy of the block written first), gather (a memcpy per index of the
-// rows behind it), pad (a memcpy of each row's interior, the borders from
-// per-axis index tables). Parallel over the outermost axis or the rows.
+// rows behind it), pad (a memcpy of each row's interior, the borders and the
+// row's source by pad_source). Parallel over the outermost axis or the rows.
 #include <algorithm>
 #include <array>
 #include <cstring>
@@ -169,9 +169,6 @@ class PadKernel final : public KernelBase {
         const size_t r = p.in.size();
         in_stride_.assign(r, 1);
         for (size_t k = r; k > 1; --k) in_stride_[k - 2] = in_stride_[k - 1] * p.in[k - 1];
-        source_.resize(r);
-        for (size_t k = 0; k < r; ++k)
-            for (int64_t i = 0; i < p.out[k]; ++i) source_[k].push_back(pad_source(i, p.begin[k], p.in[k], p.mode));
     }
 
     std::string compute(const TensorRef* in, TensorRef& out, const KernelContext& ctx) override {
@@ -196,7 +193,7 @@ class PadKernel final : public KernelBase {
             return;
         }
         const int64_t width = p.out[r - 1], rows = out_numel_ / width;
-        const std::vector<int64_t>& last = source_[r - 1];
+        const int64_t b_last = p.begin[r - 1], in_last = p.in[r - 1];
         // The run of the last axis that reads the input in order: one memcpy.
         const int64_t lo = std::clamp<int64_t>(p.begin[r - 1], 0, width);
         const int64_t hi = std::clamp<int64_t>(p.begin[r - 1] + p.in[r - 1], lo, width);
@@ -209,7 +206,7 @@ class PadKernel final : public KernelBase {
                 for (size_t k = r - 1; k-- > 0;) {
                     const int64_t i = rest % p.out[k];
                     rest /= p.out[k];
-                    const int64_t s = source_[k][static_cast<size_t>(i)];
+                    const int64_t s = pad_source(i, p.begin[k], p.in[k], p.mode);
                     if (s < 0) constant = true;
                     off += s * in_stride_[k];
                 }
@@ -218,16 +215,19 @@ class PadKernel final : public KernelBase {
                     continue;
                 }
                 const E* src = x + off;
-                for (int64_t j = 0; j < lo; ++j) o[j] = last[static_cast<size_t>(j)] < 0 ? fill : src[last[static_cast<size_t>(j)]];
-                if (hi > lo) std::memcpy(o + lo, src + (lo - p.begin[r - 1]), static_cast<size_t>(hi - lo) * sizeof(E));
-                for (int64_t j = hi; j < width; ++j) o[j] = last[static_cast<size_t>(j)] < 0 ? fill : src[last[static_cast<size_t>(j)]];
+                auto border = [&](int64_t j) {
+                    const int64_t s = pad_source(j, b_last, in_last, p.mode);
+                    o[j] = s < 0 ? fill : src[s];
+                };
+                for (int64_t j = 0; j < lo; ++j) border(j);
+                if (hi > lo) std::memcpy(o + lo, src + (lo - b_last), static_cast<size_t>(hi - lo) * sizeof(E));
+                for (int64_t j = hi; j < width; ++j) border(j);
             }
         });
     }
 
     std::optional<PadPlan> plan_;
     std::vector<int64_t> in_stride_;
-    std::vector<std::vector<int64_t>> source_;  // per axis: the input index of each output index, -1: the constant
 };
 
 }  // namespace

@@ -14,6 +14,7 @@
 #include "engine/kernels/common/norm_plan.h"
 #include "engine/kernels/cpu/kernel_families.h"
 #include "engine/kernels/cpu/parallel.h"
+#include "engine/kernels/cpu/simd.h"
 
 namespace graphrun::kernels {
 
@@ -38,6 +39,47 @@ const T* row_param(const LayerNormParam& p, const T* data, int64_t len, std::vec
     return expanded.data();
 }
 
+// The sum of term(i) over [0, n) in double, in kLanes independent lanes
+// (element i in lane i % kLanes) combined in a fixed order: loops the
+// compiler vectorizes (with_isa), the same bits on every path.
+constexpr int kLanes = 16;
+template <class F>
+inline double lane_sum(int64_t n, const F& term) {
+    double acc[kLanes] = {};
+    int64_t i = 0;
+    for (; i + kLanes <= n; i += kLanes)
+        for (int j = 0; j < kLanes; ++j) acc[j] += term(i + j);
+    for (int j = 0; i + j < n; ++j) acc[j] += term(i + j);
+    double s = 0;
+    for (int j = 0; j < kLanes; ++j) s += acc[j];
+    return s;
+}
+
+// One row of layer_norm: the mean, the variance of the deviations, the output.
+template <class T>
+inline void normalize_row(const T* __restrict xr, const T* scale, const T* bias, T* __restrict orow,
+                          int64_t len, double eps) {
+    const double n = static_cast<double>(len);
+    const double mean = lane_sum(len, [=](int64_t j) { return static_cast<double>(xr[j]); }) / n;
+    const double sq = lane_sum(len, [=](int64_t j) {
+        const double d = static_cast<double>(xr[j]) - mean;
+        return d * d;
+    });
+    const double inv = 1.0 / std::sqrt(sq / n + eps);
+    if (bias) {
+        blocked_loop(len, [=](int64_t j) {
+            orow[j] = static_cast<T>((static_cast<double>(xr[j]) - mean) * inv *
+                                         static_cast<double>(scale[j]) +
+                                     static_cast<double>(bias[j]));
+        });
+    } else {
+        blocked_loop(len, [=](int64_t j) {
+            orow[j] = static_cast<T>((static_cast<double>(xr[j]) - mean) * inv *
+                                     static_cast<double>(scale[j]));
+        });
+    }
+}
+
 template <class T>
 class LayerNormKernel final : public KernelBase {
   public:
@@ -59,25 +101,10 @@ class LayerNormKernel final : public KernelBase {
         const int64_t len = p.len;
         const double eps = eps_;
         parallel_for(ctx, p.rows, rows_per_task(len), [=](int64_t lo, int64_t hi) {
-            for (int64_t r = lo; r < hi; ++r) {
-                const T* xr = x + r * len;
-                T* orow = o + r * len;
-                double sum = 0;
-                for (int64_t j = 0; j < len; ++j) sum += static_cast<double>(xr[j]);
-                const double mean = sum / static_cast<double>(len);
-                double sq = 0;
-                for (int64_t j = 0; j < len; ++j) {
-                    const double d = static_cast<double>(xr[j]) - mean;
-                    sq += d * d;
-                }
-                const double inv = 1.0 / std::sqrt(sq / static_cast<double>(len) + eps);
-                for (int64_t j = 0; j < len; ++j) {
-                    double y =
-                        (static_cast<double>(xr[j]) - mean) * inv * static_cast<double>(scale[j]);
-                    if (bias) y += static_cast<double>(bias[j]);
-                    orow[j] = static_cast<T>(y);
-                }
-            }
+            with_isa([&] {
+                for (int64_t r = lo; r < hi; ++r)
+                    normalize_row(x + r * len, scale, bias, o + r * len, len, eps);
+            });
         });
         return "";
     }
@@ -118,15 +145,17 @@ class BatchNormKernel final : public KernelBase {
         const double* f = a.data();
         const int64_t channels = p.channels, inner = p.inner;
         parallel_for(ctx, p.outer * channels, rows_per_task(inner), [=](int64_t lo, int64_t hi) {
-            for (int64_t plane = lo; plane < hi; ++plane) {
-                const double* fc = f + (plane % channels) * 3;
-                const double factor = fc[0], m = fc[1], b = fc[2];
-                const T* __restrict src = x + plane * inner;
-                T* __restrict dst = o + plane * inner;
-                blocked_loop(inner, [=](int64_t j) {
-                    dst[j] = static_cast<T>((static_cast<double>(src[j]) - m) * factor + b);
-                });
-            }
+            with_isa([&] {
+                for (int64_t plane = lo; plane < hi; ++plane) {
+                    const double* fc = f + (plane % channels) * 3;
+                    const double factor = fc[0], m = fc[1], b = fc[2];
+                    const T* __restrict src = x + plane * inner;
+                    T* __restrict dst = o + plane * inner;
+                    blocked_loop(inner, [=](int64_t j) {
+                        dst[j] = static_cast<T>((static_cast<double>(src[j]) - m) * factor + b);
+                    });
+                }
+            });
         });
         return "";
     }
