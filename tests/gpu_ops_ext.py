@@ -90,3 +90,5 @@ def beyond_spec_graphs():
         g.op("r_special_rows", f"log_softmax({sp}, axis=-1)", SOFTMAX)
         g.op("r_special_cols", f"log_softmax({sp}, axis=0)", SOFTMAX)
         yield g
+    from gpu_ops_conv import conv_area_graphs  # conv, conv_transpose and the pools
+    yield from conv_area_graphs()

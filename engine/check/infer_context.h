@@ -127,6 +127,8 @@ bool infer_logic(NodeCheck& c);       // comparisons, logical_and/or/xor/not
 bool infer_where(NodeCheck& c);
 bool infer_activation(NodeCheck& c);  // the unary ops from floor to gelu (attributes)
 bool infer_arg_reduce(NodeCheck& c);  // argmax, argmin
+// infer_conv.cpp: conv, conv_transpose, max_pool, avg_pool, global_avg_pool, global_max_pool
+bool infer_conv_area(NodeCheck& c);
 
 // infer_ops.cpp, for infer_ops_ext.cpp: NumPy broadcasting of two shapes (on
 // failure, the clashing dimensions), and two operands made one dtype as a

@@ -282,6 +282,7 @@ const OnnxOpTable& onnx_op_table() {
     static const OnnxOpTable table = [] {
         OnnxOpTable t;
         add_core_onnx_ops(t);
+        add_conv_onnx_ops(t);
         return t;
     }();
     return table;

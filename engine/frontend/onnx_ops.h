@@ -32,5 +32,6 @@ const OnnxOpTable& onnx_op_table();
 
 // The areas' entries.
 void add_core_onnx_ops(OnnxOpTable& t);  // onnx_ops.cpp: elementwise, matmul/gemm, shapes, reductions
+void add_conv_onnx_ops(OnnxOpTable& t);  // onnx_ops_conv.cpp: Conv, ConvTranspose, the pools
 
 }  // namespace graphrun::onnx_import

@@ -31,6 +31,8 @@ enum class OpKind : uint8_t {
     Floor, Ceil, Round, Erf, Reciprocal, Softplus, Sign, Clip, LeakyRelu, Elu, Selu, Gelu,
     // reductions (Reduce), arg reductions (ArgReduce), log_softmax (Softmax)
     ReduceMin, ReduceProd, Argmax, Argmin, LogSoftmax,
+    // conv area (family Conv): convolutions and pools over NCW / NCHW tensors
+    Conv, ConvTranspose, MaxPool, AvgPool, GlobalAvgPool, GlobalMaxPool,
     // not ops a user writes: a loop-carried value inside a repeat body (its value
     // at the start of each pass, and after the loop the final one), and the
     // stand-in for an expression that failed to parse (never executed).
@@ -53,6 +55,7 @@ enum class OpFamily : uint8_t {
     Softmax,    // softmax log_softmax
     Logic,      // comparisons (num -> bool), logical_and/or/xor/not (bool), where
     ArgReduce,  // argmax argmin (-> i64)
+    Conv,       // conv conv_transpose max_pool avg_pool global_avg_pool global_max_pool
     None,       // loop_param, invalid: never a kernel
 };
 

@@ -182,6 +182,7 @@ TEST_CASE("ops: every op has a family, and the family dispatch reaches its facto
     constexpr auto make_softmax_kernel = &probe<OpFamily::Softmax>;
     constexpr auto make_logic_kernel = &probe<OpFamily::Logic>;
     constexpr auto make_arg_reduce_kernel = &probe<OpFamily::ArgReduce>;
+    constexpr auto make_conv_kernel = &probe<OpFamily::Conv>;
     const FamilyFactories<int> probes GR_FAMILY_FACTORIES;
 
     Graph g;
@@ -247,6 +248,10 @@ TEST_CASE("ops: the GPU-support table agrees with OpInfo::gpu and with the GPU's
         {"gelu", "float"},         {"reduce_min", "num"},
         {"reduce_prod", "num"},    {"argmax", "i64"},
         {"argmin", "i64"},         {"log_softmax", "float"},
+        // conv area (gpu/kernels/conv.cu, pool.cu)
+        {"conv", "float"},         {"conv_transpose", "float"},
+        {"max_pool", "float"},     {"avg_pool", "float"},
+        {"global_avg_pool", "float"}, {"global_max_pool", "float"},
     };
     CHECK(gpu_kernels.size() == all_ops().size());
     const DType dtypes[] = {DType::F32, DType::F64, DType::I32, DType::I64, DType::Bool};

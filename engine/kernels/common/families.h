@@ -17,7 +17,7 @@ namespace graphrun::kernels {
 template <class... Ctx>
 struct FamilyFactories {
     using Make = std::unique_ptr<Kernel> (*)(const Graph&, const Node&, Ctx&...);
-    Make creation, binary, unary, matmul, transpose, copy, cast, concat, reduce, softmax, logic, arg_reduce;
+    Make creation, binary, unary, matmul, transpose, copy, cast, concat, reduce, softmax, logic, arg_reduce, conv;
 };
 
 // The FamilyFactories of the functions make_<family>_kernel in scope where it
@@ -29,7 +29,7 @@ struct FamilyFactories {
         .transpose = make_transpose_kernel, .copy = make_copy_kernel, .cast = make_cast_kernel, \
         .concat = make_concat_kernel, .reduce = make_reduce_kernel,                            \
         .softmax = make_softmax_kernel, .logic = make_logic_kernel,                            \
-        .arg_reduce = make_arg_reduce_kernel,                                                  \
+        .arg_reduce = make_arg_reduce_kernel, .conv = make_conv_kernel,                        \
     }
 
 // The kernel of n's family, or nullptr for an op of no family (loop_param,
@@ -51,6 +51,7 @@ std::unique_ptr<Kernel> make_family_kernel(const FamilyFactories<Ctx...>& f, con
         case OpFamily::Softmax: make = f.softmax; break;
         case OpFamily::Logic: make = f.logic; break;
         case OpFamily::ArgReduce: make = f.arg_reduce; break;
+        case OpFamily::Conv: make = f.conv; break;
         case OpFamily::None: break;
     }
     return make ? make(g, n, ctx...) : nullptr;
