@@ -379,6 +379,44 @@ def error_checks(binary, d):
     return failures
 
 
+SCRATCH_GRAPH = ("x = random_uniform([1, 64, 64, 64], seed=1)\nw = random_uniform([64, 64, 3, 3], seed=2)\n"
+                 "y = conv(x, w, pads=1)\ns = reduce_sum(y)\noutput s\n")
+
+
+def scratch_checks(binary, d):
+    """im2col's scratch is counted under the memory limit as workspace: a tighter limit takes smaller
+    tiles (same result), one without room for the smallest tile is a runtime error (exit 1), and no
+    workspace is left after the run."""
+    path = os.path.join(d, "conv_scratch.graph")
+    with open(path, "w") as f:
+        f.write(SCRATCH_GRAPH)
+    results, failures = [], 0
+    for limit in ("64MiB", "2400KiB"):
+        p = subprocess.run([binary, "run", "--format=json", "--threads=1", f"--memory-limit={limit}", path],
+                           capture_output=True, timeout=120)
+        import json
+        doc = json.loads(p.stdout.decode().splitlines()[0]) if p.returncode == 0 else {}
+        mem = doc.get("memory", {})
+        left = [mem.get(k, {}).get("cpu", {}).get("workspace") for k in ("before_teardown", "after_teardown")]
+        # The scratch came from the counting allocator: its cache (reserved) holds the 8 MiB tile.
+        reserved = mem.get("before_teardown", {}).get("cpu", {}).get("reserved", 0)
+        if p.returncode != 0 or left != [0, 0] or (limit == "64MiB" and reserved < (8 << 20)):
+            print(f"FAIL scratch at {limit}: exit {p.returncode}, workspace {left}, reserved {reserved}: "
+                  f"{p.stderr.decode()[-500:]}")
+            failures += 1
+            continue
+        results.append(base.to_array(doc["outputs"][0]))
+    if len(results) == 2 and abs(float(results[0]) - float(results[1])) > 1e-5 * abs(float(results[0])):
+        print(f"FAIL scratch: tiles of another size give {results[1]} instead of {results[0]}")
+        failures += 1
+    p = subprocess.run([binary, "run", "--threads=1", "--memory-limit=2200KiB", path], capture_output=True, timeout=120)
+    want = "error: node 'y' (conv) on cpu: out of memory: 36864 bytes of scratch for conv's im2col columns"
+    if p.returncode != 1 or want not in p.stderr.decode():
+        print(f"FAIL scratch over the limit: exit {p.returncode} (want 1), missing {want!r} in:\n{p.stderr.decode()}")
+        failures += 1
+    return failures
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("graphrun")
@@ -399,7 +437,7 @@ def main():
                 lst.append(path)
         docs_t = run_with(args.graphrun, texts, ["--threads=1"])
         docs_j = run_with(args.graphrun, jsons, ["--threads=3"])
-        errors = error_checks(args.graphrun, d)
+        errors = error_checks(args.graphrun, d) + scratch_checks(args.graphrun, d)
     failures, checked = errors, 0
     for g, dt, dj in zip(graphs, docs_t, docs_j):
         if "error" in dt or "error" in dj:
