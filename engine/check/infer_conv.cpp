@@ -14,9 +14,9 @@ bool infer_conv_area(NodeCheck& c) {
     const Node& x = c.input(0);
     for (size_t i = 1; i < c.arity(); ++i) {
         if (c.input(i).dtype == x.dtype) continue;
-        c.error(c.input_loc(i), c.operand_text(i) + ", but " + c.operand_text(0) + "; " + c.info.name +
-                                    " takes operands of one dtype; use cast(" + c.role(i) + ", dtype=" +
-                                    dtype_name(x.dtype) + ")");
+        c.error(c.input_loc(i), c.operand_text(i) + ", but " + c.operand_text(0) + "; " +
+                                    c.info.name + " takes operands of one dtype; use cast(" +
+                                    c.role(i) + ", dtype=" + dtype_name(x.dtype) + ")");
         ok = false;
     }
     if (!ok) return false;
@@ -25,15 +25,17 @@ bool infer_conv_area(NodeCheck& c) {
     std::optional<WindowGeometry> g =
         window_geometry(c.node, x.shape, has_weight ? &c.input(1).shape : nullptr, &problem);
     if (!g) {
-        const Loc& loc = problem.attr && c.attr(problem.attr) ? c.attr_loc(problem.attr)
-                                                                : c.input_loc(static_cast<size_t>(problem.input));
+        const Loc& loc = problem.attr && c.attr(problem.attr)
+                             ? c.attr_loc(problem.attr)
+                             : c.input_loc(static_cast<size_t>(problem.input));
         c.error(loc, problem.message);
         return false;
     }
     if (has_weight && c.arity() == 3) {
         const Node& b = c.input(2);
         if (b.shape.size() != 1 || b.shape[0] != g->out_channels) {
-            c.error(c.input_loc(2), c.operand_text(2) + ", but the bias must be f[" + std::to_string(g->out_channels) +
+            c.error(c.input_loc(2), c.operand_text(2) + ", but the bias must be f[" +
+                                        std::to_string(g->out_channels) +
                                         "], one value per output channel");
             return false;
         }

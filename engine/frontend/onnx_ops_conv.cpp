@@ -13,7 +13,8 @@ namespace graphrun::onnx_import {
 
 namespace {
 
-// The input's rank must be 3 or 4 (1-D or 2-D windows); nullopt after fail().
+// Whether the input has a static shape of rank 3 or 4 (1-D or 2-D windows; global pools: any);
+// false after fail().
 bool spatial_rank_ok(Importer& im, const onnx::NodeProto& n, bool global) {
     auto shape = im.static_shape(n.input(0));
     if (!shape) {
@@ -60,7 +61,8 @@ void conv(Importer& im, const onnx::NodeProto& n) {
     const bool transpose = n.op_type() == "ConvTranspose";
     std::vector<NamedAttr> attrs;
     if (transpose)
-        copy_window_attrs(im, n, attrs, {"strides", "pads", "dilations", "output_padding", "output_shape"});
+        copy_window_attrs(im, n, attrs,
+                          {"strides", "pads", "dilations", "output_padding", "output_shape"});
     else
         copy_window_attrs(im, n, attrs, {"strides", "pads", "dilations"});
     if (const int64_t group = attr_int(n, "group", 1); group != 1)
@@ -73,11 +75,13 @@ void pool(Importer& im, const onnx::NodeProto& n) {
     const bool global = op == "GlobalAveragePool" || op == "GlobalMaxPool";
     if (!spatial_rank_ok(im, n, global)) return;
     if (n.output_size() > 1 && !n.output(1).empty())
-        return im.fail(n, "its Indices output (the argmax of each window) is not supported; only Y is");
+        return im.fail(
+            n, "its Indices output (the argmax of each window) is not supported; only Y is");
     auto ins = im.nodes_of(n, 1);
     if (!ins) return;
     if (global) {
-        im.bind(n.output(0), im.add(op == "GlobalAveragePool" ? "global_avg_pool" : "global_max_pool", *ins));
+        im.bind(n.output(0),
+                im.add(op == "GlobalAveragePool" ? "global_avg_pool" : "global_max_pool", *ins));
         return;
     }
     const bool is_max = op == "MaxPool";
@@ -92,7 +96,8 @@ void pool(Importer& im, const onnx::NodeProto& n) {
     if (!is_max && find_attr(n, "dilations")) {
         auto d = attr_ints(n, "dilations");
         for (int64_t v : d ? *d : std::vector<int64_t>{})
-            if (v != 1) return im.fail(n, "AveragePool with dilations other than 1 is not supported");
+            if (v != 1)
+                return im.fail(n, "AveragePool with dilations other than 1 is not supported");
     }
     im.bind(n.output(0), im.add(is_max ? "max_pool" : "avg_pool", *ins, std::move(attrs)));
 }

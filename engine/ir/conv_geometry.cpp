@@ -69,17 +69,20 @@ class Resolver {
         for (int i = 0; i < count; ++i) out[2 - count + i] = def;
         if (!v) return true;
         if (v->size() != 1 && v->size() != static_cast<size_t>(count))
-            return fail(name, 0, std::string(name) + " " + list_text(*v) + " has " + std::to_string(v->size()) +
-                                     " entries; " + op_name(n_.op) + " of a " + std::to_string(count) +
-                                     "-D input takes " + std::to_string(count));
+            return fail(name, 0,
+                        std::string(name) + " " + list_text(*v) + " has " +
+                            std::to_string(v->size()) + " entries; " + op_name(n_.op) + " of a " +
+                            std::to_string(count) + "-D input takes " + std::to_string(count));
         for (int i = 0; i < count; ++i) {
             const int64_t x = (*v)[v->size() == 1 ? 0 : static_cast<size_t>(i)];
             if (x < min)
-                return fail(name, 0, std::string(name) + " " + list_text(*v) + " has " + std::to_string(x) +
-                                         "; each must be at least " + std::to_string(min));
+                return fail(name, 0,
+                            std::string(name) + " " + list_text(*v) + " has " + std::to_string(x) +
+                                "; each must be at least " + std::to_string(min));
             if (x > kMaxWindowValue)
-                return fail(name, 0, std::string(name) + " " + list_text(*v) + " has " + std::to_string(x) +
-                                         "; at most " + std::to_string(kMaxWindowValue) + " is supported");
+                return fail(name, 0,
+                            std::string(name) + " " + list_text(*v) + " has " + std::to_string(x) +
+                                "; at most " + std::to_string(kMaxWindowValue) + " is supported");
             out[2 - count + i] = x;
         }
         return true;
@@ -92,15 +95,21 @@ class Resolver {
         if (!v) return true;
         const auto s = static_cast<size_t>(g.spatial);
         if (v->size() != 1 && v->size() != 2 * s)
-            return fail("pads", 0, "pads " + list_text(*v) + " has " + std::to_string(v->size()) +
-                                       " entries; a " + std::to_string(s) + "-D input takes " +
-                                       std::to_string(2 * s) + " (the beginnings of the axes, then their ends)");
+            return fail("pads", 0,
+                        "pads " + list_text(*v) + " has " + std::to_string(v->size()) +
+                            " entries; a " + std::to_string(s) + "-D input takes " +
+                            std::to_string(2 * s) +
+                            " (the beginnings of the axes, then their ends)");
         for (size_t i = 0; i < 2 * s; ++i) {
             const int64_t x = (*v)[v->size() == 1 ? 0 : i];
-            if (x < 0) return fail("pads", 0, "pads " + list_text(*v) + " has " + std::to_string(x) + "; pads must not be negative");
+            if (x < 0)
+                return fail("pads", 0,
+                            "pads " + list_text(*v) + " has " + std::to_string(x) +
+                                "; pads must not be negative");
             if (x > kMaxWindowValue)
-                return fail("pads", 0, "pads " + list_text(*v) + " has " + std::to_string(x) + "; at most " +
-                                           std::to_string(kMaxWindowValue) + " is supported");
+                return fail("pads", 0,
+                            "pads " + list_text(*v) + " has " + std::to_string(x) + "; at most " +
+                                std::to_string(kMaxWindowValue) + " is supported");
             given |= x != 0;
             int64_t* side = i < s ? g.pad_begin : g.pad_end;
             side[2 - s + i % s] = x;
@@ -114,12 +123,19 @@ class Resolver {
         ap = AutoPad::NotSet;
         if (!a) return true;
         const std::string& s = a->value.s;
-        if (s == "NOTSET") ap = AutoPad::NotSet;
-        else if (s == "SAME_UPPER") ap = AutoPad::SameUpper;
-        else if (s == "SAME_LOWER") ap = AutoPad::SameLower;
-        else if (s == "VALID") ap = AutoPad::Valid;
+        if (s == "NOTSET")
+            ap = AutoPad::NotSet;
+        else if (s == "SAME_UPPER")
+            ap = AutoPad::SameUpper;
+        else if (s == "SAME_LOWER")
+            ap = AutoPad::SameLower;
+        else if (s == "VALID")
+            ap = AutoPad::Valid;
         else
-            return fail("auto_pad", 0, "auto_pad must be \"NOTSET\", \"SAME_UPPER\", \"SAME_LOWER\" or \"VALID\", got \"" + s + "\"");
+            return fail(
+                "auto_pad", 0,
+                "auto_pad must be \"NOTSET\", \"SAME_UPPER\", \"SAME_LOWER\" or \"VALID\", got \"" +
+                    s + "\"");
         return true;
     }
 
@@ -129,9 +145,10 @@ class Resolver {
         const auto rank = static_cast<int>(x.size());
         const bool global = op == OpKind::GlobalAvgPool || op == OpKind::GlobalMaxPool;
         if (rank < 3 || (!global && rank > 4)) {
-            fail(nullptr, 0, std::string(op_name(op)) + " needs an input of rank " +
-                                 (global ? "3 or more (N, C, spatial...)" : "3 (N, C, W) or 4 (N, C, H, W)") +
-                                 ", got " + shape_text(x) + " (rank " + std::to_string(rank) + ")");
+            fail(nullptr, 0,
+                 std::string(op_name(op)) + " needs an input of rank " +
+                     (global ? "3 or more (N, C, spatial...)" : "3 (N, C, W) or 4 (N, C, H, W)") +
+                     ", got " + shape_text(x) + " (rank " + std::to_string(rank) + ")");
             return std::nullopt;
         }
         g.spatial = rank - 2;
@@ -183,11 +200,14 @@ class Resolver {
             const int64_t span = g.in[a] + g.pad_begin[a] + g.pad_end[a] - e;
             if (span < 0) {
                 const char* axis = a == 0 ? "height" : "width";
-                fail(nullptr, 0, std::string("the ") + (s == 2 ? axis : "width") + " of the window (" +
-                                     std::to_string(e) + ": kernel " + std::to_string(g.kernel[a]) + ", dilation " +
-                                     std::to_string(g.dilation[a]) + ") is larger than the padded input's (" +
-                                     std::to_string(g.in[a] + g.pad_begin[a] + g.pad_end[a]) + ": " + shape_text(x) +
-                                     " with pads " + std::to_string(g.pad_begin[a]) + "+" + std::to_string(g.pad_end[a]) + ")");
+                fail(nullptr, 0,
+                     std::string("the ") + (s == 2 ? axis : "width") + " of the window (" +
+                         std::to_string(e) + ": kernel " + std::to_string(g.kernel[a]) +
+                         ", dilation " + std::to_string(g.dilation[a]) +
+                         ") is larger than the padded input's (" +
+                         std::to_string(g.in[a] + g.pad_begin[a] + g.pad_end[a]) + ": " +
+                         shape_text(x) + " with pads " + std::to_string(g.pad_begin[a]) + "+" +
+                         std::to_string(g.pad_end[a]) + ")");
                 return std::nullopt;
             }
             g.out[a] = span / g.stride[a] + 1;
@@ -204,14 +224,19 @@ class Resolver {
     bool weights(WindowGeometry& g, const Shape& x, const Shape& w) {
         const OpKind op = n_.op;
         if (w.size() != x.size())
-            return fail(nullptr, 1, "the weight " + shape_text(w) + " must have the input's rank " + std::to_string(x.size()) +
-                                        " (" + (op == OpKind::Conv ? "M, C/group" : "C, M/group") + ", kernel...); the input is " +
-                                        shape_text(x));
+            return fail(nullptr, 1,
+                        "the weight " + shape_text(w) + " must have the input's rank " +
+                            std::to_string(x.size()) + " (" +
+                            (op == OpKind::Conv ? "M, C/group" : "C, M/group") +
+                            ", kernel...); the input is " + shape_text(x));
         g.group = int_of(n_, "group", 1);
-        if (g.group < 1) return fail("group", 0, "group " + std::to_string(g.group) + " must be at least 1");
+        if (g.group < 1)
+            return fail("group", 0, "group " + std::to_string(g.group) + " must be at least 1");
         if (g.channels % g.group != 0)
-            return fail("group", 0, "the input's " + std::to_string(g.channels) + " channels (" + shape_text(x) +
-                                        ") do not divide into group " + std::to_string(g.group));
+            return fail("group", 0,
+                        "the input's " + std::to_string(g.channels) + " channels (" +
+                            shape_text(x) + ") do not divide into group " +
+                            std::to_string(g.group));
         const int s = g.spatial;
         for (int i = 0; i < s; ++i) {
             g.kernel[2 - s + i] = w[static_cast<size_t>(2 + i)];
@@ -220,19 +245,23 @@ class Resolver {
         }
         if (op == OpKind::Conv) {
             if (w[1] * g.group != g.channels)
-                return fail(nullptr, 1, "the weight " + shape_text(w) + " takes " + std::to_string(w[1]) +
-                                            " channels per group, but the input " + shape_text(x) + " has " +
-                                            std::to_string(g.channels) + " in " + std::to_string(g.group) +
-                                            (g.group == 1 ? " group" : " groups"));
+                return fail(nullptr, 1,
+                            "the weight " + shape_text(w) + " takes " + std::to_string(w[1]) +
+                                " channels per group, but the input " + shape_text(x) + " has " +
+                                std::to_string(g.channels) + " in " + std::to_string(g.group) +
+                                (g.group == 1 ? " group" : " groups"));
             if (w[0] % g.group != 0)
-                return fail(nullptr, 1, "the weight's " + std::to_string(w[0]) + " output channels (" + shape_text(w) +
-                                            ") do not divide into group " + std::to_string(g.group));
+                return fail(nullptr, 1,
+                            "the weight's " + std::to_string(w[0]) + " output channels (" +
+                                shape_text(w) + ") do not divide into group " +
+                                std::to_string(g.group));
             g.out_channels = w[0];
         } else {
             if (w[0] != g.channels)
-                return fail(nullptr, 1, "the weight " + shape_text(w) + " is for " + std::to_string(w[0]) +
-                                            " input channels, but the input " + shape_text(x) + " has " +
-                                            std::to_string(g.channels));
+                return fail(nullptr, 1,
+                            "the weight " + shape_text(w) + " is for " + std::to_string(w[0]) +
+                                " input channels, but the input " + shape_text(x) + " has " +
+                                std::to_string(g.channels));
             g.out_channels = w[1] * g.group;
         }
         return true;
@@ -243,24 +272,29 @@ class Resolver {
         int64_t out_pad[2] = {0, 0};
         if (!per_axis("output_padding", s, 0, 0, out_pad)) return false;
         std::optional<std::vector<int64_t>> shape = ints_of(n_, "output_shape");
-        if (shape && shape->size() == static_cast<size_t>(s + 2)) shape->erase(shape->begin(), shape->begin() + 2);
+        if (shape && shape->size() == static_cast<size_t>(s + 2))
+            shape->erase(shape->begin(), shape->begin() + 2);
         if (shape && shape->size() != static_cast<size_t>(s))
-            return fail("output_shape", 0, "output_shape " + list_text(*shape) + " must have " + std::to_string(s) +
-                                               " entries (the output's spatial extent)");
+            return fail("output_shape", 0,
+                        "output_shape " + list_text(*shape) + " must have " + std::to_string(s) +
+                            " entries (the output's spatial extent)");
         for (int a = 2 - s; a < 2; ++a) {
             const int64_t e = (g.kernel[a] - 1) * g.dilation[a] + 1;
             if (out_pad[a] >= g.stride[a] && out_pad[a] >= g.dilation[a])
-                return fail("output_padding", 0, "output_padding " + std::to_string(out_pad[a]) +
-                                                     " must be less than the stride (" + std::to_string(g.stride[a]) +
-                                                     ") or the dilation (" + std::to_string(g.dilation[a]) + ")");
+                return fail("output_padding", 0,
+                            "output_padding " + std::to_string(out_pad[a]) +
+                                " must be less than the stride (" + std::to_string(g.stride[a]) +
+                                ") or the dilation (" + std::to_string(g.dilation[a]) + ")");
             const int64_t full = g.stride[a] * (g.in[a] - 1) + out_pad[a] + e;
             if (shape || ap == AutoPad::SameUpper || ap == AutoPad::SameLower) {
-                const int64_t want = shape ? (*shape)[static_cast<size_t>(a - (2 - s))] : g.in[a] * g.stride[a];
+                const int64_t want =
+                    shape ? (*shape)[static_cast<size_t>(a - (2 - s))] : g.in[a] * g.stride[a];
                 // An output beyond the full one is extended at the end (as output_padding would).
                 const int64_t total = std::max<int64_t>(0, full - want);
                 if (want < 1 || want > kMaxWindowValue)
                     return fail(shape ? "output_shape" : "auto_pad", 0,
-                                "an output extent of " + std::to_string(want) + " is not possible (at least 1, at most " +
+                                "an output extent of " + std::to_string(want) +
+                                    " is not possible (at least 1, at most " +
                                     std::to_string(kMaxWindowValue) + ")");
                 const int64_t small = total / 2;
                 g.pad_begin[a] = ap == AutoPad::SameUpper ? small : total - small;
@@ -271,8 +305,10 @@ class Resolver {
             if (ap == AutoPad::Valid) g.pad_begin[a] = g.pad_end[a] = 0;
             g.out[a] = full - g.pad_begin[a] - g.pad_end[a];
             if (g.out[a] < 1)
-                return fail("pads", 0, "the pads (" + std::to_string(g.pad_begin[a]) + "+" + std::to_string(g.pad_end[a]) +
-                                           ") leave no output of the full " + std::to_string(full));
+                return fail("pads", 0,
+                            "the pads (" + std::to_string(g.pad_begin[a]) + "+" +
+                                std::to_string(g.pad_end[a]) + ") leave no output of the full " +
+                                std::to_string(full));
         }
         // The output padding goes to the end of the output (inside pad_end's budget).
         for (int a = 0; a < 2; ++a) g.pad_end[a] -= out_pad[a];
@@ -285,7 +321,8 @@ class Resolver {
 
 }  // namespace
 
-std::optional<WindowGeometry> window_geometry(const Node& n, const Shape& x, const Shape* w, WindowProblem* problem) {
+std::optional<WindowGeometry> window_geometry(const Node& n, const Shape& x, const Shape* w,
+                                              WindowProblem* problem) {
     if (!is_conv_area_op(n.op)) return std::nullopt;
     if ((n.op == OpKind::Conv || n.op == OpKind::ConvTranspose) && !w) return std::nullopt;
     return Resolver(n, problem).resolve(x, w);

@@ -19,7 +19,7 @@
 namespace graphrun {
 
 struct WindowGeometry {
-    int spatial = 2;  // the op's spatial rank: 1 (NCW) or 2 (NCHW); global pools: any
+    int spatial = 2;      // the op's spatial rank: 1 (NCW) or 2 (NCHW); global pools: any
     bool global = false;  // global_*_pool: in[1] is every spatial element, out all 1
     int64_t batch = 0;
     int64_t channels = 0;      // of the input
@@ -54,6 +54,8 @@ std::optional<WindowGeometry> window_geometry(const Node& n, const Shape& x, con
 // The output shape of a geometry: N, C_out, then out[] (one or two entries).
 Shape window_output_shape(const WindowGeometry& g);
 
-inline bool is_conv_area_op(OpKind k) { return k >= OpKind::Conv && k <= OpKind::GlobalMaxPool; }
+inline bool is_conv_area_op(OpKind k) {
+    return k >= OpKind::Conv && k <= OpKind::GlobalMaxPool;
+}
 
 }  // namespace graphrun

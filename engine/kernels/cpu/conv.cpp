@@ -31,15 +31,15 @@ std::unique_ptr<Kernel> make_pool_kernel(const Graph& g, const Node& n);  // poo
 
 namespace {
 
-void gemm(bool ta, int m, int n, int k, const float* a, int lda, const float* b, int ldb, float beta, float* c,
-          int ldc) {
-    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, CblasNoTrans, m, n, k, 1.0f, a, lda, b, ldb, beta, c,
-                ldc);
+void gemm(bool ta, int m, int n, int k, const float* a, int lda, const float* b, int ldb,
+          float beta, float* c, int ldc) {
+    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, CblasNoTrans, m, n, k, 1.0f, a, lda,
+                b, ldb, beta, c, ldc);
 }
-void gemm(bool ta, int m, int n, int k, const double* a, int lda, const double* b, int ldb, double beta, double* c,
-          int ldc) {
-    cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, CblasNoTrans, m, n, k, 1.0, a, lda, b, ldb, beta, c,
-                ldc);
+void gemm(bool ta, int m, int n, int k, const double* a, int lda, const double* b, int ldb,
+          double beta, double* c, int ldc) {
+    cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, CblasNoTrans, m, n, k, 1.0, a, lda,
+                b, ldb, beta, c, ldc);
 }
 
 // Scratch from the context's ScratchMemory, given back when it goes out of scope.
@@ -75,9 +75,10 @@ int64_t tile_for(int64_t k, int64_t p) {
 // im2col of one group's input planes x[Cg, H, W] for output pixels [p0, p1):
 // col[r, p - p0] for r = (c, ki, kj), `ld` columns per row; rows [r0, r1).
 template <class T>
-void im2col(const WindowGeometry& g, const T* x, int64_t r0, int64_t r1, int64_t p0, int64_t p1, T* col,
-            int64_t ld) {
-    const int64_t kh = g.kernel[0], kw = g.kernel[1], ih_n = g.in[0], iw_n = g.in[1], ow_n = g.out[1];
+void im2col(const WindowGeometry& g, const T* x, int64_t r0, int64_t r1, int64_t p0, int64_t p1,
+            T* col, int64_t ld) {
+    const int64_t kh = g.kernel[0], kw = g.kernel[1], ih_n = g.in[0], iw_n = g.in[1],
+                  ow_n = g.out[1];
     const int64_t sh = g.stride[0], sw = g.stride[1];
     for (int64_t r = r0; r < r1; ++r) {
         const int64_t c = r / (kh * kw), ki = (r / kw) % kh, kj = r % kw;
@@ -139,22 +140,31 @@ class ConvKernel final : public KernelBase {
         });
         if (k == 0) return "";
         if (cg == 1 && g_.kernel_plane() <= 64) return depthwise(x, w, y, ctx);
-        const bool direct = g_.kernel_plane() == 1 && g_.stride[0] == 1 && g_.stride[1] == 1 && g_.no_padding();
-        if (std::max({k, p, mg}) > INT32_MAX / 2) return "conv: a matrix dimension exceeds what the GEMM takes";
+        const bool direct =
+            g_.kernel_plane() == 1 && g_.stride[0] == 1 && g_.stride[1] == 1 && g_.no_padding();
+        if (std::max({k, p, mg}) > INT32_MAX / 2)
+            return "conv: a matrix dimension exceeds what the GEMM takes";
         const int64_t items = g_.batch * groups;
         const int64_t in_item = cg * g_.in_plane(), out_item = mg * p;
-        auto x_of = [&](int64_t it) { return x + (it / groups) * g_.channels * g_.in_plane() + (it % groups) * in_item; };
-        auto y_of = [&](int64_t it) { return y + (it / groups) * g_.out_channels * p + (it % groups) * out_item; };
+        auto x_of = [&](int64_t it) {
+            return x + (it / groups) * g_.channels * g_.in_plane() + (it % groups) * in_item;
+        };
+        auto y_of = [&](int64_t it) {
+            return y + (it / groups) * g_.out_channels * p + (it % groups) * out_item;
+        };
         auto w_of = [&](int64_t it) { return w + (it % groups) * mg * k; };
         const int threads = std::max(1, ctx.threads);
         if (direct) {
             blas_threads(items >= threads && threads > 1 ? 1 : threads);
             auto one = [&](int64_t it) {
-                gemm(false, static_cast<int>(mg), static_cast<int>(p), static_cast<int>(k), w_of(it), static_cast<int>(k),
-                     x_of(it), static_cast<int>(p), T(1), y_of(it), static_cast<int>(p));
+                gemm(false, static_cast<int>(mg), static_cast<int>(p), static_cast<int>(k),
+                     w_of(it), static_cast<int>(k), x_of(it), static_cast<int>(p), T(1), y_of(it),
+                     static_cast<int>(p));
             };
             if (items >= threads && threads > 1)
-                parallel_for(ctx, items, 1, [&](int64_t b, int64_t e) { for (int64_t it = b; it < e; ++it) one(it); });
+                parallel_for(ctx, items, 1, [&](int64_t b, int64_t e) {
+                    for (int64_t it = b; it < e; ++it) one(it);
+                });
             else
                 for (int64_t it = 0; it < items; ++it) one(it);
             return "";
@@ -171,7 +181,8 @@ class ConvKernel final : public KernelBase {
                     failed = true;
                     return;
                 }
-                for (int64_t it = b; it < e; ++it) run_item(x_of(it), w_of(it), y_of(it), col, tile, nullptr);
+                for (int64_t it = b; it < e; ++it)
+                    run_item(x_of(it), w_of(it), y_of(it), col, tile, nullptr);
             });
             if (failed) return scratch_error(k * tile, ctx);
             return "";
@@ -197,25 +208,29 @@ class ConvKernel final : public KernelBase {
     }
 
     // One image and group: tiles of im2col then GEMM; im2col over the workers when pctx is given.
-    void run_item(const T* x, const T* w, T* y, T* col, int64_t tile, const KernelContext* pctx) const {
+    void run_item(const T* x, const T* w, T* y, T* col, int64_t tile,
+                  const KernelContext* pctx) const {
         const int64_t cg = g_.channels / g_.group, mg = g_.out_channels / g_.group;
         const int64_t k = cg * g_.kernel_plane(), p = g_.out_plane();
         for (int64_t p0 = 0; p0 < p; p0 += tile) {
             const int64_t p1 = std::min(p, p0 + tile), n = p1 - p0;
             if (pctx)
                 parallel_for(*pctx, k, std::max<int64_t>(1, 4096 / std::max<int64_t>(n, 1)),
-                             [&](int64_t r0, int64_t r1) { im2col(g_, x, r0, r1, p0, p1, col + r0 * n, n); });
+                             [&](int64_t r0, int64_t r1) {
+                                 im2col(g_, x, r0, r1, p0, p1, col + r0 * n, n);
+                             });
             else
                 im2col(g_, x, 0, k, p0, p1, col, n);
-            gemm(false, static_cast<int>(mg), static_cast<int>(n), static_cast<int>(k), w, static_cast<int>(k), col,
-                 static_cast<int>(n), T(1), y + p0, static_cast<int>(p));
+            gemm(false, static_cast<int>(mg), static_cast<int>(n), static_cast<int>(k), w,
+                 static_cast<int>(k), col, static_cast<int>(n), T(1), y + p0, static_cast<int>(p));
         }
     }
 
     // One input channel per group: each output plane is a direct sum over its window.
     std::string depthwise(const T* x, const T* w, T* y, const KernelContext& ctx) const {
         const int64_t mg = g_.out_channels / g_.group, kh = g_.kernel[0], kw = g_.kernel[1];
-        const int64_t ih_n = g_.in[0], iw_n = g_.in[1], oh_n = g_.out[0], ow_n = g_.out[1], sw = g_.stride[1];
+        const int64_t ih_n = g_.in[0], iw_n = g_.in[1], oh_n = g_.out[0], ow_n = g_.out[1],
+                      sw = g_.stride[1];
         parallel_for(ctx, g_.batch * g_.out_channels, 1, [&](int64_t b, int64_t e) {
             for (int64_t i = b; i < e; ++i) {
                 const int64_t n = i / g_.out_channels, m = i % g_.out_channels, c = m / mg;
@@ -225,13 +240,15 @@ class ConvKernel final : public KernelBase {
                 for (int64_t oh = 0; oh < oh_n; ++oh) {
                     T* orow = out + oh * ow_n;
                     for (int64_t ki = 0; ki < kh; ++ki) {
-                        const int64_t ih = oh * g_.stride[0] + ki * g_.dilation[0] - g_.pad_begin[0];
+                        const int64_t ih =
+                            oh * g_.stride[0] + ki * g_.dilation[0] - g_.pad_begin[0];
                         if (ih < 0 || ih >= ih_n) continue;
                         for (int64_t kj = 0; kj < kw; ++kj) {
                             const T wv = wk[ki * kw + kj];
                             const int64_t off = kj * g_.dilation[1] - g_.pad_begin[1];
                             const int64_t lo = off >= 0 ? 0 : (-off + sw - 1) / sw;
-                            const int64_t hi = std::min(ow_n, iw_n - off <= 0 ? 0 : (iw_n - off - 1) / sw + 1);
+                            const int64_t hi =
+                                std::min(ow_n, iw_n - off <= 0 ? 0 : (iw_n - off - 1) / sw + 1);
                             const T* row = plane + ih * iw_n + off;
                             if (sw == 1)
                                 for (int64_t ow = lo; ow < hi; ++ow) orow[ow] += wv * row[ow];
@@ -272,18 +289,22 @@ class ConvTransposeKernel final : public KernelBase {
                 std::fill(y + i * p, y + (i + 1) * p, bias ? bias[i % g_.out_channels] : T(0));
         });
         if (cg == 0 || hw == 0) return "";
-        if (std::max({kk, hw, cg}) > INT32_MAX / 2) return "conv_transpose: a matrix dimension exceeds what the GEMM takes";
+        if (std::max({kk, hw, cg}) > INT32_MAX / 2)
+            return "conv_transpose: a matrix dimension exceeds what the GEMM takes";
         blas_threads(std::max(1, ctx.threads));
         int64_t tile = tile_for<T>(kk, hw);
         std::unique_ptr<ScratchBuffer> buf;
         for (;;) {
-            buf = std::make_unique<ScratchBuffer>(ctx, static_cast<uint64_t>(kk * tile) * sizeof(T));
+            buf =
+                std::make_unique<ScratchBuffer>(ctx, static_cast<uint64_t>(kk * tile) * sizeof(T));
             if (buf->get() || tile <= kMinTile) break;
             tile = std::max(kMinTile, tile / 4);
         }
         if (!buf->get())
-            return ctx.scratch ? "out of memory: " + std::to_string(static_cast<uint64_t>(kk * tile) * sizeof(T)) +
-                                     " bytes of scratch for conv_transpose's columns (workspace) exceed the memory limit"
+            return ctx.scratch ? "out of memory: " +
+                                     std::to_string(static_cast<uint64_t>(kk * tile) * sizeof(T)) +
+                                     " bytes of scratch for conv_transpose's columns (workspace) "
+                                     "exceed the memory limit"
                                : "internal error: conv_transpose has no scratch memory";
         T* col = static_cast<T*>(buf->get());
         for (int64_t n = 0; n < g_.batch; ++n)
@@ -293,9 +314,12 @@ class ConvTransposeKernel final : public KernelBase {
                 T* yg = y + (n * g_.out_channels + gi * mg) * p;
                 for (int64_t p0 = 0; p0 < hw; p0 += tile) {
                     const int64_t p1 = std::min(hw, p0 + tile), cols = p1 - p0;
-                    gemm(true, static_cast<int>(kk), static_cast<int>(cols), static_cast<int>(cg), wg,
-                         static_cast<int>(kk), xg + p0, static_cast<int>(hw), T(0), col, static_cast<int>(cols));
-                    parallel_for(ctx, mg, 1, [&](int64_t m0, int64_t m1) { col2im(col, cols, p0, m0, m1, yg); });
+                    gemm(true, static_cast<int>(kk), static_cast<int>(cols), static_cast<int>(cg),
+                         wg, static_cast<int>(kk), xg + p0, static_cast<int>(hw), T(0), col,
+                         static_cast<int>(cols));
+                    parallel_for(ctx, mg, 1, [&](int64_t m0, int64_t m1) {
+                        col2im(col, cols, p0, m0, m1, yg);
+                    });
                 }
             }
         return "";
@@ -304,7 +328,8 @@ class ConvTransposeKernel final : public KernelBase {
   private:
     // Adds col's rows of output channels [m0, m1) (for input pixels from p0) onto their planes.
     void col2im(const T* col, int64_t cols, int64_t p0, int64_t m0, int64_t m1, T* yg) const {
-        const int64_t kh = g_.kernel[0], kw = g_.kernel[1], iw_n = g_.in[1], oh_n = g_.out[0], ow_n = g_.out[1];
+        const int64_t kh = g_.kernel[0], kw = g_.kernel[1], iw_n = g_.in[1], oh_n = g_.out[0],
+                      ow_n = g_.out[1];
         for (int64_t m = m0; m < m1; ++m) {
             T* plane = yg + m * oh_n * ow_n;
             for (int64_t ki = 0; ki < kh; ++ki)
@@ -312,9 +337,12 @@ class ConvTransposeKernel final : public KernelBase {
                     const T* src = col + ((m * kh + ki) * kw + kj) * cols;
                     for (int64_t q = 0; q < cols; ++q) {
                         const int64_t ih = (p0 + q) / iw_n, iw = (p0 + q) % iw_n;
-                        const int64_t oh = ih * g_.stride[0] + ki * g_.dilation[0] - g_.pad_begin[0];
-                        const int64_t ow = iw * g_.stride[1] + kj * g_.dilation[1] - g_.pad_begin[1];
-                        if (oh >= 0 && oh < oh_n && ow >= 0 && ow < ow_n) plane[oh * ow_n + ow] += src[q];
+                        const int64_t oh =
+                            ih * g_.stride[0] + ki * g_.dilation[0] - g_.pad_begin[0];
+                        const int64_t ow =
+                            iw * g_.stride[1] + kj * g_.dilation[1] - g_.pad_begin[1];
+                        if (oh >= 0 && oh < oh_n && ow >= 0 && ow < ow_n)
+                            plane[oh * ow_n + ow] += src[q];
                     }
                 }
         }
@@ -338,8 +366,8 @@ std::unique_ptr<Kernel> make_conv_kernel(const Graph& g, const Node& n) {
             return t ? std::unique_ptr<Kernel>(std::make_unique<ConvTransposeKernel<double>>(g, n))
                      : std::make_unique<ConvKernel<double>>(g, n);
     }
-    return make_error_kernel(std::string("internal error: no CPU kernel for ") + op_name(n.op) + " on " +
-                             dtype_name(n.dtype));
+    return make_error_kernel(std::string("internal error: no CPU kernel for ") + op_name(n.op) +
+                             " on " + dtype_name(n.dtype));
 }
 
 }  // namespace graphrun::kernels

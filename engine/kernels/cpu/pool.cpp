@@ -24,7 +24,8 @@ std::unique_ptr<Kernel> make_pool_kernel(const Graph& g, const Node& n);
 namespace {
 
 // The columns [lo, hi) of an output row where column ow * s + off lies in [0, n).
-inline void valid_range(int64_t off, int64_t s, int64_t n, int64_t out_n, int64_t& lo, int64_t& hi) {
+inline void valid_range(int64_t off, int64_t s, int64_t n, int64_t out_n, int64_t& lo,
+                        int64_t& hi) {
     lo = off >= 0 ? 0 : (-off + s - 1) / s;
     hi = std::min(out_n, n - off <= 0 ? 0 : (n - off - 1) / s + 1);
     if (hi < lo) hi = lo;
@@ -48,13 +49,16 @@ class PoolKernel final : public KernelBase {
                 const int64_t end = start + g_.kernel[a];
                 const int64_t lo = g_.count_include_pad ? -g_.pad_begin[a] : 0;
                 const int64_t hi = g_.count_include_pad ? g_.in[a] + g_.pad_end[a] : g_.in[a];
-                cnt[static_cast<size_t>(o)] = std::max<int64_t>(0, std::min(end, hi) - std::max(start, lo));
+                cnt[static_cast<size_t>(o)] =
+                    std::max<int64_t>(0, std::min(end, hi) - std::max(start, lo));
             }
         }
     }
 
     std::string compute(const TensorRef* in, TensorRef& out, const KernelContext& ctx) override {
-        if (!ok_) return std::string("internal error: ") + op_name(op_kind_) + "'s geometry does not resolve";
+        if (!ok_)
+            return std::string("internal error: ") + op_name(op_kind_) +
+                   "'s geometry does not resolve";
         if (out.numel == 0) return "";
         const T* x = static_cast<const T*>(in[0].data);
         T* y = static_cast<T*>(out.data);
@@ -91,7 +95,8 @@ class PoolKernel final : public KernelBase {
 
     void plane(const T* x, T* y) const {
         const bool is_max = op_kind_ == OpKind::MaxPool;
-        const int64_t ih_n = g_.in[0], iw_n = g_.in[1], oh_n = g_.out[0], ow_n = g_.out[1], sw = g_.stride[1];
+        const int64_t ih_n = g_.in[0], iw_n = g_.in[1], oh_n = g_.out[0], ow_n = g_.out[1],
+                      sw = g_.stride[1];
         const T init = is_max ? -std::numeric_limits<T>::infinity() : T(0);
         for (int64_t oh = 0; oh < oh_n; ++oh) {
             T* orow = y + oh * ow_n;
@@ -107,7 +112,9 @@ class PoolKernel final : public KernelBase {
                     if (is_max) {
                         for (int64_t ow = lo; ow < hi; ++ow) {
                             const T v = row[ow * sw];
-                            orow[ow] = (v > orow[ow] || std::isnan(v)) && !std::isnan(orow[ow]) ? v : orow[ow];
+                            orow[ow] = (v > orow[ow] || std::isnan(v)) && !std::isnan(orow[ow])
+                                           ? v
+                                           : orow[ow];
                         }
                     } else {
                         for (int64_t ow = lo; ow < hi; ++ow) orow[ow] += row[ow * sw];
@@ -116,7 +123,8 @@ class PoolKernel final : public KernelBase {
             }
             if (!is_max) {
                 const auto ch = static_cast<T>(count_[0][static_cast<size_t>(oh)]);
-                for (int64_t ow = 0; ow < ow_n; ++ow) orow[ow] /= ch * static_cast<T>(count_[1][static_cast<size_t>(ow)]);
+                for (int64_t ow = 0; ow < ow_n; ++ow)
+                    orow[ow] /= ch * static_cast<T>(count_[1][static_cast<size_t>(ow)]);
             }
         }
     }
@@ -134,8 +142,8 @@ std::unique_ptr<Kernel> make_pool_kernel(const Graph& g, const Node& n) {
         if (n.dtype == DType::F32) return std::make_unique<PoolKernel<float>>(g, n);
         if (n.dtype == DType::F64) return std::make_unique<PoolKernel<double>>(g, n);
     }
-    return make_error_kernel(std::string("internal error: no CPU kernel for ") + op_name(n.op) + " on " +
-                             dtype_name(n.dtype));
+    return make_error_kernel(std::string("internal error: no CPU kernel for ") + op_name(n.op) +
+                             " on " + dtype_name(n.dtype));
 }
 
 }  // namespace graphrun::kernels
