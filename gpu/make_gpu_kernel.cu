@@ -8,6 +8,7 @@
 #include "gpu/kernels/binary.cuh"
 #include "gpu/kernels/cast.cuh"
 #include "gpu/kernels/concat.cuh"
+#include "gpu/kernels/conv.cuh"
 #include "gpu/kernels/copy.cuh"
 #include "gpu/kernels/create.cuh"
 #include "gpu/kernels/layout.cuh"

@@ -93,6 +93,8 @@ def beyond_spec_graphs():
     # the norm ops (tests/gpu_ops_norm.py)
     from gpu_ops_norm import norm_graphs
     yield from norm_graphs()
+    from gpu_ops_conv import conv_area_graphs  # conv, conv_transpose and the pools
+    yield from conv_area_graphs()
 
 
 def shape_graphs():

@@ -139,15 +139,16 @@ def legacy_softmax():
 
 def unsupported_listed():
     """Every unsupported op is listed with its node names, before anything runs (exit 2)."""
-    nodes = [helper.make_node("Conv", ["x", "w"], ["c1"], name="conv1"),
-             helper.make_node("Conv", ["c1", "w"], ["c2"], name="conv2"),
-             helper.make_node("LpNormalization", ["c2"], ["y"], name="norm")]
+    # (Conv was the example until graphrun had it; Det has no graphrun op.)
+    nodes = [helper.make_node("Det", ["x"], ["d1"], name="det1"),
+             helper.make_node("Det", ["x"], ["d2"], name="det2"),
+             helper.make_node("LpNormalization", ["x"], ["y"], name="norm")]
     path = save_model("unsupported", nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, 5, 5])],
                       [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 1, 5, 5])],
                       [numpy_helper.from_array(f32(1, 1, 1, 1), "w")])
     p = graphrun("run", path)
     check(p.returncode == 3, f"unsupported (exit 3 expected): exit {p.returncode}")
-    check("Conv (2 nodes: conv1, conv2)" in p.stderr and "LpNormalization (1 node: norm)" in p.stderr,
+    check("Det (2 nodes: det1, det2)" in p.stderr and "LpNormalization (1 node: norm)" in p.stderr,
           f"unsupported: message {p.stderr}")
     check("memory" not in p.stdout, "unsupported: nothing ran")
 

@@ -141,6 +141,8 @@ bool infer_flatten(NodeCheck& c);
 bool infer_layer_norm(NodeCheck& c);
 bool infer_batch_norm(NodeCheck& c);
 bool infer_gemm(NodeCheck& c);
+// infer_conv.cpp: conv, conv_transpose, max_pool, avg_pool, global_avg_pool, global_max_pool
+bool infer_conv_area(NodeCheck& c);
 
 // infer_ops.cpp, for infer_ops_ext.cpp: NumPy broadcasting of two shapes (on
 // failure, the clashing dimensions), and two operands made one dtype as a

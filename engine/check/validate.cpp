@@ -31,6 +31,9 @@ bool check_arity(NodeCheck& c) {
     } else if (info.max_inputs < 0) {
         msg += "at least " + std::to_string(info.min_inputs) + " input" +
                (info.min_inputs == 1 ? "" : "s");
+    } else if (info.min_inputs != info.max_inputs) {
+        msg += std::to_string(info.min_inputs) + (info.max_inputs == info.min_inputs + 1 ? " or " : " to ") +
+               std::to_string(info.max_inputs) + " inputs";
     } else if (info.max_inputs == 1) {
         msg += "1 input (x)";
     } else if (info.min_inputs != info.max_inputs) {  // optional inputs (layer_norm's bias)
@@ -74,6 +77,7 @@ bool infer_node(NodeCheck& c) {
     if (op >= OpKind::Floor && op <= OpKind::Gelu) return infer_activation(c);
     if (is_unary_elementwise(op)) return infer_unary(c);
     if (op >= OpKind::Equal && op <= OpKind::LogicalNot) return infer_logic(c);
+    if (op >= OpKind::Conv && op <= OpKind::GlobalMaxPool) return infer_conv_area(c);
     switch (op) {
         case OpKind::Const:
             return infer_const(c);

@@ -129,6 +129,22 @@ std::vector<OpInfo> build_table() {
     add(OpKind::Gemm, "gemm", 2, 3, C::Float, F::Matmul, G, false,
         {{"alpha", A::Number, false}, {"beta", A::Number, false}, {"transpose_a", A::Bool, false},
          {"transpose_b", A::Bool, false}});
+    // conv area: ONNX's Conv, ConvTranspose, MaxPool, AveragePool, GlobalAveragePool and
+    // GlobalMaxPool over NCW / NCHW (engine/ir/conv_geometry.h resolves their windows).
+    const AttrSpec strides{"strides", A::IntList, false, true}, pads{"pads", A::IntList, false, true},
+        dilations{"dilations", A::IntList, false, true}, auto_pad{"auto_pad", A::String, false};
+    add(OpKind::Conv, "conv", 2, 3, C::Float, F::Conv, G, false,
+        {strides, pads, dilations, {"group", A::Int, false}, auto_pad});
+    add(OpKind::ConvTranspose, "conv_transpose", 2, 3, C::Float, F::Conv, G, false,
+        {strides, pads, dilations, {"group", A::Int, false}, auto_pad,
+         {"output_padding", A::IntList, false, true}, {"output_shape", A::IntList, false, true}});
+    const AttrSpec kernel_shape{"kernel_shape", A::IntList, true, true}, ceil_mode{"ceil_mode", A::Bool, false};
+    add(OpKind::MaxPool, "max_pool", 1, 1, C::Float, F::Conv, G, false,
+        {kernel_shape, strides, pads, dilations, auto_pad, ceil_mode});
+    add(OpKind::AvgPool, "avg_pool", 1, 1, C::Float, F::Conv, G, false,
+        {kernel_shape, strides, pads, auto_pad, ceil_mode, {"count_include_pad", A::Bool, false}});
+    add(OpKind::GlobalAvgPool, "global_avg_pool", 1, 1, C::Float, F::Conv, G, false, {});
+    add(OpKind::GlobalMaxPool, "global_max_pool", 1, 1, C::Float, F::Conv, G, false, {});
     return t;
 }
 

@@ -36,6 +36,8 @@ enum class OpKind : uint8_t {
     Slice, Gather, Expand, Split, Pad, Tile, Squeeze, Unsqueeze, Flatten,
     // norm: layer_norm and batch_norm (family Norm), gemm (family Matmul)
     LayerNorm, BatchNorm, Gemm,
+    // conv area (family Conv): convolutions and pools over NCW / NCHW tensors
+    Conv, ConvTranspose, MaxPool, AvgPool, GlobalAvgPool, GlobalMaxPool,
     // not ops a user writes: a loop-carried value inside a repeat body (its value
     // at the start of each pass, and after the loop the final one), and the
     // stand-in for an expression that failed to parse (never executed).
@@ -60,6 +62,7 @@ enum class OpFamily : uint8_t {
     ArgReduce,  // argmax argmin (-> i64)
     Layout,     // slice gather expand split pad tile: elements moved, none computed
     Norm,       // layer_norm batch_norm
+    Conv,       // conv conv_transpose max_pool avg_pool global_avg_pool global_max_pool
     None,       // loop_param, invalid: never a kernel
 };
 

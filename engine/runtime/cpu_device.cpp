@@ -16,6 +16,15 @@ std::string CpuDevice::copy_from_host(void* dst, const void* src, uint64_t bytes
     return {};
 }
 
+void* CpuDevice::Scratch::allocate(uint64_t bytes) {
+    const uint64_t rounded = round_up_64(bytes);
+    void* p = alloc.allocate_workspace(rounded, true);
+    if (!p && retry && retry(rounded)) p = alloc.allocate_workspace(rounded, true);
+    return p;
+}
+
+void CpuDevice::Scratch::release(void* p, uint64_t bytes) { alloc.release_workspace(p, round_up_64(bytes)); }
+
 std::string CpuDevice::copy_to_host(void* dst, const void* src, uint64_t bytes) {
     if (bytes) std::memcpy(dst, src, bytes);
     return {};

@@ -19,10 +19,22 @@ public:
     std::string copy_to_host(void* dst, const void* src, uint64_t bytes) override;
     std::string synchronize() override { return {}; }
     void close() override { alloc_.trim(); }
+    void set_allocation_retry(AllocationRetry retry) override { scratch_.retry = std::move(retry); }
+    ScratchMemory* kernel_scratch() override { return &scratch_; }
 
 private:
+    // Kernel scratch as workspace of alloc_ (refusable by the failure-injection hook).
+    struct Scratch final : ScratchMemory {
+        explicit Scratch(CpuAllocator& a) : alloc(a) {}
+        void* allocate(uint64_t bytes) override;
+        void release(void* p, uint64_t bytes) override;
+        CpuAllocator& alloc;
+        AllocationRetry retry;
+    };
+
     const std::string name_ = DeviceName{}.str();
     CpuAllocator alloc_;
+    Scratch scratch_{alloc_};
 };
 
 }  // namespace graphrun

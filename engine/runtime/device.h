@@ -56,6 +56,10 @@ public:
     // kernels allocate nothing from the allocator: the CPU device ignores it.
     using AllocationRetry = std::function<bool(uint64_t bytes)>;
     virtual void set_allocation_retry(AllocationRetry retry) { (void)retry; }
+    // The scratch memory the device's host-side kernels may take while they
+    // run (KernelContext::scratch), or nullptr: the CPU device's, from its
+    // allocator as workspace, with the retry above.
+    virtual ScratchMemory* kernel_scratch() { return nullptr; }
     // Teardown, after every buffer has been released: trims the allocator and
     // destroys streams, pools and library handles. Idempotent; never throws.
     virtual void close() = 0;

@@ -46,7 +46,9 @@ Session::Session(const Graph& g, const Plan& plan, SessionOptions opts)
     ctx_.threads = std::max(1, opts_.threads);
     bool uses_blas = false;
     for (const Node& n : g.nodes)
-        uses_blas |= (n.op == OpKind::Matmul || n.op == OpKind::Gemm) && device_kind(n.placed) == DeviceKind::Cpu;
+        uses_blas |= (n.op == OpKind::Matmul || n.op == OpKind::Gemm || n.op == OpKind::Conv ||
+                      n.op == OpKind::ConvTranspose) &&
+                     device_kind(n.placed) == DeviceKind::Cpu;
     set_blas_threads(ctx_.threads, uses_blas);
     if (ctx_.threads > 1) {
         pool_ = std::make_unique<ThreadPool>(ctx_.threads);
@@ -109,6 +111,7 @@ Device* Session::device_for(std::string_view name) {
     // Kernel scratch takes the same second chance as the session's own allocations.
     raw->set_allocation_retry(
         [this, raw](uint64_t bytes) { return cleanup_->release_for_retry(raw->allocator(), bytes); });
+    if (raw->kind() == DeviceKind::Cpu) ctx_.scratch = raw->kernel_scratch();
     devices_.emplace(std::string(name), std::move(dev));
     return raw;
 }

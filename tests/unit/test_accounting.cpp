@@ -184,6 +184,7 @@ TEST_CASE("ops: every op has a family, and the family dispatch reaches its facto
     constexpr auto make_arg_reduce_kernel = &probe<OpFamily::ArgReduce>;
     constexpr auto make_layout_kernel = &probe<OpFamily::Layout>;
     constexpr auto make_norm_kernel = &probe<OpFamily::Norm>;
+    constexpr auto make_conv_kernel = &probe<OpFamily::Conv>;
     const FamilyFactories<int> probes GR_FAMILY_FACTORIES;
 
     Graph g;
@@ -258,6 +259,10 @@ TEST_CASE("ops: the GPU-support table agrees with OpInfo::gpu and with the GPU's
         // norm
         {"layer_norm", "float"},   {"batch_norm", "float"},
         {"gemm", "float"},
+        // conv area (gpu/kernels/conv.cu, pool.cu)
+        {"conv", "float"},         {"conv_transpose", "float"},
+        {"max_pool", "float"},     {"avg_pool", "float"},
+        {"global_avg_pool", "float"}, {"global_max_pool", "float"},
     };
     CHECK(gpu_kernels.size() == all_ops().size());
     const DType dtypes[] = {DType::F32, DType::F64, DType::I32, DType::I64, DType::Bool};

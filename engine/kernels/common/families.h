@@ -20,6 +20,7 @@ struct FamilyFactories {
     Make creation, binary, unary, matmul, transpose, copy, cast, concat, reduce, softmax, logic, arg_reduce;
     Make layout;  // the shape ops' family (issue 18)
     Make norm;    // layer_norm batch_norm (issue 18)
+    Make conv;    // conv conv_transpose and the pools (issue 18)
 };
 
 // The FamilyFactories of the functions make_<family>_kernel in scope where it
@@ -34,6 +35,7 @@ struct FamilyFactories {
         .arg_reduce = make_arg_reduce_kernel,                                                  \
         .layout = make_layout_kernel,                                                          \
         .norm = make_norm_kernel,                                                              \
+        .conv = make_conv_kernel,                                                              \
     }
 
 // The kernel of n's family, or nullptr for an op of no family (loop_param,
@@ -57,6 +59,7 @@ std::unique_ptr<Kernel> make_family_kernel(const FamilyFactories<Ctx...>& f, con
         case OpFamily::ArgReduce: make = f.arg_reduce; break;
         case OpFamily::Layout: make = f.layout; break;
         case OpFamily::Norm: make = f.norm; break;
+        case OpFamily::Conv: make = f.conv; break;
         case OpFamily::None: break;
     }
     return make ? make(g, n, ctx...) : nullptr;

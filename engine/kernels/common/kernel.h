@@ -23,9 +23,22 @@ struct TensorRef {
 
 class ThreadPool;
 
+// Temporary memory a CPU kernel needs while it runs (conv's im2col columns),
+// from the device's counting allocator: counted as workspace
+// (MemoryStats::workspace) under the memory limit, and given back before
+// run() returns. allocate: nullptr when the limit has no room even after the
+// session's second chance. Thread-safe.
+class ScratchMemory {
+public:
+    virtual ~ScratchMemory() = default;
+    virtual void* allocate(uint64_t bytes) = 0;
+    virtual void release(void* p, uint64_t bytes) = 0;
+};
+
 struct KernelContext {
     int threads = 1;             // worker threads a CPU kernel may use (--threads)
     ThreadPool* pool = nullptr;  // the session's CPU workers (optional)
+    ScratchMemory* scratch = nullptr;  // the CPU device's (set by the session)
 };
 
 class Kernel {

@@ -16,6 +16,9 @@ std::unique_ptr<Kernel> make_binary_kernel(const Graph& g, const Node& n);
 std::unique_ptr<Kernel> make_unary_kernel(const Graph& g, const Node& n);
 // matmul.cpp: matmul (gemm: gemm.cpp)
 std::unique_ptr<Kernel> make_matmul_kernel(const Graph& g, const Node& n);
+// Picks OpenBLAS's kernels for a CPU newer than it knows (matmul.cpp); every
+// kernel factory that calls CBLAS calls it first.
+void select_openblas_core();
 // shape_ops.cpp: transpose reshape identity cast concat
 std::unique_ptr<Kernel> make_transpose_kernel(const Graph& g, const Node& n);
 std::unique_ptr<Kernel> make_copy_kernel(const Graph& g, const Node& n);  // reshape, identity
@@ -38,5 +41,8 @@ std::unique_ptr<Kernel> make_layout_kernel(const Graph& g, const Node& n);
 std::unique_ptr<Kernel> make_norm_kernel(const Graph& g, const Node& n);
 // gemm.cpp: gemm (make_matmul_kernel hands it on, after choosing OpenBLAS's kernels)
 std::unique_ptr<Kernel> make_gemm_kernel(const Graph& g, const Node& n);
+// conv.cpp: conv conv_transpose; pool.cpp: max_pool avg_pool global_avg_pool global_max_pool
+// (make_conv_kernel hands the pools on)
+std::unique_ptr<Kernel> make_conv_kernel(const Graph& g, const Node& n);
 
 }  // namespace graphrun::kernels

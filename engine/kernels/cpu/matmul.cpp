@@ -29,8 +29,6 @@ void blas_thread_shutdown_(void) __attribute__((weak));
 
 namespace graphrun::kernels {
 
-namespace {
-
 // OpenBLAS up to 0.3.21 (Debian 12's) knows x86 CPUs by model number, and one
 // newer than it (here Emerald Rapids) gets its generic Prescott (SSE3)
 // kernels: sgemm at a third of the speed of its AVX-512 ones. When the core it
@@ -57,6 +55,8 @@ void select_openblas_core() {
         unsetenv("OPENBLAS_CORETYPE");
     });
 }
+
+namespace {
 
 void gemm(bool ta, bool tb, int m, int n, int k, const float* a, int lda, const float* b, int ldb,
           float* c, int ldc) {

@@ -1,0 +1,149 @@
+// max_pool, avg_pool, global_avg_pool and global_max_pool on the CPU (ONNX
+// MaxPool / AveragePool / GlobalAveragePool / GlobalMaxPool over NCW and NCHW;
+// windows from engine/ir/conv_geometry.h). One (image, channel) plane per
+// task over the session's workers. Within a plane, each window offset
+// (ki, kj) is applied to a whole output row over the range of columns where
+// it falls inside the input, so the inner loop is a plain strided one.
+// max_pool propagates NaN; a window wholly in the padding gives -inf.
+// avg_pool divides by the window's elements inside the input, or with
+// count_include_pad by those inside the padded input (as PyTorch does).
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "engine/ir/conv_geometry.h"
+#include "engine/kernels/common/kernel_common.h"
+#include "engine/kernels/cpu/kernel_families.h"
+#include "engine/kernels/cpu/parallel.h"
+
+namespace graphrun::kernels {
+
+std::unique_ptr<Kernel> make_pool_kernel(const Graph& g, const Node& n);
+
+namespace {
+
+// The columns [lo, hi) of an output row where column ow * s + off lies in [0, n).
+inline void valid_range(int64_t off, int64_t s, int64_t n, int64_t out_n, int64_t& lo,
+                        int64_t& hi) {
+    lo = off >= 0 ? 0 : (-off + s - 1) / s;
+    hi = std::min(out_n, n - off <= 0 ? 0 : (n - off - 1) / s + 1);
+    if (hi < lo) hi = lo;
+}
+
+template <class T>
+class PoolKernel final : public KernelBase {
+  public:
+    PoolKernel(const Graph& g, const Node& n) : KernelBase(g, n), op_kind_(n.op) {
+        auto geo = window_geometry(n, in_shapes_[0], nullptr, nullptr);
+        ok_ = geo.has_value();
+        if (!ok_) return;
+        g_ = *geo;
+        if (op_kind_ != OpKind::AvgPool) return;
+        // The divisor of each output element is count_h[oh] * count_w[ow].
+        for (int a = 0; a < 2; ++a) {
+            std::vector<int64_t>& cnt = count_[a];
+            cnt.resize(static_cast<size_t>(g_.out[a]));
+            for (int64_t o = 0; o < g_.out[a]; ++o) {
+                const int64_t start = o * g_.stride[a] - g_.pad_begin[a];
+                const int64_t end = start + g_.kernel[a];
+                const int64_t lo = g_.count_include_pad ? -g_.pad_begin[a] : 0;
+                const int64_t hi = g_.count_include_pad ? g_.in[a] + g_.pad_end[a] : g_.in[a];
+                cnt[static_cast<size_t>(o)] =
+                    std::max<int64_t>(0, std::min(end, hi) - std::max(start, lo));
+            }
+        }
+    }
+
+    std::string compute(const TensorRef* in, TensorRef& out, const KernelContext& ctx) override {
+        if (!ok_)
+            return std::string("internal error: ") + op_name(op_kind_) +
+                   "'s geometry does not resolve";
+        if (out.numel == 0) return "";
+        const T* x = static_cast<const T*>(in[0].data);
+        T* y = static_cast<T*>(out.data);
+        const int64_t planes = g_.batch * g_.channels, ip = g_.in_plane(), op = g_.out_plane();
+        const int64_t grain = std::max<int64_t>(1, 16384 / std::max<int64_t>(ip, 1));
+        parallel_for(ctx, planes, grain, [&](int64_t b, int64_t e) {
+            for (int64_t i = b; i < e; ++i) {
+                if (g_.global)
+                    global(x + i * ip, y + i);
+                else
+                    plane(x + i * ip, y + i * op);
+            }
+        });
+        return "";
+    }
+
+  private:
+    void global(const T* x, T* y) const {
+        const int64_t n = g_.in[1];
+        if (op_kind_ == OpKind::GlobalMaxPool) {
+            T m = -std::numeric_limits<T>::infinity();
+            for (int64_t i = 0; i < n; ++i)
+                if (x[i] > m || std::isnan(x[i])) {
+                    m = x[i];
+                    if (std::isnan(m)) break;
+                }
+            *y = m;
+            return;
+        }
+        double s = 0;
+        for (int64_t i = 0; i < n; ++i) s += static_cast<double>(x[i]);
+        *y = n ? static_cast<T>(s / static_cast<double>(n)) : std::numeric_limits<T>::quiet_NaN();
+    }
+
+    void plane(const T* x, T* y) const {
+        const bool is_max = op_kind_ == OpKind::MaxPool;
+        const int64_t ih_n = g_.in[0], iw_n = g_.in[1], oh_n = g_.out[0], ow_n = g_.out[1],
+                      sw = g_.stride[1];
+        const T init = is_max ? -std::numeric_limits<T>::infinity() : T(0);
+        for (int64_t oh = 0; oh < oh_n; ++oh) {
+            T* orow = y + oh * ow_n;
+            std::fill(orow, orow + ow_n, init);
+            for (int64_t ki = 0; ki < g_.kernel[0]; ++ki) {
+                const int64_t ih = oh * g_.stride[0] + ki * g_.dilation[0] - g_.pad_begin[0];
+                if (ih < 0 || ih >= ih_n) continue;
+                for (int64_t kj = 0; kj < g_.kernel[1]; ++kj) {
+                    const int64_t off = kj * g_.dilation[1] - g_.pad_begin[1];
+                    int64_t lo, hi;
+                    valid_range(off, sw, iw_n, ow_n, lo, hi);
+                    const T* row = x + ih * iw_n + off;
+                    if (is_max) {
+                        for (int64_t ow = lo; ow < hi; ++ow) {
+                            const T v = row[ow * sw];
+                            orow[ow] = (v > orow[ow] || std::isnan(v)) && !std::isnan(orow[ow])
+                                           ? v
+                                           : orow[ow];
+                        }
+                    } else {
+                        for (int64_t ow = lo; ow < hi; ++ow) orow[ow] += row[ow * sw];
+                    }
+                }
+            }
+            if (!is_max) {
+                const auto ch = static_cast<T>(count_[0][static_cast<size_t>(oh)]);
+                for (int64_t ow = 0; ow < ow_n; ++ow)
+                    orow[ow] /= ch * static_cast<T>(count_[1][static_cast<size_t>(ow)]);
+            }
+        }
+    }
+
+    OpKind op_kind_;
+    bool ok_ = false;
+    WindowGeometry g_;
+    std::vector<int64_t> count_[2];
+};
+
+}  // namespace
+
+std::unique_ptr<Kernel> make_pool_kernel(const Graph& g, const Node& n) {
+    if (n.inputs.size() == 1) {
+        if (n.dtype == DType::F32) return std::make_unique<PoolKernel<float>>(g, n);
+        if (n.dtype == DType::F64) return std::make_unique<PoolKernel<double>>(g, n);
+    }
+    return make_error_kernel(std::string("internal error: no CPU kernel for ") + op_name(n.op) +
+                             " on " + dtype_name(n.dtype));
+}
+
+}  // namespace graphrun::kernels
