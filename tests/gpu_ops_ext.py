@@ -120,6 +120,13 @@ def shape_graphs():
                                 f'pads=[0, 0, 2, 5, 0, 1, 3, -1], mode="{mode}")')
         value = "true" if dtype == "bool" else "1"
         g.op("pad_value", f"pad({x}, pads=[1, 2], axes=[1], constant_value={value})")
+        # slice and pad with their vectors as run-time inputs (read back to the host on the GPU)
+        s, e, a, st = (g.const(v, "i32") for v in ("[1, -1]", "[3, -1000]", "[0, 2]", "[1, -2]"))
+        g.op("slice_run_time", f"slice({x}, {s}, {e}, {a}, {st}, shape=[2, 5, 3])")
+        pads = g.const("[0, 2, 1, 1, 0, -1]", "i64")
+        g.op("pad_run_time", f'pad({x}, {pads}, mode="reflect", shape=[5, 7, 6])')
+        if dtype != "bool":
+            g.op("pad_run_time_value", f"pad({x}, {pads}, {g.const('3', dtype)}, shape=[5, 7, 6])")
         g.op("split", f"split({x}, axis=2, sizes=[1, 2, 3], index=2)")
         g.op("split_parts", f"split({x}, parts=2, index=1)")
         g.op("squeeze", f"squeeze({g.rand([1, 3, 1], dtype, -100, 100)})")

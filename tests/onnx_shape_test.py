@@ -2,7 +2,8 @@
 """The ONNX mappings of the shape ops through the real binary: Slice, Gather,
 Expand, Split, Pad, Tile, Squeeze, Unsqueeze, Flatten in models built here
 with ONNX's helper API (their index vectors as initializers, as exporters
-write them; data fed at run time so that nothing is folded), at the opsets
+write them, and Slice's and Pad's also as graph inputs fed at run time;
+data fed at run time so that nothing is folded), at the opsets
 where their forms differ, compared with NumPy exactly.
 
 Usage: onnx_shape_test.py GRAPHRUN
@@ -109,8 +110,49 @@ def splits_and_views():
                want)
 
 
+def run_time_vectors():
+    """Slice's starts/ends/axes/steps and Pad's pads/constant_value/axes as
+    graph inputs fed at run time (ONNX's backend node tests do this): the
+    output's declared shape is what graphrun checks the fed values against."""
+    vec = lambda name, dt=TensorProto.INT64, n=2: helper.make_tensor_value_info(name, dt, [n])  # noqa: E731
+    feeds = {"x": X, "s": np.array([-1, 1], np.int64), "e": np.array([np.iinfo(np.int64).min, 100], np.int64),
+             "a": np.array([3, -3], np.int64), "st": np.array([-2, 1], np.int64),
+             "s32": np.array([1, 0], np.int32), "e32": np.array([3, -1], np.int32),
+             "p": np.array([0, 1, 0, 2, 0, 0, 0, 1], np.int64),
+             "cv": np.array(-7.5, np.float32)}
+    nodes = [helper.make_node("Slice", ["x", "s", "e", "a", "st"], ["y1"]),
+             helper.make_node("Slice", ["x", "s32", "e32"], ["y2"]),
+             helper.make_node("Slice", ["x", "s32", "e32", "", "st"], ["y3"]),  # axes left out, steps given
+             helper.make_node("Pad", ["x", "p", "cv"], ["pc"]),  # (Pad's axes input is opset 18's)
+             helper.make_node("Pad", ["x", "p"], ["pz"]),
+             helper.make_node("Pad", ["x", "p", "cv"], ["pr"], mode="reflect"),
+             helper.make_node("Pad", ["x", "p8"], ["pe"], mode="edge")]
+    feeds["p8"] = np.array([0, 1, 0, 2, 1, 0, 1, 0], np.int64)
+    width = [(0, 0), (1, 0), (0, 0), (2, 1)]  # p
+    want = {"y1": X[:, 1:, :, -1::-2], "y2": X[1:3, 0:-1], "y3": X[1:3:-2, 0:-1:1],
+            "pc": np.pad(X, width, constant_values=-7.5), "pz": np.pad(X, width), "pr": np.pad(X, width, "reflect"),
+            "pe": np.pad(X, [(0, 1), (1, 0), (0, 1), (2, 0)], "edge")}
+    inputs = [vec("s"), vec("e"), vec("a"), vec("st"), vec("s32", TensorProto.INT32),
+              vec("e32", TensorProto.INT32), vec("p", n=8),
+              helper.make_tensor_value_info("cv", TensorProto.FLOAT, []), vec("p8", n=8)]
+    path = model("run_time_vectors", nodes, [], want, extra_inputs=inputs)
+    expect("slice/pad with run-time vectors", path, feeds, want)
+    # values that give another shape than the declared one: a run-time error naming them
+    bad = dict(feeds, s=np.array([0, 1], np.int64))
+    p, _ = t.run_with(path, bad)
+    t.check(p.returncode == 1 and "slice with starts [0,1], ends [-9223372036854775808,100], axes [3,-3], steps [-2,1] "
+            "of the input [2,3,4,5] gives [2,2,4,1], but the graph expects its output to be [2,2,4,3]" in p.stderr,
+            f"slice with run-time vectors of another shape: exit {p.returncode}: {p.stderr[-400:]}")
+    bad = dict(feeds, p8=np.array([0, 1, 0, 2, 1, 0, 1, 1], np.int64))
+    p, _ = t.run_with(path, bad)
+    t.check(p.returncode == 1 and "pad with pads [0,1,0,2,1,0,1,1] of the input [2,3,4,5] gives [3,4,5,8], but the "
+            "graph expects its output to be [3,4,5,7]" in p.stderr,
+            f"pad with run-time pads of another shape: exit {p.returncode}: {p.stderr[-400:]}")
+
+
 def main():
     slices()
+    run_time_vectors()
     gathers()
     expand_tile_pad()
     splits_and_views()

@@ -23,10 +23,70 @@ bool done(NodeCheck& c, Shape out) {
     return true;
 }
 
+// slice and pad with their index vectors as run-time inputs (from input 1
+// on): each a 1-D i32/i64 tensor (pad's input 2, the constant, a scalar of
+// x's dtype), none of the attributes they replace, and the output's shape
+// the attribute `shape`, which the kernel checks the fed values against.
+bool run_time_form(NodeCheck& c, std::initializer_list<const char*> replaced, size_t value_input) {
+    bool ok = true;
+    for (const char* a : replaced)
+        if (c.attr(a)) {
+            c.error(c.attr_loc(a), std::string(a) + " is given both as an attribute and, with the run-time inputs, "
+                                                    "as an input; give one");
+            ok = false;
+        }
+    for (size_t i = 1; i < c.arity(); ++i) {
+        const Node& v = c.input(i);
+        if (i == value_input) {
+            if (v.dtype != c.input(0).dtype || v.shape.size() > 1 || (v.shape.size() == 1 && v.shape[0] != 1)) {
+                c.error(c.input_loc(i), c.operand_text(i) + ", but the constant must be one " +
+                                            dtype_name(c.input(0).dtype) + " value (" + c.operand_text(0) + ")");
+                ok = false;
+            }
+        } else if ((v.dtype != DType::I32 && v.dtype != DType::I64) || v.shape.size() != 1) {
+            c.error(c.input_loc(i), c.operand_text(i) + ", but the index vectors must be 1-D i32 or i64");
+            ok = false;
+        }
+    }
+    auto shape = c.ints_attr("shape");
+    if (!shape) {
+        c.error(c.node.loc, "with its vectors as run-time inputs it needs shape=[...], the output's shape");
+        return false;
+    }
+    if (!ok) return false;
+    if (shape->size() != c.input(0).shape.size()) {
+        c.error(c.attr_loc("shape"), "shape " + ints_text(*shape) + " must have the input's rank " +
+                                         std::to_string(c.input(0).shape.size()) + " (" + c.operand_text(0) + ")");
+        return false;
+    }
+    for (int64_t d : *shape)
+        if (d < 0) {
+            c.error(c.attr_loc("shape"), "shape " + ints_text(*shape) + " has a negative entry");
+            return false;
+        }
+    if (!c.check_result_size(*shape)) return false;
+    return done(c, *shape);
+}
+
 }  // namespace
 
 bool infer_slice(NodeCheck& c) {
     if (!c.check_input_class(0)) return false;
+    if (c.arity() > 1) {
+        if (c.arity() < 3) {
+            c.error(c.node.loc, "with run-time inputs it takes slice(x, starts, ends[, axes[, steps]])");
+            return false;
+        }
+        return run_time_form(c, {"starts", "ends", "axes", "steps"}, 0);
+    }
+    if (c.attr("shape")) {
+        c.error(c.attr_loc("shape"), "shape is for the run-time form (slice(x, starts, ends, ...)) only");
+        return false;
+    }
+    if (!c.attr("starts") || !c.attr("ends")) {
+        c.error(c.node.loc, "it needs starts=[...] and ends=[...] (or them as inputs)");
+        return false;
+    }
     auto starts = c.ints_attr("starts");
     auto ends = c.ints_attr("ends");
     if (!starts || !ends) return false;
@@ -109,6 +169,18 @@ bool infer_pad(NodeCheck& c) {
             return false;
         }
         mode = *m;
+    }
+    if (c.arity() > 1) {
+        // (the constant input is ignored by reflect and edge, as ONNX's)
+        return run_time_form(c, {"pads", "constant_value", "axes"}, 2);
+    }
+    if (c.attr("shape")) {
+        c.error(c.attr_loc("shape"), "shape is for the run-time form (pad(x, pads, ...)) only");
+        return false;
+    }
+    if (!c.attr("pads")) {
+        c.error(c.node.loc, "it needs pads=[...] (or them as an input)");
+        return false;
     }
     if (auto v = c.scalar_attr("constant_value")) {
         if (mode != PadMode::Constant) {

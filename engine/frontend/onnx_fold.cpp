@@ -466,6 +466,7 @@ std::optional<std::vector<HostValue>> evaluate(const onnx::NodeProto& n, const s
         std::vector<int64_t> dims(in_shape->begin() + start, in_shape->begin() + end);
         return one(i64(dims, {static_cast<int64_t>(dims.size())}));
     }
+    if (op == "Size") return one(i64({numel(*in_shape)}, {}));  // a scalar: the element count
     if (ins.empty() || !ins[0]) return std::nullopt;
     const HostValue& x = *ins[0];
     if (numel(x.shape) > kMaxFoldElements) return std::nullopt;

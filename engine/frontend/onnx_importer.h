@@ -403,12 +403,12 @@ class Importer {
                 continue;
             }
             const HostValue* hv = folded(name);
-            // Shape needs only its input's static shape, not its values.
-            if (!hv && n.op_type() != "Shape") return false;
+            // Shape and Size need only their input's static shape, not its values.
+            if (!hv && n.op_type() != "Shape" && n.op_type() != "Size") return false;
             ins.push_back(hv);
         }
         std::optional<Shape> in_shape;
-        if (n.op_type() == "Shape" && n.input_size() > 0) {
+        if ((n.op_type() == "Shape" || n.op_type() == "Size") && n.input_size() > 0) {
             in_shape = static_shape(n.input(0));
             if (!in_shape) {
                 fail(n, "the shape of '" + n.input(0) + "' is not static");

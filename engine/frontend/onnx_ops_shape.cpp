@@ -2,8 +2,12 @@
 // Split (one graphrun split node per output, its index attribute naming the
 // part), Pad, Tile, Squeeze, Unsqueeze, Flatten. The index vectors ONNX
 // passes as inputs from opset 10-13 on (starts, axes, pads, repeats, shape,
-// split) must be constants here: graphrun takes them as attributes. Nodes
-// whose inputs are all constants are folded at load before these run.
+// split) are taken as attributes when they are constants; those of Slice
+// and Pad that are not become run-time inputs of graphrun's slice/pad, with
+// the output's static shape as the attribute `shape` (checked when they
+// are fed). Nodes whose inputs are all constants are folded at load before
+// these run.
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -41,7 +45,56 @@ std::optional<Shape> output_shape(Importer& im, const onnx::NodeProto& n, int k,
     return s;
 }
 
+// A constant i64 vector node (a run-time form's input that ONNX left out).
+NodeId i64_node(Importer& im, const std::vector<int64_t>& v) {
+    HostValue hv;
+    hv.dtype = DType::I64;
+    hv.shape = {static_cast<int64_t>(v.size())};
+    hv.bytes.resize(v.size() * sizeof(int64_t));
+    if (!v.empty()) std::memcpy(hv.bytes.data(), v.data(), hv.bytes.size());
+    return im.const_node(hv, im.node_loc());
+}
+
+// Whether any of inputs first..last is given and not known at load.
+bool any_dynamic(Importer& im, const onnx::NodeProto& n, int first, int last) {
+    for (int i = first; i <= last; ++i)
+        if (dynamic_input(im, n, i)) return true;
+    return false;
+}
+
+// slice(x, starts, ends[, axes[, steps]]) with the vectors fed at run time.
+void slice_at_run(Importer& im, const onnx::NodeProto& n) {
+    auto out = output_shape(im, n, 0, "starts/ends/axes/steps");
+    if (!out) return;
+    std::vector<NodeId> ins;
+    for (int i = 0; i < 3; ++i) {
+        auto id = im.node_of(n.input(i));
+        if (!id) return;
+        ins.push_back(*id);
+    }
+    const bool has_axes = n.input_size() > 3 && !n.input(3).empty();
+    const bool has_steps = n.input_size() > 4 && !n.input(4).empty();
+    if (has_axes) {
+        auto id = im.node_of(n.input(3));
+        if (!id) return;
+        ins.push_back(*id);
+    } else if (has_steps) {  // axes left out: 0..len(starts)-1
+        auto len = im.static_shape(n.input(1));
+        if (!len || len->size() != 1) return im.fail(n, "the length of its starts input is not static");
+        std::vector<int64_t> axes;
+        for (int64_t k = 0; k < (*len)[0]; ++k) axes.push_back(k);
+        ins.push_back(i64_node(im, axes));
+    }
+    if (has_steps) {
+        auto id = im.node_of(n.input(4));
+        if (!id) return;
+        ins.push_back(*id);
+    }
+    im.bind(n.output(0), im.add(OpKind::Slice, std::move(ins), {im.named("shape", int_list(*out))}));
+}
+
 void slice(Importer& im, const onnx::NodeProto& n) {
+    if (im.opset() >= 10 && n.input_size() >= 3 && any_dynamic(im, n, 1, 4)) return slice_at_run(im, n);
     auto ins = im.nodes_of(n, 1);
     if (!ins) return;
     std::optional<std::vector<int64_t>> starts, ends, axes, steps;
@@ -178,6 +231,36 @@ void split(Importer& im, const onnx::NodeProto& n) {
     }
 }
 
+// pad(x, pads[, constant[, axes]]) with pads, the constant or axes fed at
+// run time (a left-out constant: a zero of x's dtype, when axes follow).
+void pad_at_run(Importer& im, const onnx::NodeProto& n, const std::string& mode, DType t) {
+    auto out = output_shape(im, n, 0, "pads/constant_value/axes");
+    if (!out) return;
+    std::vector<NodeId> ins;
+    for (int i = 0; i < 2; ++i) {
+        auto id = im.node_of(n.input(i));
+        if (!id) return;
+        ins.push_back(*id);
+    }
+    const bool has_value = mode == "constant" && n.input_size() > 2 && !n.input(2).empty();
+    const bool has_axes = n.input_size() > 3 && !n.input(3).empty();
+    if (has_value) {
+        auto id = im.node_of(n.input(2));
+        if (!id) return;
+        ins.push_back(*id);
+    } else if (has_axes) {
+        ins.push_back(im.scalar(0, t));
+    }
+    if (has_axes) {
+        auto id = im.node_of(n.input(3));
+        if (!id) return;
+        ins.push_back(*id);
+    }
+    std::vector<NamedAttr> attrs{im.named("shape", int_list(*out))};
+    if (mode != "constant") attrs.push_back(im.named("mode", Attr::string(mode)));
+    im.bind(n.output(0), im.add(OpKind::Pad, std::move(ins), std::move(attrs)));
+}
+
 // Pad: pads and the value attributes before opset 11, inputs from it on.
 void pad(Importer& im, const onnx::NodeProto& n) {
     auto ins = im.nodes_of(n, 1);
@@ -190,6 +273,7 @@ void pad(Importer& im, const onnx::NodeProto& n) {
     std::optional<Attr> value;
     const Value* x = im.value(n.input(0));
     const DType t = x && x->dtype ? *x->dtype : DType::F32;
+    if (im.opset() >= 11 && n.input_size() >= 2 && any_dynamic(im, n, 1, 3)) return pad_at_run(im, n, mode, t);
     if (im.opset() < 11) {
         pads = attr_ints(n, im.opset() < 2 ? "paddings" : "pads");
         if (const auto* a = find_attr(n, "value")) value = Attr::number(a->f());
@@ -226,6 +310,7 @@ void add_shape_onnx_ops(OnnxOpTable& t) {
     t["Flatten"] = {"flatten", flatten};
     t["Split"] = {"split", split};
     t["Pad"] = {"pad", pad};
+    t["Size"] = {nullptr, {}};  // folded at load from the static shape (onnx_fold.cpp), as Shape
 }
 
 }  // namespace graphrun::onnx_import

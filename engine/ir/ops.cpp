@@ -107,17 +107,21 @@ std::vector<OpInfo> build_table() {
     // shape ops (README "Ops beyond SPEC section 3"): ONNX's semantics, the
     // index vectors ONNX passes as inputs written as attributes.
     const AttrSpec axes_opt{"axes", A::IntList, false, true};
-    add(OpKind::Slice, "slice", 1, 1, C::All, F::Layout, G, false,
-        {{"starts", A::IntList, true, true}, {"ends", A::IntList, true, true}, axes_opt,
-         {"steps", A::IntList, false, true}});
+    // slice(x, starts, ends[, axes[, steps]]) and pad(x, pads[, value[, axes]]):
+    // the vectors as run-time i32/i64 inputs instead, the output's shape the
+    // attribute `shape`, checked against them at run time (layout_plan.h).
+    const AttrSpec out_shape{"shape", A::IntList, false};
+    add(OpKind::Slice, "slice", 1, 5, C::All, F::Layout, G, false,
+        {{"starts", A::IntList, false, true}, {"ends", A::IntList, false, true}, axes_opt,
+         {"steps", A::IntList, false, true}, out_shape});
     add(OpKind::Gather, "gather", 2, 2, C::All, F::Layout, G, false, {{"axis", A::Int, false}});
     add(OpKind::Expand, "expand", 1, 1, C::All, F::Layout, G, false, {shape_req});
     add(OpKind::Split, "split", 1, 1, C::All, F::Layout, G, false,
         {{"index", A::Int, true}, {"axis", A::Int, false}, {"sizes", A::IntList, false, true},
          {"parts", A::Int, false}});
-    add(OpKind::Pad, "pad", 1, 1, C::All, F::Layout, G, false,
-        {{"pads", A::IntList, true}, {"mode", A::String, false}, {"constant_value", A::Number, false},
-         axes_opt});
+    add(OpKind::Pad, "pad", 1, 4, C::All, F::Layout, G, false,
+        {{"pads", A::IntList, false}, {"mode", A::String, false}, {"constant_value", A::Number, false},
+         axes_opt, out_shape});
     add(OpKind::Tile, "tile", 1, 1, C::All, F::Layout, G, false, {{"repeats", A::IntList, true, true}});
     add(OpKind::Squeeze, "squeeze", 1, 1, C::All, F::Copy, G, false, {axes_opt});
     add(OpKind::Unsqueeze, "unsqueeze", 1, 1, C::All, F::Copy, G, false, {{"axes", A::IntList, true, true}});

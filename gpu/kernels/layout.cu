@@ -71,6 +71,18 @@ __global__ void pad_kernel(const E* __restrict__ x, E* __restrict__ dst, int64_t
     }
 }
 
+// A small i32/i64 index vector (slice's and pad's run-time inputs) read to
+// the host: the copy waits for the stream, so that the kernels before it
+// have written it.
+std::vector<int64_t> host_indices(GpuContext& ctx, const TensorRef& t) {
+    std::vector<uint8_t> bytes(static_cast<size_t>(t.numel) * dtype_size(t.dtype));
+    if (!bytes.empty()) {
+        GR_CUDA_THROW(cudaMemcpyAsync(bytes.data(), t.data, bytes.size(), cudaMemcpyDeviceToHost, ctx.stream));
+        GR_CUDA_THROW(cudaStreamSynchronize(ctx.stream));
+    }
+    return kernels::index_vector(bytes.data(), t.dtype, t.numel);
+}
+
 template <class F>
 void by_element_size(DType t, F&& f) {
     switch (dtype_size(t)) {
@@ -84,19 +96,21 @@ void by_element_size(DType t, F&& f) {
 class StridedCopyKernel final : public GpuKernel {
   public:
     StridedCopyKernel(const Graph& g, const Node& n, GpuContext& ctx) : GpuKernel(g, n, ctx) {
+        if (in_shapes_.size() > 1) return;  // slice's run-time form: planned in compute
         auto plan = kernels::strided_copy_plan(n, in_shapes_.at(0));
-        if (!plan || plan->dims.size() > static_cast<size_t>(kMaxRank)) return;
-        ok_ = true;
-        base_ = plan->base;
-        dims_.rank = static_cast<int>(plan->dims.size());
-        for (int k = 0; k < dims_.rank; ++k) {
-            dims_.size[k] = plan->dims[static_cast<size_t>(k)].size;
-            dims_.stride[k] = plan->dims[static_cast<size_t>(k)].stride;
-        }
+        if (plan) set_plan(*plan);
     }
 
   protected:
     void compute(const TensorRef* in, TensorRef& out) override {
+        if (in_shapes_.size() > 1) {  // slice(x, starts, ends[, axes[, steps]]): the values, copied to the host
+            std::vector<std::vector<int64_t>> v;
+            for (size_t i = 1; i < in_shapes_.size(); ++i) v.push_back(host_indices(ctx_, in[i]));
+            kernels::StridedCopy plan;
+            std::string problem = kernels::slice_plan_at_run(in_shapes_[0], out_shape_, v, plan);
+            if (!problem.empty()) throw DataError(problem);
+            set_plan(plan);
+        }
         if (!ok_) throw std::runtime_error(std::string("internal error: ") + op_name(op_) + " has no GPU plan");
         if (out.numel == 0) return;
         by_element_size(out.dtype, [&](auto tag) {
@@ -113,6 +127,17 @@ class StridedCopyKernel final : public GpuKernel {
     }
 
   private:
+    void set_plan(const kernels::StridedCopy& plan) {
+        ok_ = plan.dims.size() <= static_cast<size_t>(kMaxRank);
+        if (!ok_) return;
+        base_ = plan.base;
+        dims_.rank = static_cast<int>(plan.dims.size());
+        for (int k = 0; k < dims_.rank; ++k) {
+            dims_.size[k] = plan.dims[static_cast<size_t>(k)].size;
+            dims_.stride[k] = plan.dims[static_cast<size_t>(k)].stride;
+        }
+    }
+
     bool ok_ = false;
     int64_t base_ = 0;
     Dims dims_;
@@ -160,25 +185,29 @@ class GatherKernel final : public GpuKernel {
 class PadKernel final : public GpuKernel {
   public:
     PadKernel(const Graph& g, const Node& n, GpuContext& ctx) : GpuKernel(g, n, ctx) {
+        if (const NamedAttr* a = n.find_attr("mode")) mode_ = pad_mode(a->value.s).value_or(PadMode::Constant);
+        if (in_shapes_.size() > 1) return;  // pad's run-time form: planned in compute
         auto plan = kernels::pad_plan(n, in_shapes_.at(0));
-        if (!plan || plan->in.size() > static_cast<size_t>(kMaxRank)) return;
-        ok_ = true;
-        bits_ = plan->constant_bits;
-        dims_.rank = static_cast<int>(plan->in.size());
-        dims_.mode = static_cast<int>(plan->mode);
-        int64_t stride = 1;
-        for (int k = dims_.rank - 1; k >= 0; --k) {
-            const auto uk = static_cast<size_t>(k);
-            dims_.out[k] = plan->out[uk];
-            dims_.in[k] = plan->in[uk];
-            dims_.begin[k] = plan->begin[uk];
-            dims_.in_stride[k] = stride;
-            stride *= plan->in[uk];
-        }
+        if (plan) set_plan(*plan);
     }
 
   protected:
     void compute(const TensorRef* in, TensorRef& out) override {
+        if (in_shapes_.size() > 1) {  // pad(x, pads[, constant[, axes]]): the values, copied to the host
+            std::optional<std::vector<int64_t>> axes;
+            if (in_shapes_.size() > 3) axes = host_indices(ctx_, in[3]);
+            uint64_t bits = 0;
+            if (in_shapes_.size() > 2 && in[2].numel == 1) {
+                GR_CUDA_THROW(cudaMemcpyAsync(&bits, in[2].data, dtype_size(in[2].dtype), cudaMemcpyDeviceToHost,
+                                              ctx_.stream));
+                GR_CUDA_THROW(cudaStreamSynchronize(ctx_.stream));
+            }
+            kernels::PadPlan plan;
+            std::string problem =
+                kernels::pad_plan_at_run(mode_, in_shapes_[0], out_shape_, host_indices(ctx_, in[1]), axes, bits, plan);
+            if (!problem.empty()) throw DataError(problem);
+            set_plan(plan);
+        }
         if (!ok_) throw std::runtime_error("internal error: pad has no GPU plan");
         if (out.numel == 0) return;
         by_element_size(out.dtype, [&](auto tag) {
@@ -191,6 +220,24 @@ class PadKernel final : public GpuKernel {
     }
 
   private:
+    void set_plan(const kernels::PadPlan& plan) {
+        ok_ = plan.in.size() <= static_cast<size_t>(kMaxRank);
+        if (!ok_) return;
+        bits_ = plan.constant_bits;
+        dims_.rank = static_cast<int>(plan.in.size());
+        dims_.mode = static_cast<int>(plan.mode);
+        int64_t stride = 1;
+        for (int k = dims_.rank - 1; k >= 0; --k) {
+            const auto uk = static_cast<size_t>(k);
+            dims_.out[k] = plan.out[uk];
+            dims_.in[k] = plan.in[uk];
+            dims_.begin[k] = plan.begin[uk];
+            dims_.in_stride[k] = stride;
+            stride *= plan.in[uk];
+        }
+    }
+
+    PadMode mode_ = PadMode::Constant;
     bool ok_ = false;
     uint64_t bits_ = 0;
     PadDims dims_;

@@ -34,6 +34,34 @@ std::vector<int64_t> strides_of(const Shape& s) {
     return st;
 }
 
+// The plan of slice/split's per-axis cuts.
+StridedCopy from_axes(const std::vector<AxisSlice>& axes, const std::vector<int64_t>& st) {
+    StridedCopy plan;
+    std::vector<StridedDim> dims;
+    for (size_t k = 0; k < axes.size(); ++k) {
+        plan.base += axes[k].start * st[k];
+        dims.push_back({axes[k].count, axes[k].step * st[k]});
+    }
+    for (const StridedDim& d : dims)
+        if (d.size == 0) return StridedCopy{0, {{0, 1}}};
+    plan.dims = simplify(dims);
+    return plan;
+}
+
+std::string list_text(const std::vector<int64_t>& v) {
+    std::string s = "[";
+    for (size_t i = 0; i < v.size(); ++i) s += (i ? "," : "") + std::to_string(v[i]);
+    return s + "]";
+}
+
+// "" when `got` is the node's `shape`, else the message.
+std::string check_shape(const char* op, const Shape& in, const Shape& want, const Shape& got,
+                        const std::string& values) {
+    if (want == got) return "";
+    return std::string(op) + " with " + values + " of the input " + list_text(in) + " gives " + list_text(got) +
+           ", but the graph expects its output to be " + list_text(want);
+}
+
 }  // namespace
 
 std::optional<StridedCopy> strided_copy_plan(const Node& n, const Shape& in) {
@@ -54,10 +82,7 @@ std::optional<StridedCopy> strided_copy_plan(const Node& n, const Shape& in) {
                             err);
         }
         if (!ok) return std::nullopt;
-        for (size_t k = 0; k < axes.size(); ++k) {
-            plan.base += axes[k].start * st[k];
-            dims.push_back({axes[k].count, axes[k].step * st[k]});
-        }
+        return from_axes(axes, st);
     } else if (n.op == OpKind::Expand) {
         auto target = ints_attr(n, "shape");
         Shape out;
@@ -126,6 +151,55 @@ std::optional<PadPlan> pad_plan(const Node& n, const Shape& in) {
         case DType::Bool: put(static_cast<uint8_t>(v != 0 ? 1 : 0)); break;
     }
     return p;
+}
+
+std::string slice_plan_at_run(const Shape& in, const Shape& want, const std::vector<std::vector<int64_t>>& v,
+                              StridedCopy& plan) {
+    if (v.size() < 2) return "internal error: slice without starts and ends";
+    std::string values = "starts " + list_text(v[0]) + ", ends " + list_text(v[1]);
+    std::optional<std::vector<int64_t>> axes, steps;
+    if (v.size() > 2) {
+        axes = v[2];
+        values += ", axes " + list_text(v[2]);
+    }
+    if (v.size() > 3) {
+        steps = v[3];
+        values += ", steps " + list_text(v[3]);
+    }
+    std::vector<AxisSlice> cut;
+    LayoutError err;
+    if (!slice_axes(in, v[0], v[1], axes, steps, cut, err))
+        return "slice with " + values + ": " + err.message + " (the input is " + list_text(in) + ")";
+    Shape got;
+    for (const AxisSlice& a : cut) got.push_back(a.count);
+    std::string problem = check_shape("slice", in, want, got, values);
+    if (!problem.empty()) return problem;
+    plan = from_axes(cut, strides_of(in));
+    return "";
+}
+
+std::string pad_plan_at_run(PadMode mode, const Shape& in, const Shape& want, const std::vector<int64_t>& pads,
+                            const std::optional<std::vector<int64_t>>& axes, uint64_t constant_bits, PadPlan& plan) {
+    PadPlan p;
+    p.mode = mode;
+    std::string values = "pads " + list_text(pads) + (axes ? ", axes " + list_text(*axes) : "");
+    LayoutError err;
+    if (!pad_shape(in, pads, axes, p.mode, p.begin, p.out, err))
+        return "pad with " + values + ": " + err.message + " (the input is " + list_text(in) + ")";
+    std::string problem = check_shape("pad", in, want, p.out, values);
+    if (!problem.empty()) return problem;
+    p.in = in;
+    p.constant_bits = constant_bits;
+    plan = std::move(p);
+    return "";
+}
+
+std::vector<int64_t> index_vector(const void* data, DType t, int64_t n) {
+    std::vector<int64_t> v(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i)
+        v[static_cast<size_t>(i)] =
+            t == DType::I32 ? static_cast<const int32_t*>(data)[i] : static_cast<const int64_t*>(data)[i];
+    return v;
 }
 
 }  // namespace graphrun::kernels

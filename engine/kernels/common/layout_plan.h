@@ -42,4 +42,17 @@ struct PadPlan {
 };
 std::optional<PadPlan> pad_plan(const Node& n, const Shape& in);
 
+// slice and pad in their run-time form (the vectors as inputs from 1 on,
+// engine/check/infer_shape.cpp): the plan from the fed values, or why they
+// do not fit the input or give the node's `shape` (a message naming the
+// values, the input's and the expected shape). `v` holds slice's inputs
+// 1.. (starts, ends[, axes[, steps]]) read as int64.
+// `want` is the node's output shape (its attribute `shape`).
+std::string slice_plan_at_run(const Shape& in, const Shape& want, const std::vector<std::vector<int64_t>>& v,
+                              StridedCopy& plan);
+std::string pad_plan_at_run(PadMode mode, const Shape& in, const Shape& want, const std::vector<int64_t>& pads,
+                            const std::optional<std::vector<int64_t>>& axes, uint64_t constant_bits, PadPlan& plan);
+// A 1-D i32 or i64 index vector in host memory, as int64.
+std::vector<int64_t> index_vector(const void* data, DType t, int64_t n);
+
 }  // namespace graphrun::kernels

@@ -34,21 +34,20 @@ std::string by_element_size(DType t, F&& f) {
 class StridedCopyKernel final : public KernelBase {
   public:
     StridedCopyKernel(const Graph& g, const Node& n) : KernelBase(g, n) {
+        if (in_shapes_.size() > 1) return;  // slice's run-time form: planned in compute
         auto plan = strided_copy_plan(n, in_shapes_.at(0));
-        if (!plan || plan->dims.size() > static_cast<size_t>(kMaxDims)) return;
-        ok_ = true;
-        base_ = plan->base;
-        rank_ = static_cast<int>(plan->dims.size());
-        int64_t block = 1;
-        for (int k = rank_ - 1; k >= 0; --k) {
-            size_[k] = plan->dims[static_cast<size_t>(k)].size;
-            stride_[k] = plan->dims[static_cast<size_t>(k)].stride;
-            block_[k] = block;
-            block *= size_[k];
-        }
+        if (plan) set_plan(*plan);
     }
 
     std::string compute(const TensorRef* in, TensorRef& out, const KernelContext& ctx) override {
+        if (in_shapes_.size() > 1) {  // slice(x, starts, ends[, axes[, steps]]): the values fed now
+            std::vector<std::vector<int64_t>> v;
+            for (size_t i = 1; i < in_shapes_.size(); ++i) v.push_back(index_vector(in[i].data, in[i].dtype, in[i].numel));
+            StridedCopy plan;
+            std::string problem = slice_plan_at_run(in_shapes_[0], out_shape_, v, plan);
+            if (!problem.empty()) return problem;
+            set_plan(plan);
+        }
         if (!ok_) return std::string("internal error: ") + op_name(op_) + "'s attributes do not fit its input";
         if (out.numel == 0) return "";
         return by_element_size(out.dtype, [&](auto tag) -> std::string {
@@ -72,6 +71,20 @@ class StridedCopyKernel final : public KernelBase {
     }
 
   private:
+    void set_plan(const StridedCopy& plan) {
+        ok_ = plan.dims.size() <= static_cast<size_t>(kMaxDims);
+        if (!ok_) return;
+        base_ = plan.base;
+        rank_ = static_cast<int>(plan.dims.size());
+        int64_t block = 1;
+        for (int k = rank_ - 1; k >= 0; --k) {
+            size_[k] = plan.dims[static_cast<size_t>(k)].size;
+            stride_[k] = plan.dims[static_cast<size_t>(k)].stride;
+            block_[k] = block;
+            block *= size_[k];
+        }
+    }
+
     template <class E>
     static void run_inner(const E* src, E* dst, int64_t n, int64_t stride) {
         if (stride == 1)
@@ -163,15 +176,23 @@ class GatherKernel final : public KernelBase {
 class PadKernel final : public KernelBase {
   public:
     PadKernel(const Graph& g, const Node& n) : KernelBase(g, n) {
-        plan_ = pad_plan(n, in_shapes_.at(0));
-        if (!plan_) return;
-        const PadPlan& p = *plan_;
-        const size_t r = p.in.size();
-        in_stride_.assign(r, 1);
-        for (size_t k = r; k > 1; --k) in_stride_[k - 2] = in_stride_[k - 1] * p.in[k - 1];
+        if (const NamedAttr* a = n.find_attr("mode")) mode_ = pad_mode(a->value.s).value_or(PadMode::Constant);
+        if (in_shapes_.size() > 1) return;  // pad's run-time form: planned in compute
+        set_plan(pad_plan(n, in_shapes_.at(0)));
     }
 
     std::string compute(const TensorRef* in, TensorRef& out, const KernelContext& ctx) override {
+        if (in_shapes_.size() > 1) {  // pad(x, pads[, constant[, axes]]): the values fed now
+            std::optional<std::vector<int64_t>> axes;
+            if (in_shapes_.size() > 3) axes = index_vector(in[3].data, in[3].dtype, in[3].numel);
+            uint64_t bits = 0;
+            if (in_shapes_.size() > 2 && in[2].numel == 1) std::memcpy(&bits, in[2].data, dtype_size(in[2].dtype));
+            PadPlan plan;
+            std::string problem =
+                pad_plan_at_run(mode_, in_shapes_[0], out_shape_, index_vector(in[1].data, in[1].dtype, in[1].numel), axes, bits, plan);
+            if (!problem.empty()) return problem;
+            set_plan(std::move(plan));
+        }
         if (!plan_) return "internal error: pad's attributes do not fit its input";
         if (out.numel == 0) return "";
         return by_element_size(out.dtype, [&](auto tag) -> std::string {
@@ -226,6 +247,16 @@ class PadKernel final : public KernelBase {
         });
     }
 
+    void set_plan(std::optional<PadPlan> plan) {
+        plan_ = std::move(plan);
+        if (!plan_) return;
+        const PadPlan& p = *plan_;
+        const size_t r = p.in.size();
+        in_stride_.assign(r, 1);
+        for (size_t k = r; k > 1; --k) in_stride_[k - 2] = in_stride_[k - 1] * p.in[k - 1];
+    }
+
+    PadMode mode_ = PadMode::Constant;
     std::optional<PadPlan> plan_;
     std::vector<int64_t> in_stride_;
 };
