@@ -200,7 +200,7 @@ ERROR_CASES = [
       "shape [3] (the dimensions of x from axis 1; x is f32[2,3])"]),
     ("x = [[1.5, 2, 3], [4, 5, 6]]\ny = layer_norm(x, [1, 2, 3], axis=2)\nz = layer_norm(x)\noutput y, z\n",
      ["2:35: error: y: layer_norm: axis 2 is out of range for rank 2 (x is f32[2,3])",
-      "3:5: error: z: layer_norm: takes 2 to 3 inputs, got 1"]),
+      "3:5: error: z: layer_norm: takes 2 or 3 inputs, got 1"]),
     ("x = [[1.5, 2, 3], [4, 5, 6]]\ns = const([1, 2, 3], dtype=f64)\ny = layer_norm(x, s, epsilon=-1)\noutput y\n",
      ["3:19: error: y: layer_norm: s is f64[3], but layer_norm's scale must be f32 as x is f32[2,3]; "
       "use cast(s, dtype=f32)",
