@@ -32,7 +32,7 @@ using onnx_fold::attr_int;
 using onnx_fold::attr_ints;
 using onnx_fold::find_attr;
 
-constexpr int kMinOpset = 6, kMaxOpset = 17;
+constexpr int kMinOpset = 1, kMaxOpset = 17;
 
 // A graphrun name for an ONNX value name ("input.1", "/conv1/Conv_output_0").
 inline std::string identifier(const std::string& s) {

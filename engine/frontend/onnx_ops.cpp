@@ -115,7 +115,9 @@ void cast(Importer& im, const onnx::NodeProto& n) {
 void concat(Importer& im, const onnx::NodeProto& n) {
     auto ins = im.nodes_of(n, n.input_size());
     if (!ins) return;
-    im.bind(n.output(0), im.add(OpKind::Concat, *ins, {im.named("axis", Attr::integer(attr_int(n, "axis", 0)))}));
+    // Concat-1 and -3 defaulted axis to 1; from opset 4 it is required.
+    const int64_t axis = attr_int(n, "axis", im.opset() < 4 ? 1 : 0);
+    im.bind(n.output(0), im.add(OpKind::Concat, *ins, {im.named("axis", Attr::integer(axis))}));
 }
 
 void reduce(Importer& im, const onnx::NodeProto& n) {
@@ -146,9 +148,9 @@ void reduce(Importer& im, const onnx::NodeProto& n) {
 void arg_reduce(Importer& im, const onnx::NodeProto& n) {
     auto ins = im.nodes_of(n, 1);
     if (!ins) return;
-    if (attr_int(n, "select_last_index", 0)) return im.fail(n, "select_last_index=1 is not supported");
     std::vector<NamedAttr> attrs{im.named("axis", Attr::integer(attr_int(n, "axis", 0))),
                                  im.named("keepdims", Attr::boolean(attr_int(n, "keepdims", 1) != 0))};
+    if (attr_int(n, "select_last_index", 0)) attrs.push_back(im.named("select_last_index", Attr::boolean(true)));
     im.bind(n.output(0), im.add(n.op_type() == "ArgMax" ? "argmax" : "argmin", *ins, std::move(attrs)));
 }
 
@@ -205,13 +207,24 @@ void clip(Importer& im, const onnx::NodeProto& n) {
         if (const auto* a = find_attr(n, "min")) attrs.push_back(im.named("min", Attr::number(a->f())));
         if (const auto* a = find_attr(n, "max")) attrs.push_back(im.named("max", Attr::number(a->f())));
     } else {
+        // Constant bounds are clip's attributes; a bound fed at run time is
+        // maximum(x, min) then minimum(.., max), the same values.
         const char* names[] = {"min", "max"};
+        NodeId y = (*ins)[0];
+        bool fed = false;
         for (int i = 1; i <= 2; ++i) {
             if (i >= n.input_size() || n.input(i).empty()) continue;
-            const HostValue* hv = im.const_input(n, i, names[i - 1]);
-            if (!hv) return;
-            attrs.push_back(im.named(names[i - 1], Attr::number(onnx_fold::doubles(*hv).at(0))));
+            if (const HostValue* hv = im.folded(n.input(i))) {
+                attrs.push_back(im.named(names[i - 1], Attr::number(onnx_fold::doubles(*hv).at(0))));
+                continue;
+            }
+            auto bound = im.nodes_of(n, i + 1);
+            if (!bound) return;
+            fed = true;
+            y = im.add(i == 1 ? "maximum" : "minimum", {y, bound->back()});
         }
+        if (fed && attrs.empty()) return im.bind(n.output(0), y);
+        (*ins)[0] = y;
     }
     im.bind(n.output(0), im.add("clip", *ins, std::move(attrs)));
 }
