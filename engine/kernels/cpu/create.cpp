@@ -31,15 +31,12 @@ T convert_scalar(const ScalarAttr& s) {
 }
 
 // const and input: the node's bytes, copied into the output buffer each pass.
-// A const keeps its own copy; an input, whose fed value may be large, reads
-// the node's (the graph outlives the session, and feeds are applied before it
-// opens), so that a fed tensor is held once on the host, not twice.
+// Both read the node's bytes (the graph outlives the session, and feeds are
+// applied before it opens), so that a model's weights or a fed tensor are
+// held once on the host, not twice (ResNet-18: 46.8 MB less).
 class ConstKernel final : public KernelBase {
   public:
-    ConstKernel(const Graph& g, const Node& n) : KernelBase(g, n), input_(n.op == OpKind::Input) {
-        if (!input_) own_ = n.literal;
-        bytes_ = input_ ? &n.literal : &own_;
-    }
+    ConstKernel(const Graph& g, const Node& n) : KernelBase(g, n), input_(n.op == OpKind::Input), bytes_(&n.literal) {}
 
     std::string compute(const TensorRef*, TensorRef& out, const KernelContext&) override {
         const size_t bytes = static_cast<size_t>(out.numel) * dtype_size(out.dtype);
@@ -52,7 +49,6 @@ class ConstKernel final : public KernelBase {
 
   private:
     bool input_;
-    std::vector<uint8_t> own_;
     const std::vector<uint8_t>* bytes_;
 };
 
