@@ -17,12 +17,12 @@ Usage: ops_conv_test.py GRAPHRUN [--keep DIR] [-v]
 import argparse
 import math
 import os
-import re
 import subprocess
 import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import ops_check  # noqa: E402
 import ops_numpy_test as base  # noqa: E402  (Graph, run, to_array; re-execs under /usr/bin/python3 without NumPy)
 import numpy as np  # noqa: E402
 
@@ -308,16 +308,6 @@ def big_graph():
 
 # --- running -------------------------------------------------------------------------
 
-def run_with(binary, files, extra):
-    p = subprocess.run([binary, "run", "--format=json", *extra, *files], capture_output=True, timeout=600)
-    lines = [ln for ln in p.stdout.decode().splitlines() if ln.strip()]
-    if p.returncode != 0 or len(lines) != len(files):
-        sys.stderr.write(p.stderr.decode()[-3000:])
-        raise SystemExit(f"graphrun run {' '.join(extra)} exited {p.returncode} for {len(files)} files")
-    import json
-    return [json.loads(ln) for ln in lines]
-
-
 def check(g, name, got, dtype):
     ref, kind = g.checks[name]
     if list(got.shape) != list(np.shape(ref)):
@@ -362,21 +352,6 @@ ERROR_CASES = [  # body, expected pieces of the message
      "y = conv_transpose(x, w, strides=2, output_padding=[2, 2])\noutput y\n",
      ["error: y: conv_transpose: output_padding 2 must be less than the stride (2) or the dilation (1)"]),
 ]
-
-
-def error_checks(binary, d):
-    failures = 0
-    for k, (body, expected) in enumerate(ERROR_CASES):
-        path = os.path.join(d, f"conv_error_{k}.graph")
-        with open(path, "w") as f:
-            f.write(body)
-        p = subprocess.run([binary, "run", path], capture_output=True, timeout=60)
-        err = p.stderr.decode()
-        missing = [e for e in expected if e not in err]
-        if p.returncode != 3 or missing or not re.search(r"\.graph:\d+:\d+: error", err):
-            print(f"FAIL {path}: exit {p.returncode} (want 3), missing {missing!r} in:\n{err}")
-            failures += 1
-    return failures
 
 
 SCRATCH_GRAPH = ("x = random_uniform([1, 64, 64, 64], seed=1)\nw = random_uniform([64, 64, 3, 3], seed=2)\n"
@@ -428,35 +403,16 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         d = args.keep or tmp
         os.makedirs(d, exist_ok=True)
-        texts, jsons = [], []
-        for g in graphs:
-            for ext, body, lst in (("graph", g.text(), texts), ("json", g.json(), jsons)):
-                path = os.path.join(d, f"{g.name}.{ext}")
-                with open(path, "w") as f:
-                    f.write(body)
-                lst.append(path)
-        docs_t = run_with(args.graphrun, texts, ["--threads=1"])
-        docs_j = run_with(args.graphrun, jsons, ["--threads=3"])
-        errors = error_checks(args.graphrun, d) + scratch_checks(args.graphrun, d)
-    failures, checked = errors, 0
-    for g, dt, dj in zip(graphs, docs_t, docs_j):
-        if "error" in dt or "error" in dj:
-            print(f"FAIL {g.name}: {dt.get('error') or dj.get('error')}")
-            failures += 1
-            continue
-        outs_t = {o["name"]: o for o in dt["outputs"]}
-        outs_j = {o["name"]: o for o in dj["outputs"]}
-        for name in g.outputs:
-            o, oj = outs_t[name], outs_j[name]
-            checked += 1
-            for label, out in (("graph --threads=1", o), ("json --threads=3", oj)):
-                got = base.to_array(out)
-                why = check(g, name, got, out["dtype"])
-                if why:
-                    failures += 1
-                    print(f"FAIL {g.name}/{name} ({label}, {out['dtype']}): {why}")
-                elif args.v:
-                    print(f"ok   {g.name}/{name} ({label})")
+        texts, jsons = ops_check.write_forms(graphs, d)
+        # The text forms on one thread, the JSON forms on three: both parallel paths.
+        docs_t = ops_check.run_json(args.graphrun, texts, ["--threads=1"])
+        docs_j = ops_check.run_json(args.graphrun, jsons, ["--threads=3"])
+        errors = ops_check.bad_inputs(args.graphrun, d, ERROR_CASES, prefix="conv_error", need_place=True)
+        errors += scratch_checks(args.graphrun, d)
+    failures, checked = ops_check.check_outputs(
+        graphs, docs_t, docs_j, lambda g, name, out: check(g, name, base.to_array(out), out["dtype"]), args.v,
+        same_forms=False, labels=("graph --threads=1", "json --threads=3"))
+    failures += errors
     print(f"ops_conv_test: {len(graphs)} graphs x 2 forms, {checked} outputs, {len(ERROR_CASES)} bad inputs, "
           f"{failures} failures")
     return 1 if failures else 0

@@ -17,12 +17,12 @@ Usage: ops_norm_test.py GRAPHRUN [--keep DIR] [-v]
 """
 import argparse
 import os
-import subprocess
 import sys
 import tempfile
 import warnings
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import ops_check  # noqa: E402
 from ops_numpy_test import NP, Graph, f64, run, to_array, ulp_close  # noqa: E402 (re-runs under /usr/bin/python3)
 
 import numpy as np  # noqa: E402
@@ -223,21 +223,6 @@ ERROR_CASES = [
 ]
 
 
-def error_checks(binary, d):
-    failures = 0
-    for k, (body, expected) in enumerate(ERROR_CASES):
-        path = os.path.join(d, f"error_{k}." + ("json" if body.startswith("{") else "graph"))
-        with open(path, "w") as f:
-            f.write(body)
-        p = subprocess.run([binary, "run", path], capture_output=True, timeout=60)
-        err = p.stderr.decode()
-        missing = [e for e in expected if e not in err]
-        if p.returncode != 3 or missing:
-            print(f"FAIL {path}: exit {p.returncode} (want 3), missing {missing!r} in:\n{err}")
-            failures += 1
-    return failures
-
-
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("graphrun")
@@ -250,43 +235,13 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         d = args.keep or tmp
         os.makedirs(d, exist_ok=True)
-        texts, jsons = [], []
-        for g in graphs:
-            for ext, body, lst in (("graph", g.text(), texts), ("json", g.json(), jsons)):
-                path = os.path.join(d, f"{g.name}.{ext}")
-                with open(path, "w") as f:
-                    f.write(body)
-                lst.append(path)
+        texts, jsons = ops_check.write_forms(graphs, d)
         docs_t, docs_j = run(args.graphrun, texts), run(args.graphrun, jsons)
-        failures = error_checks(args.graphrun, d)
-    checked = 0
-    for g, dt, dj in zip(graphs, docs_t, docs_j):
-        if "error" in dt or "error" in dj:
-            print(f"FAIL {g.name}: {dt.get('error') or dj.get('error')}")
-            failures += 1
-            continue
-        outs_t = {o["name"]: o for o in dt["outputs"]}
-        outs_j = {o["name"]: o for o in dj["outputs"]}
-        for name in g.outputs:
-            check, kind = g.checks[name]
-            o = outs_t[name]
-            if o != outs_j[name]:
-                print(f"FAIL {g.name}/{name}: the .graph and the JSON forms differ")
-                failures += 1
-                continue
-            got = to_array(o)
-            checked += 1
-            if list(got.shape) != list(np.shape(check[0])):
-                print(f"FAIL {g.name}/{name}: shape {list(got.shape)}, NumPy {list(np.shape(check[0]))}")
-                failures += 1
-                continue
-            bad = compare(got, check, kind, o["dtype"])
-            if bad:
-                failures += 1
-                print(f"FAIL {g.name}/{name} ({o['dtype']}, {kind}): " +
-                      "; ".join(f"at {i}: NumPy {r!r}, graphrun {v!r}" for i, r, v in bad))
-            elif args.v:
-                print(f"ok   {g.name}/{name}")
+        errors = ops_check.bad_inputs(args.graphrun, d, ERROR_CASES)
+    # A check is (the float64 reference, its magnitude...): its shape is the reference's.
+    judge = ops_check.numpy_judge(compare, to_array, lambda check: np.shape(check[0]))
+    failures, checked = ops_check.check_outputs(graphs, docs_t, docs_j, judge, args.v)
+    failures += errors
     print(f"ops_norm_test: {len(graphs)} graphs x 2 forms, {checked} outputs, {len(ERROR_CASES)} bad inputs, "
           f"{failures} failures")
     return 1 if failures else 0

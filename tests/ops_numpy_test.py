@@ -20,7 +20,6 @@ import itertools
 import json
 import math
 import os
-import subprocess
 import sys
 import tempfile
 
@@ -30,6 +29,9 @@ except ImportError:  # the system Python has python3-numpy (scripts/deps.sh)
     if sys.executable != "/usr/bin/python3" and os.path.exists("/usr/bin/python3"):
         os.execv("/usr/bin/python3", ["/usr/bin/python3", *sys.argv])
     sys.exit("ops_numpy_test: needs NumPy (Debian python3-numpy)")
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import ops_check  # noqa: E402
 
 NP = {"f32": np.float32, "f64": np.float64, "i32": np.int32, "i64": np.int64, "bool": np.bool_}
 FLOAT = ["f32", "f64"]
@@ -461,12 +463,7 @@ def to_array(out):
 
 
 def run(binary, files):
-    p = subprocess.run([binary, "run", "--format=json", *files], capture_output=True, timeout=600)
-    lines = [ln for ln in p.stdout.decode().splitlines() if ln.strip()]
-    if p.returncode != 0 or len(lines) != len(files):
-        sys.stderr.write(p.stderr.decode()[-3000:])
-        raise SystemExit(f"graphrun run exited {p.returncode} for {len(files)} files")
-    return [json.loads(ln) for ln in lines]
+    return ops_check.run_json(binary, files)
 
 
 # Bad inputs through the binary: exit 3 (invalid graph), each problem at its place.
@@ -486,21 +483,6 @@ ERROR_CASES = [
 ]
 
 
-def error_checks(binary, d):
-    failures = 0
-    for k, (body, expected) in enumerate(ERROR_CASES):
-        path = os.path.join(d, f"error_{k}." + ("json" if body.startswith("{") else "graph"))
-        with open(path, "w") as f:
-            f.write(body)
-        p = subprocess.run([binary, "run", path], capture_output=True, timeout=60)
-        err = p.stderr.decode()
-        missing = [e for e in expected if e not in err]
-        if p.returncode != 3 or missing:
-            print(f"FAIL {path}: exit {p.returncode} (want 3), missing {missing!r} in:\n{err}")
-            failures += 1
-    return failures
-
-
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("graphrun")
@@ -513,43 +495,12 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         d = args.keep or tmp
         os.makedirs(d, exist_ok=True)
-        texts, jsons = [], []
-        for g in graphs:
-            for ext, body, lst in (("graph", g.text(), texts), ("json", g.json(), jsons)):
-                path = os.path.join(d, f"{g.name}.{ext}")
-                with open(path, "w") as f:
-                    f.write(body)
-                lst.append(path)
+        texts, jsons = ops_check.write_forms(graphs, d)
         docs_t, docs_j = run(args.graphrun, texts), run(args.graphrun, jsons)
-        errors = error_checks(args.graphrun, d)
-    failures, checked = errors, 0
-    for g, dt, dj in zip(graphs, docs_t, docs_j):
-        if "error" in dt or "error" in dj:
-            print(f"FAIL {g.name}: {dt.get('error') or dj.get('error')}")
-            failures += 1
-            continue
-        outs_t = {o["name"]: o for o in dt["outputs"]}
-        outs_j = {o["name"]: o for o in dj["outputs"]}
-        for name in g.outputs:
-            ref, kind = g.checks[name]
-            o = outs_t[name]
-            if o != outs_j[name]:
-                print(f"FAIL {g.name}/{name}: the .graph and the JSON forms differ")
-                failures += 1
-                continue
-            got = to_array(o)
-            checked += 1
-            if list(got.shape) != list(np.shape(ref)):
-                print(f"FAIL {g.name}/{name}: shape {list(got.shape)}, NumPy {list(np.shape(ref))}")
-                failures += 1
-                continue
-            bad = compare(got, ref, kind, o["dtype"])
-            if bad:
-                failures += 1
-                print(f"FAIL {g.name}/{name} ({o['dtype']}, {kind}): " +
-                      "; ".join(f"at {i}: NumPy {r!r}, graphrun {v!r}" for i, r, v in bad))
-            elif args.v:
-                print(f"ok   {g.name}/{name}")
+        errors = ops_check.bad_inputs(args.graphrun, d, ERROR_CASES)
+    failures, checked = ops_check.check_outputs(graphs, docs_t, docs_j,
+                                                ops_check.numpy_judge(compare, to_array, np.shape), args.v)
+    failures += errors
     print(f"ops_numpy_test: {len(graphs)} graphs x 2 forms, {checked} outputs, {len(ERROR_CASES)} bad inputs, "
           f"{failures} failures")
     return 1 if failures else 0
