@@ -283,7 +283,7 @@ std::optional<HostValue> gather(const HostValue& data, const HostValue& indices,
             }
             if (k < 0) k += dim;
             const size_t src = static_cast<size_t>((o * dim + k) * inner) * es;
-            std::memcpy(r.bytes.data() + w, data.bytes.data() + src, static_cast<size_t>(inner) * es);
+            if (inner) std::memcpy(r.bytes.data() + w, data.bytes.data() + src, static_cast<size_t>(inner) * es);
             w += static_cast<size_t>(inner) * es;
         }
     return r;
@@ -308,7 +308,8 @@ std::optional<HostValue> concat(const std::vector<const HostValue*>& ins, int64_
     for (int64_t o = 0; o < outer; ++o)
         for (const HostValue* v : ins) {
             const size_t chunk = v->bytes.size() / static_cast<size_t>(std::max<int64_t>(outer, 1));
-            std::memcpy(r.bytes.data() + w, v->bytes.data() + static_cast<size_t>(o) * chunk, chunk);
+            if (chunk)  // an empty input (a 0 in its shape) has no bytes, and memcpy no null source
+                std::memcpy(r.bytes.data() + w, v->bytes.data() + static_cast<size_t>(o) * chunk, chunk);
             w += chunk;
         }
     return r;
