@@ -21,15 +21,37 @@
 #             and over two files with matmuls run with --reset-device
 #   bench     python3 scripts/bench/gpu_bench.py build/graphrun (against PyTorch)
 #   ctest     the whole CPU test suite (not in the default list)
-# Each step's output goes to stdout and to $LOG_DIR/STEP.log (default
-# build/device-logs); a summary line per step ends the run. The exit code is 1
-# if any step failed. BUILD_DIR overrides build/.
+# Each step's output goes to stdout and to $LOG_DIR/STEP.log (default: $OUT,
+# the device tool's folder that comes back, where it is set; else
+# build/device-logs); a summary line per step ends the run and is written to
+# $LOG_DIR/summary.log. The exit code is 1 if any step failed or did not run.
+# BUILD_DIR overrides build/.
+#
+# Time: the device tool gives one command 600 s and keeps the machine (and so
+# build/) warm only 30 s after it. DEVICE_BUDGET_S (default 540 where $OUT is
+# set, else unlimited) is this run's budget: a step runs under a timeout of
+# what is left of it, a step that would start with under 20 s left is listed
+# as "not run (budget)", and the summary is always printed, so that one call
+# reports every step it reached and a second call (`scripts/device-build.sh
+# build STEP...`, the build incremental on a warm machine) finishes the rest.
+# sanitize runs SANITIZE_JOBS (default 4) compute-sanitizer processes at once.
 # shellcheck disable=SC2317  # the step_* functions are called by name
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 root=$PWD
 build=${BUILD_DIR:-build}
-logs=${LOG_DIR:-$build/device-logs}
+if [ -n "${OUT:-}" ] && [ -d "${OUT:-}" ]; then logs=${LOG_DIR:-$OUT}; else logs=${LOG_DIR:-$build/device-logs}; fi
+budget=${DEVICE_BUDGET_S:-}
+if [ -z "$budget" ] && [ -n "${OUT:-}" ]; then budget=540; fi
+if [ -n "$budget" ] && ! [[ $budget =~ ^[0-9]+$ ]]; then
+    echo "device-build: DEVICE_BUDGET_S must be a whole number of seconds, not '$budget'" >&2
+    exit 2
+fi
+started=$(date +%s)
+# Seconds left of the budget (a large number without one).
+left() {
+    if [ -z "$budget" ]; then echo 1000000; else echo $((budget - ($(date +%s) - started))); fi
+}
 if [ $# -gt 0 ]; then steps=("$@"); else steps=(build devices ops session unit_gpu sanitize bench); fi
 bin=$build/graphrun
 
@@ -90,46 +112,61 @@ step_unit_gpu() {
     GRAPHRUN_CUDA_PLUGIN=$plugin "$build/tests/graphrun_unit_tests" --test-case='gpu:*'
 }
 
+# One compute-sanitizer run: sanitize_one LOG graphrun-args...; its exit code
+# in LOG.rc. --error-exitcode tells the sanitizer's reports apart from
+# graphrun's own exit codes; a run still going 10 s before the budget ends is
+# killed (exit 124), so that the step can still print what each run gave.
+sanitize_one() {
+    local log=$1 t=$(($(left) - 10))
+    shift
+    [ "$t" -ge 1 ] || { echo 124 >"$log.rc"; echo "not started: out of time" >"$log"; return; }
+    timeout "$t" \
+        "$cs" --tool memcheck --leak-check full --error-exitcode 97 "$bin" run "$@" >"$log" 2>&1
+    echo $? >"$log.rc"
+}
+
 step_sanitize() {
-    local cs
     cs=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
     if [ ! -x "$cs" ]; then
         echo "sanitize: compute-sanitizer not found"
         return 1
     fi
-    local fails=0 runs=0 f cleanup
+    local jobs=${SANITIZE_JOBS:-4} tmp f cleanup i
+    tmp=$(mktemp -d)
+    local -a names=() runs=()
+    # --reset-device ends the CUDA context at teardown, which is when the leak
+    # check looks.
     for f in scripts/examples/*.graph; do
         for cleanup in background safepoint close; do
-            runs=$((runs + 1))
-            # --reset-device ends the CUDA context at teardown, which is when
-            # the leak check looks; --error-exitcode tells its reports apart
-            # from graphrun's own exit codes.
-            if "$cs" --tool memcheck --leak-check full --error-exitcode 97 \
-                "$bin" run "$f" --device=gpu --cleanup="$cleanup" --iterations=2 --check-leaks --reset-device \
-                >"$logs/sanitize.run.log" 2>&1; then
-                echo "ok   $f --cleanup=$cleanup"
-            else
-                echo "FAIL $f --cleanup=$cleanup (exit $?)"
-                cat "$logs/sanitize.run.log"
-                fails=$((fails + 1))
-            fi
+            names+=("$f --cleanup=$cleanup")
+            runs+=("$f --device=gpu --cleanup=$cleanup --iterations=2 --check-leaks --reset-device")
         done
     done
     # --reset-device, then the next file's cuBLAS work in the same process.
     for cleanup in background safepoint close; do
-        runs=$((runs + 1))
-        if "$cs" --tool memcheck --leak-check full --error-exitcode 97 \
-            "$bin" run scripts/examples/matmul.graph scripts/examples/mlp.graph scripts/examples/matmul.graph \
-            --device=gpu --cleanup="$cleanup" --check-leaks --reset-device >"$logs/sanitize.run.log" 2>&1; then
-            echo "ok   matmul, mlp, matmul --reset-device --cleanup=$cleanup"
+        names+=("matmul, mlp, matmul --reset-device --cleanup=$cleanup")
+        runs+=("scripts/examples/matmul.graph scripts/examples/mlp.graph scripts/examples/matmul.graph
+                --device=gpu --cleanup=$cleanup --check-leaks --reset-device")
+    done
+    for i in "${!runs[@]}"; do
+        while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do wait -n; done
+        # shellcheck disable=SC2086  # each run is a list of words
+        sanitize_one "$tmp/$i.log" ${runs[$i]} &
+    done
+    wait
+    local fails=0 rc
+    for i in "${!runs[@]}"; do
+        rc=$(cat "$tmp/$i.log.rc" 2>/dev/null || echo "none")
+        if [ "$rc" = 0 ]; then
+            echo "ok   ${names[$i]}"
         else
-            echo "FAIL matmul, mlp, matmul --reset-device --cleanup=$cleanup (exit $?)"
-            cat "$logs/sanitize.run.log"
+            echo "FAIL ${names[$i]} (exit $rc$([ "$rc" = 124 ] && echo ': out of time'))"
+            cat "$tmp/$i.log"
             fails=$((fails + 1))
         fi
     done
-    rm -f "$logs/sanitize.run.log"
-    echo "sanitize: $((runs - fails)) passed, $fails failed"
+    rm -rf "$tmp"
+    echo "sanitize: $((${#runs[@]} - fails)) passed, $fails failed"
     [ "$fails" -eq 0 ]
 }
 
@@ -148,24 +185,35 @@ for step in "${steps[@]}"; do
     fi
 done
 mkdir -p "$build" "$logs"
+export root build bin logs blas_dir budget started
+# shellcheck disable=SC2046  # one word per function name
+export -f left sanitize_one $(declare -F | awk '$3 ~ /^step_/ {print $3}')
 
 summary=()
 status=0
 for step in "${steps[@]}"; do
+    if [ "$(left)" -lt 20 ]; then
+        summary+=("$step: not run (budget: $(left) s of ${budget} s left)")
+        status=1
+        continue
+    fi
     echo "==== $step"
     start=$(date +%s)
-    "step_$step" 2>&1 | tee "$logs/$step.log"
+    # A step's timeout is what is left of the budget; bash -c runs the step
+    # function (exported with what it reads) so that timeout can end it.
+    timeout "$(left)" bash -c "step_$step" 2>&1 | tee "$logs/$step.log"
     rc=${PIPESTATUS[0]}
     took=$(( $(date +%s) - start ))
     if [ "$rc" -eq 0 ]; then
         summary+=("$step: ok (${took} s)")
     else
-        summary+=("$step: FAILED, exit $rc (${took} s; $logs/$step.log)")
+        [ "$rc" -eq 124 ] && why="out of time" || why="exit $rc"
+        summary+=("$step: FAILED, $why (${took} s; $logs/$step.log)")
         status=1
         # Nothing else can run without a binary.
         [ "$step" = build ] && break
     fi
 done
 echo "==== summary"
-printf '%s\n' "${summary[@]}"
+printf '%s\n' "${summary[@]}" | tee "$logs/summary.log"
 exit "$status"
