@@ -13,11 +13,15 @@ CONVS = [([2, 3, 9, 9], [4, 3, 3, 3], True, ""), ([1, 4, 8, 7], [6, 2, 3, 2], Fa
          ([2, 6, 7, 7], [6, 1, 3, 3], True, ", group=6, pads=[1, 1, 1, 1]"),
          ([1, 3, 7, 7], [6, 1, 3, 3], False, ", group=3, dilations=2, pads=[2, 1, 2, 1]"),
          ([2, 8, 6, 6], [5, 8, 1, 1], True, ""), ([1, 3, 8, 9], [2, 3, 4, 3], False, ', auto_pad="SAME_LOWER", strides=2'),
-         ([2, 5, 12], [3, 5, 3], True, ", strides=2, pads=[1, 2]"), ([1, 32, 30, 30], [16, 32, 3, 3], True, ", pads=1")]
+         ([2, 5, 12], [3, 5, 3], True, ", strides=2, pads=[1, 2]"), ([1, 32, 30, 30], [16, 32, 3, 3], True, ", pads=1"),
+         # No input channels: the output is the bias (no GEMM, whose ldb would be 0).
+         ([1, 0, 5, 5], [4, 0, 3, 3], True, ""), ([2, 0, 4], [3, 0, 1], False, "")]
 TRANSPOSES = [([1, 3, 4, 4], [3, 2, 3, 3], True, ", strides=2, pads=[1, 1, 1, 1], output_padding=[1, 1]"),
               ([2, 4, 3, 5], [4, 1, 2, 2], False, ", group=2, dilations=2"),
               ([1, 2, 3, 4], [2, 2, 3, 3], False, ", strides=[3, 2], output_shape=[10, 8]"),
-              ([2, 3, 6], [3, 2, 3], True, ", strides=2")]
+              ([2, 3, 6], [3, 2, 3], True, ", strides=2"),
+              # No input pixels, the output's extent given: the output is the bias.
+              ([1, 2, 0, 3], [2, 3, 2, 2], True, ", output_shape=[4, 4]")]
 POOLS = [("max_pool", [2, 3, 9, 9], ", kernel_shape=[3, 3], strides=2, pads=1"),
          ("max_pool", [1, 2, 8, 8], ", kernel_shape=2, dilations=2, ceil_mode=true"),
          ("avg_pool", [2, 3, 9, 9], ", kernel_shape=[3, 3], strides=2, pads=1"),

@@ -209,13 +209,17 @@ class ConvAreaKernel final : public GpuKernel {
         const int64_t plane = w_.oh * w_.ow;
         launch<fill_bias<T>>(ctx_, grid_for(out.numel), kBlock, y, bias, out.numel, plane, w_.out_channels);
         const int64_t cg = w_.channels / w_.group, mg = w_.out_channels / w_.group;
+        const int64_t hw = w_.ih * w_.iw, kp = w_.kh * w_.kw;
+        // No input channels (conv, conv_transpose) or no input pixels (conv_transpose):
+        // the output is the bias, as on the CPU. cuBLAS refuses the GEMMs' leading
+        // dimensions of 0 (ldb = k, lda = hw) with CUBLAS_STATUS_INVALID_VALUE.
+        if (cg == 0 || (op_ == OpKind::ConvTranspose && hw == 0)) return;
         if (op_ == OpKind::Conv && cg == 1) {
             launch<depthwise<T>>(ctx_, grid_for(out.numel), kBlock, x, wt, y, w_);
             return;
         }
         cublasHandle_t h = ctx_.cublas;
         if (!h) throw std::runtime_error("internal error: the GPU context has no cuBLAS handle");
-        const int64_t hw = w_.ih * w_.iw, kp = w_.kh * w_.kw;
         if (op_ == OpKind::Conv) {
             const int64_t k = cg * kp;
             const bool direct = kp == 1 && w_.sh == 1 && w_.sw == 1 && !w_.ph && !w_.pw && !w_.pe_h && !w_.pe_w;
