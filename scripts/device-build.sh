@@ -65,7 +65,10 @@ if [ -f third_party/openblas.tar.xz ]; then
 fi
 
 step_build() {
-    local args=(-DGRAPHRUN_CUDA=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo
+    # Warnings are not errors there: the GPU machine's compilers (its g++ and
+    # nvcc) are not the ones CI holds the code to, and a warning new to them
+    # must not cost the verification; they are still printed in build.log.
+    local args=(-DGRAPHRUN_CUDA=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGRAPHRUN_WERROR=OFF
                 # Line tables for compute-sanitizer's reports; no effect on the code.
                 -DCMAKE_CUDA_FLAGS=-lineinfo)
     if [ ! -f "$build/CMakeCache.txt" ] && command -v ninja >/dev/null 2>&1; then args+=(-G Ninja); fi
