@@ -2,9 +2,10 @@
 // layout_plan.h): slice, split, expand and tile read each output element at
 // base + the strided offset of its index (stride 0 where an axis repeats);
 // gather reads the row its index names, after checking the index (a bad one
-// raises the device error flag, reported as a data error); pad maps each
-// output index to its input index per axis (or the constant). Grid-stride
-// loops over the output; elements move as 1-, 4- or 8-byte words.
+// raises the device error flag, reported as a data error with the CPU's
+// message); pad maps each output index to its input index per axis (or the
+// constant). Grid-stride loops over the output; elements move as 1-, 4- or
+// 8-byte words.
 #include "engine/kernels/common/layout_plan.h"
 #include "gpu/kernels/layout.cuh"
 
@@ -71,9 +72,9 @@ __global__ void pad_kernel(const E* __restrict__ x, E* __restrict__ dst, int64_t
     }
 }
 
-// A small i32/i64 index vector (slice's and pad's run-time inputs) read to
-// the host: the copy waits for the stream, so that the kernels before it
-// have written it.
+// An i32/i64 index tensor read to the host as int64 (slice's and pad's
+// run-time vectors; gather's indices on its error path): the copy waits for
+// the stream, so that the kernels before it have written it.
 std::vector<int64_t> host_indices(GpuContext& ctx, const TensorRef& t) {
     std::vector<uint8_t> bytes(static_cast<size_t>(t.numel) * dtype_size(t.dtype));
     if (!bytes.empty()) {
@@ -81,6 +82,22 @@ std::vector<int64_t> host_indices(GpuContext& ctx, const TensorRef& t) {
         GR_CUDA_THROW(cudaStreamSynchronize(ctx.stream));
     }
     return kernels::index_vector(bytes.data(), t.dtype, t.numel);
+}
+
+// The CPU's message for the first of `idx` out of range for an axis of length
+// axis_len (engine/kernels/cpu/layout.cpp's GatherKernel::normalize), or "".
+std::string gather_index_problem(const std::vector<int64_t>& idx, int64_t axis_len) {
+    for (size_t j = 0; j < idx.size(); ++j) {
+        const int64_t v = idx[j];
+        if (v < -axis_len || v >= axis_len)
+            return "index " + std::to_string(v) + " (entry " + std::to_string(j) +
+                   " of the indices) is out of range for an axis of length " +
+                   std::to_string(axis_len) +
+                   (axis_len > 0 ? " (-" + std::to_string(axis_len) + ".." +
+                                       std::to_string(axis_len - 1) + ")"
+                                 : "");
+    }
+    return "";
 }
 
 template <class F>
@@ -152,10 +169,18 @@ class GatherKernel final : public GpuKernel {
   protected:
     void compute(const TensorRef* in, TensorRef& out) override {
         if (!plan_) throw std::runtime_error("internal error: gather's attributes do not fit its inputs");
-        if (out.numel == 0) return;
+        const kernels::GatherPlan p = *plan_;
+        // An empty output (x's outer or inner part empty) reads no element, but
+        // its indices are still checked, as on the CPU: read to the host, as
+        // no kernel runs to check them.
+        if (out.numel == 0) {
+            if (p.count == 0) return;
+            std::string problem = gather_index_problem(host_indices(ctx_, in[1]), p.axis_len);
+            if (!problem.empty()) throw DataError(problem);
+            return;
+        }
         int* flag = ctx_.error_flag;
         if (!flag) throw std::runtime_error("internal error: the GPU context has no error flag");
-        const kernels::GatherPlan p = *plan_;
         by_element_size(out.dtype, [&](auto tag) {
             using E = decltype(tag);
             const E* x = static_cast<const E*>(in[0].data);
@@ -170,11 +195,15 @@ class GatherKernel final : public GpuKernel {
                                                   p.axis_len, p.inner, flag);
         });
         const int f = take_error_flag(ctx_);
-        if (f == kFlagGatherIndex)
-            throw DataError("an index is out of range for an axis of length " + std::to_string(p.axis_len) +
-                            (p.axis_len > 0 ? " (-" + std::to_string(p.axis_len) + ".." +
-                                                  std::to_string(p.axis_len - 1) + ")"
-                                            : ""));
+        if (f == kFlagGatherIndex) {
+            // The error path only: the indices read back to name the first bad
+            // one with the CPU's message.
+            std::string problem = gather_index_problem(host_indices(ctx_, in[1]), p.axis_len);
+            throw DataError(problem.empty()
+                                ? "internal error: gather flagged an index out of range, but "
+                                  "none is"
+                                : problem);
+        }
         if (f != 0) throw DataError("internal error: unknown device error flag " + std::to_string(f));
     }
 
