@@ -452,7 +452,12 @@ def error_graphs():
     yield g
     g = Graph("error_gather_index")
     g.op("r", f"gather({g.rand([4, 5], 'f32')}, {g.const('[1, 4, 0]', 'i64')})")
-    g.expect_error = "out of range for an axis of length 4"
+    g.expect_error = "index 4 (entry 1 of the indices) is out of range for an axis of length 4"
+    yield g
+    # An empty output reads nothing, but its indices are checked all the same.
+    g = Graph("error_gather_index_empty_output")
+    g.op("r", f"gather({g.rand([0, 5], 'f32')}, {g.const('[2, -6]', 'i32')}, axis=1)")
+    g.expect_error = "index -6 (entry 1 of the indices) is out of range for an axis of length 5"
     yield g
 
 

@@ -2,9 +2,10 @@
 // layout_plan.h): slice, split, expand and tile read each output element at
 // base + the strided offset of its index (stride 0 where an axis repeats);
 // gather reads the row its index names, after checking the index (a bad one
-// raises the device error flag, reported as a data error); pad maps each
-// output index to its input index per axis (or the constant). Grid-stride
-// loops over the output; elements move as 1-, 4- or 8-byte words.
+// raises the device error flag, reported as a data error with the CPU's
+// message); pad maps each output index to its input index per axis (or the
+// constant). Grid-stride loops over the output; elements move as 1-, 4- or
+// 8-byte words.
 #include "engine/kernels/common/layout_plan.h"
 #include "gpu/kernels/layout.cuh"
 
@@ -14,10 +15,32 @@ namespace {
 
 constexpr int kFlagGatherIndex = 3;  // an index out of range
 
+// The walk of a strided copy: common.cuh's Dims with room for twice the
+// rank, as tile's plan has a repeat and an input dim per axis (up to 64 dims
+// when neither merges, as on the CPU, whose tables hold kMaxDims = 64).
+constexpr int kMaxCopyDims = 2 * kMaxRank;
+struct CopyDims {
+    int rank = 0;
+    int64_t size[kMaxCopyDims] = {};
+    int64_t stride[kMaxCopyDims] = {};
+};
+
+// dims_offset (common.cuh) over CopyDims: flat index -> element offset.
+__device__ inline int64_t copy_offset(const CopyDims& d, int64_t i) {
+    int64_t off = 0;
+    for (int k = d.rank - 1; k > 0; --k) {
+        const int64_t q = i / d.size[k];
+        off += (i - q * d.size[k]) * d.stride[k];
+        i = q;
+    }
+    if (d.rank > 0) off += i * d.stride[0];
+    return off;
+}
+
 template <class E>
 __global__ void strided_kernel(const E* __restrict__ src, E* __restrict__ dst, int64_t n,
-                               const __grid_constant__ Dims dims) {
-    for (int64_t i = thread_index(); i < n; i += thread_count()) dst[i] = src[dims_offset(dims, i)];
+                               const __grid_constant__ CopyDims dims) {
+    for (int64_t i = thread_index(); i < n; i += thread_count()) dst[i] = src[copy_offset(dims, i)];
 }
 
 template <class E, class I>
@@ -71,9 +94,9 @@ __global__ void pad_kernel(const E* __restrict__ x, E* __restrict__ dst, int64_t
     }
 }
 
-// A small i32/i64 index vector (slice's and pad's run-time inputs) read to
-// the host: the copy waits for the stream, so that the kernels before it
-// have written it.
+// An i32/i64 index tensor read to the host as int64 (slice's and pad's
+// run-time vectors; gather's indices on its error path): the copy waits for
+// the stream, so that the kernels before it have written it.
 std::vector<int64_t> host_indices(GpuContext& ctx, const TensorRef& t) {
     std::vector<uint8_t> bytes(static_cast<size_t>(t.numel) * dtype_size(t.dtype));
     if (!bytes.empty()) {
@@ -81,6 +104,22 @@ std::vector<int64_t> host_indices(GpuContext& ctx, const TensorRef& t) {
         GR_CUDA_THROW(cudaStreamSynchronize(ctx.stream));
     }
     return kernels::index_vector(bytes.data(), t.dtype, t.numel);
+}
+
+// The CPU's message for the first of `idx` out of range for an axis of length
+// axis_len (engine/kernels/cpu/layout.cpp's GatherKernel::normalize), or "".
+std::string gather_index_problem(const std::vector<int64_t>& idx, int64_t axis_len) {
+    for (size_t j = 0; j < idx.size(); ++j) {
+        const int64_t v = idx[j];
+        if (v < -axis_len || v >= axis_len)
+            return "index " + std::to_string(v) + " (entry " + std::to_string(j) +
+                   " of the indices) is out of range for an axis of length " +
+                   std::to_string(axis_len) +
+                   (axis_len > 0 ? " (-" + std::to_string(axis_len) + ".." +
+                                       std::to_string(axis_len - 1) + ")"
+                                 : "");
+    }
+    return "";
 }
 
 template <class F>
@@ -128,7 +167,7 @@ class StridedCopyKernel final : public GpuKernel {
 
   private:
     void set_plan(const kernels::StridedCopy& plan) {
-        ok_ = plan.dims.size() <= static_cast<size_t>(kMaxRank);
+        ok_ = plan.dims.size() <= static_cast<size_t>(kMaxCopyDims);
         if (!ok_) return;
         base_ = plan.base;
         dims_.rank = static_cast<int>(plan.dims.size());
@@ -140,7 +179,7 @@ class StridedCopyKernel final : public GpuKernel {
 
     bool ok_ = false;
     int64_t base_ = 0;
-    Dims dims_;
+    CopyDims dims_;
 };
 
 class GatherKernel final : public GpuKernel {
@@ -152,10 +191,18 @@ class GatherKernel final : public GpuKernel {
   protected:
     void compute(const TensorRef* in, TensorRef& out) override {
         if (!plan_) throw std::runtime_error("internal error: gather's attributes do not fit its inputs");
-        if (out.numel == 0) return;
+        const kernels::GatherPlan p = *plan_;
+        // An empty output (x's outer or inner part empty) reads no element, but
+        // its indices are still checked, as on the CPU: read to the host, as
+        // no kernel runs to check them.
+        if (out.numel == 0) {
+            if (p.count == 0) return;
+            std::string problem = gather_index_problem(host_indices(ctx_, in[1]), p.axis_len);
+            if (!problem.empty()) throw DataError(problem);
+            return;
+        }
         int* flag = ctx_.error_flag;
         if (!flag) throw std::runtime_error("internal error: the GPU context has no error flag");
-        const kernels::GatherPlan p = *plan_;
         by_element_size(out.dtype, [&](auto tag) {
             using E = decltype(tag);
             const E* x = static_cast<const E*>(in[0].data);
@@ -170,11 +217,15 @@ class GatherKernel final : public GpuKernel {
                                                   p.axis_len, p.inner, flag);
         });
         const int f = take_error_flag(ctx_);
-        if (f == kFlagGatherIndex)
-            throw DataError("an index is out of range for an axis of length " + std::to_string(p.axis_len) +
-                            (p.axis_len > 0 ? " (-" + std::to_string(p.axis_len) + ".." +
-                                                  std::to_string(p.axis_len - 1) + ")"
-                                            : ""));
+        if (f == kFlagGatherIndex) {
+            // The error path only: the indices read back to name the first bad
+            // one with the CPU's message.
+            std::string problem = gather_index_problem(host_indices(ctx_, in[1]), p.axis_len);
+            throw DataError(problem.empty()
+                                ? "internal error: gather flagged an index out of range, but "
+                                  "none is"
+                                : problem);
+        }
         if (f != 0) throw DataError("internal error: unknown device error flag " + std::to_string(f));
     }
 
