@@ -13,11 +13,11 @@ namespace {
 constexpr uint64_t kMiB = uint64_t{1} << 20;
 
 // The text of a failed call, in CudaError's words: what, the call, the place.
+// cuda_error_text, as GR_CUDA_THROW's: a sticky fault of earlier work (an
+// illegal address) surfaces here, at the synchronize() after a run or the
+// copy of a node's input, and must not read as that copy's failure.
 std::string cuda_message(cudaError_t err, const char* expr, const char* file, int line) {
-    return CudaError(
-               std::string("CUDA error ") + cudaGetErrorName(err) + ": " + cudaGetErrorString(err),
-               expr, file, line)
-        .what();
+    return CudaError(cuda_error_text(err), expr, file, line).what();
 }
 
 }  // namespace
@@ -267,10 +267,9 @@ void CudaDevice::close() {
         cudaError_t err = cudaStreamSynchronize(stream_.get());
         if (err != cudaSuccess) {
             faulted = true;
-            log_cuda_failure(std::string("CUDA error ") + cudaGetErrorName(err) + ": " +
-                                 cudaGetErrorString(err) + "; " + name_ +
-                                 " is reset at the end of its teardown",
-                             "cudaStreamSynchronize(stream_.get())", __FILE__, __LINE__);
+            log_cuda_failure(
+                cuda_error_text(err) + "; " + name_ + " is reset at the end of its teardown",
+                "cudaStreamSynchronize(stream_.get())", __FILE__, __LINE__);
         }
     }
     ctx_ = GpuContext{};
