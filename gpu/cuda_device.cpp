@@ -283,9 +283,21 @@ void CudaDevice::close() {
     cublas_.reset();
     if (allocator_) allocator_->destroy();
     stream_.reset();
+    // Every failed call above (after a fault, nearly all of them) left its
+    // error as this thread's last one, which a reset need not clear: the
+    // next session on this thread (the next FILE) would read it at its first
+    // launch() or synchronize() as a failure of its own. Teardown logged them.
+    // Taken before the reset: no CUDA call follows a reset that succeeded.
+    (void)cudaGetLastError();
     // Ends the process's CUDA context on this device (--reset-device), so that
     // the driver's used-memory figure after teardown shows nothing of graphrun.
-    if (reset_device_ || faulted) GR_CUDA_LOG(cudaDeviceReset());
+    if (reset_device_ || faulted) {
+        const cudaError_t err = cudaDeviceReset();
+        if (err != cudaSuccess) {
+            log_cuda_failure(cuda_error_text(err), "cudaDeviceReset()", __FILE__, __LINE__);
+            (void)cudaGetLastError();
+        }
+    }
 }
 
 }  // namespace graphrun::gpu
