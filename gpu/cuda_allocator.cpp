@@ -62,9 +62,9 @@ void* CudaAllocator::obtain_locked(uint64_t bytes) {
         // Anything but plain exhaustion (a broken context, say) would
         // otherwise surface as a bare "out of memory": say what it was.
         if (err != cudaErrorMemoryAllocation)
-            log_cuda_failure(std::string("CUDA error ") + cudaGetErrorName(err) + ": " +
-                                 cudaGetErrorString(err),
-                             "cudaMallocFromPoolAsync(&p, bytes, pool_, stream_)", __FILE__, __LINE__);
+            log_cuda_failure(cuda_error_text(err),
+                             "cudaMallocFromPoolAsync(&p, bytes, pool_, stream_)", __FILE__,
+                             __LINE__);
         return nullptr;
     }
     return p;
@@ -83,10 +83,9 @@ void CudaAllocator::give_back_locked(void* p, uint64_t bytes) {
     // After a fault (cudaErrorIllegalAddress is sticky) every free fails the
     // same way: say it once, not once per tensor.
     if (err != cudaSuccess && !free_failure_logged_.exchange(true))
-        log_cuda_failure(std::string("CUDA error ") + cudaGetErrorName(err) + ": " +
-                             cudaGetErrorString(err) +
-                             "; later failures to free GPU buffers are not shown",
-                         "cudaFreeAsync(p, stream_)", __FILE__, __LINE__);
+        log_cuda_failure(
+            cuda_error_text(err) + "; later failures to free GPU buffers are not shown",
+            "cudaFreeAsync(p, stream_)", __FILE__, __LINE__);
 }
 
 void CudaAllocator::trim_locked() {

@@ -13,11 +13,11 @@ namespace {
 constexpr uint64_t kMiB = uint64_t{1} << 20;
 
 // The text of a failed call, in CudaError's words: what, the call, the place.
+// cuda_error_text, as GR_CUDA_THROW's: a sticky fault of earlier work (an
+// illegal address) surfaces here, at the synchronize() after a run or the
+// copy of a node's input, and must not read as that copy's failure.
 std::string cuda_message(cudaError_t err, const char* expr, const char* file, int line) {
-    return CudaError(
-               std::string("CUDA error ") + cudaGetErrorName(err) + ": " + cudaGetErrorString(err),
-               expr, file, line)
-        .what();
+    return CudaError(cuda_error_text(err), expr, file, line).what();
 }
 
 }  // namespace
@@ -267,10 +267,9 @@ void CudaDevice::close() {
         cudaError_t err = cudaStreamSynchronize(stream_.get());
         if (err != cudaSuccess) {
             faulted = true;
-            log_cuda_failure(std::string("CUDA error ") + cudaGetErrorName(err) + ": " +
-                                 cudaGetErrorString(err) + "; " + name_ +
-                                 " is reset at the end of its teardown",
-                             "cudaStreamSynchronize(stream_.get())", __FILE__, __LINE__);
+            log_cuda_failure(
+                cuda_error_text(err) + "; " + name_ + " is reset at the end of its teardown",
+                "cudaStreamSynchronize(stream_.get())", __FILE__, __LINE__);
         }
     }
     ctx_ = GpuContext{};
@@ -284,9 +283,21 @@ void CudaDevice::close() {
     cublas_.reset();
     if (allocator_) allocator_->destroy();
     stream_.reset();
+    // Every failed call above (after a fault, nearly all of them) left its
+    // error as this thread's last one, which a reset need not clear: the
+    // next session on this thread (the next FILE) would read it at its first
+    // launch() or synchronize() as a failure of its own. Teardown logged them.
+    // Taken before the reset: no CUDA call follows a reset that succeeded.
+    (void)cudaGetLastError();
     // Ends the process's CUDA context on this device (--reset-device), so that
     // the driver's used-memory figure after teardown shows nothing of graphrun.
-    if (reset_device_ || faulted) GR_CUDA_LOG(cudaDeviceReset());
+    if (reset_device_ || faulted) {
+        const cudaError_t err = cudaDeviceReset();
+        if (err != cudaSuccess) {
+            log_cuda_failure(cuda_error_text(err), "cudaDeviceReset()", __FILE__, __LINE__);
+            (void)cudaGetLastError();
+        }
+    }
 }
 
 }  // namespace graphrun::gpu

@@ -174,6 +174,10 @@ class CudaRuntime final : public GpuRuntime {
         try {
             return std::make_unique<CudaDevice>(index, opts);
         } catch (const std::exception& e) {  // CudaError, or std::bad_alloc
+            // The call that failed left its error as this thread's last one:
+            // the next session of the process (the next FILE) would read it
+            // at its first launch() or synchronize() as a failure of its own.
+            (void)cudaGetLastError();
             if (error) *error = e.what();
             return nullptr;
         }
