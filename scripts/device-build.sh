@@ -5,7 +5,7 @@
 #
 #   scripts/device-build.sh [STEP...]
 #
-# Steps (default: build devices ops session unit_gpu sanitize bench, in that order):
+# Steps (default: build devices ops session models unit_gpu sanitize bench, in that order):
 #   build     configure build/ with -DGRAPHRUN_CUDA=ON and build everything
 #   devices   graphrun devices, and --version
 #   ops       python3 tests/gpu_ops_test.py build/graphrun (every GPU op against the CPU)
@@ -13,12 +13,17 @@
 #             elements and 65535 rows, GPU-resident chains, --memory-limit under
 #             every strategy, --reset-device across files, the safepoint peak
 #             against `check`, two GPUs where present)
+#   models    python3 tests/gpu_models_test.py run third_party/models build/graphrun
+#             (ResNet-, MobileNet- and transformer-shaped models, converted by
+#             vendor-headers.sh, whole on the GPU under every strategy against
+#             NumPy and the CPU; memory back at teardown; safepoint peak = static)
 #   unit_gpu  the unit cases gpu:* on the GPU (every allocation of every example
 #             failed in turn under every strategy, --memory-limit, the static
 #             peak, --reset-device then cuBLAS in the same process)
 #   sanitize  compute-sanitizer memcheck with full leak check over every
 #             scripts/examples/*.graph, --device=gpu, under the three strategies,
-#             and over two files with matmuls run with --reset-device
+#             over two files with matmuls run with --reset-device, and over
+#             each model of third_party/models
 #   bench     python3 scripts/bench/gpu_bench.py build/graphrun (against PyTorch)
 #   ctest     the whole CPU test suite (not in the default list)
 # Each step's output goes to stdout and to $LOG_DIR/STEP.log (default: $OUT,
@@ -52,7 +57,7 @@ started=$(date +%s)
 left() {
     if [ -z "$budget" ]; then echo 1000000; else echo $((budget - ($(date +%s) - started))); fi
 }
-if [ $# -gt 0 ]; then steps=("$@"); else steps=(build devices ops session unit_gpu sanitize bench); fi
+if [ $# -gt 0 ]; then steps=("$@"); else steps=(build devices ops session models unit_gpu sanitize bench); fi
 bin=$build/graphrun
 
 # OpenBLAS carried in third_party/ (the GPU machine may have none): unpacked
@@ -109,6 +114,14 @@ step_session() {
     python3 tests/gpu_session_test.py "$bin" "$root" -v
 }
 
+step_models() {
+    if [ ! -d third_party/models ]; then
+        echo "models: no third_party/models: run scripts/vendor-headers.sh where the ONNX library is, and carry third_party/"
+        return 1
+    fi
+    python3 tests/gpu_models_test.py run third_party/models "$bin"
+}
+
 step_unit_gpu() {
     local plugin
     case $build in /*) plugin=$build/libgraphrun_cuda.so ;; *) plugin=$root/$build/libgraphrun_cuda.so ;; esac
@@ -151,6 +164,12 @@ step_sanitize() {
         runs+=("scripts/examples/matmul.graph scripts/examples/mlp.graph scripts/examples/matmul.graph
                 --device=gpu --cleanup=$cleanup --check-leaks --reset-device")
     done
+    # Long chains of kernels: the real-model scripts, where vendor-headers.sh made them.
+    for f in third_party/models/*.graph; do
+        [ -f "$f" ] || continue
+        names+=("$f --cleanup=background")
+        runs+=("$f --input=@${f%.graph}.input.npz --device=gpu --check-leaks --reset-device")
+    done
     for i in "${!runs[@]}"; do
         while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do wait -n; done
         # shellcheck disable=SC2086  # each run is a list of words
@@ -183,7 +202,7 @@ step_ctest() {
 
 for step in "${steps[@]}"; do
     if ! declare -F "step_$step" >/dev/null; then
-        echo "device-build: unknown step '$step' (build devices ops session unit_gpu sanitize bench ctest)" >&2
+        echo "device-build: unknown step '$step' (build devices ops session models unit_gpu sanitize bench ctest)" >&2
         exit 2
     fi
 done

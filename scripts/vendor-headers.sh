@@ -2,9 +2,11 @@
 # Fills third_party/ (ignored by git) with what scripts/device-build.sh needs on
 # a GPU machine that reaches no package registry: the CLI11, nlohmann/json and
 # doctest headers of this machine's Debian packages, a CMake package file for
-# each (so that the project's find_package calls work unchanged), and OpenBLAS
+# each (so that the project's find_package calls work unchanged), OpenBLAS
 # (library, its Fortran runtime, cblas.h) packed as third_party/openblas.tar.xz
-# for a machine that has no OpenBLAS of its own.
+# for a machine that has no OpenBLAS of its own, and the real-model scripts of
+# tests/gpu_models_test.py in third_party/models (built here, with the ONNX
+# front end, if build/graphrun is missing).
 # Usage: scripts/vendor-headers.sh        (then carry third_party/ to the GPU machine)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -56,8 +58,14 @@ for dep in libgfortran.so.5 libquadmath.so.0; do
 done
 tar -C "$stage" -cJf "$out/openblas.tar.xz" openblas
 
+# The real-model scripts of device-build.sh's `models` step: ResNet-, MobileNet-
+# and transformer-shaped models converted here (`graphrun convert -o`), since
+# the GPU machine has no ONNX library to read the .onnx files with.
+[ -x build/graphrun ] || scripts/build.sh
+/usr/bin/python3 tests/gpu_models_test.py prepare "$out/models" --graphrun build/graphrun
+
 cat >"$out/README" <<'EOF'
 Made by scripts/vendor-headers.sh for scripts/device-build.sh; not part of the
 project's sources (ignored by git). Rebuild it rather than edit it.
 EOF
-echo "vendor-headers: $(du -sh "$out" | cut -f1) in $out/ (headers: CLI11, nlohmann/json, doctest; OpenBLAS packed)"
+echo "vendor-headers: $(du -sh "$out" | cut -f1) in $out/ (headers: CLI11, nlohmann/json, doctest; OpenBLAS packed; model scripts)"
