@@ -40,7 +40,9 @@ int devices_command(std::ostream& out) {
         }
         out << "gpu:" << i << ": " << info->name << ", " << human_bytes(info->total_memory) << " memory, compute capability "
             << info->cc_major << "." << info->cc_minor << ", driver "
-            << (l.driver_version.empty() ? "unknown" : l.driver_version) << ", PCI " << info->pci_bus_id << "\n";
+            << (l.driver_version.empty() ? "unknown" : l.driver_version) << ", PCI " << info->pci_bus_id;
+        if (!info->unusable.empty()) out << " (not usable: " << info->unusable << ")";
+        out << "\n";
     }
     return kExitOk;
 }

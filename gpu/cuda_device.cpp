@@ -72,21 +72,21 @@ CudaDevice::CudaDevice(int index, const GpuDeviceOptions& opts)
     : index_(index), name_(DeviceName{DeviceKind::Gpu, index}.str()), reset_device_(opts.reset_device) {
     std::string no_cublas;
     if (!cublas_api(&no_cublas)) throw CudaError(no_cublas, "cublas_api()", __FILE__, __LINE__);
-    // Makes the device current and creates its primary context.
-    GR_CUDA_THROW(cudaSetDevice(index_));
-
+    // The device's attributes are read before cudaSetDevice, which creates its
+    // primary context: a GPU this build cannot use gets none (a context would
+    // hold its memory until the process ends, --reset-device or not).
     int major = 0, minor = 0, pools = 0;
     GR_CUDA_THROW(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, index_));
     GR_CUDA_THROW(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, index_));
     if (major < kMinComputeCapabilityMajor)
-        throw CudaError("the GPU has compute capability " + std::to_string(major) + "." +
-                            std::to_string(minor) + "; this build of graphrun has kernels for " +
-                            std::to_string(kMinComputeCapabilityMajor) + ".0 and newer",
-                        "cudaDevAttrComputeCapabilityMajor", __FILE__, __LINE__);
+        throw CudaError(unsupported_reason(major, minor), "cudaDevAttrComputeCapabilityMajor",
+                        __FILE__, __LINE__);
     GR_CUDA_THROW(cudaDeviceGetAttribute(&pools, cudaDevAttrMemoryPoolsSupported, index_));
     if (!pools)
         throw CudaError("the GPU (or its driver) does not support stream-ordered memory pools",
                         "cudaDevAttrMemoryPoolsSupported", __FILE__, __LINE__);
+    // Makes the device current and creates its primary context.
+    GR_CUDA_THROW(cudaSetDevice(index_));
 
     // Everything that takes device memory the allocator does not count comes
     // before the free memory is read: every kernel of the plugin, loaded now

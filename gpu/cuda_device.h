@@ -21,6 +21,15 @@ namespace graphrun::gpu {
 // newer run). Keep the two in step.
 constexpr int kMinComputeCapabilityMajor = 8;
 
+// Why this build cannot run on a GPU of compute capability major.minor (below
+// kMinComputeCapabilityMajor): `graphrun devices`, placement and opening it
+// all say it in these words.
+inline std::string unsupported_reason(int major, int minor) {
+    return "compute capability " + std::to_string(major) + "." + std::to_string(minor) +
+           "; this build of graphrun has kernels for " +
+           std::to_string(kMinComputeCapabilityMajor) + ".0 and newer";
+}
+
 // Move-only owners (tiny-cuda-nn's GPUMemory): each releases its handle once,
 // logging a failure instead of throwing.
 struct StreamDestroyer {

@@ -149,6 +149,7 @@ class CudaRuntime final : public GpuRuntime {
         info.cc_major = p.major;
         info.cc_minor = p.minor;
         info.pci_bus_id = pci_bus_id(index);
+        if (p.major < kMinComputeCapabilityMajor) info.unusable = unsupported_reason(p.major, p.minor);
         return info;
     }
 

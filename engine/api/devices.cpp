@@ -16,6 +16,10 @@ DeviceAvailability device_availability() {
     }
     a.gpu_count = rt->device_count(&why);
     a.why_no_gpu = why;
+    for (int i = 0; i < a.gpu_count; ++i) {
+        std::optional<GpuInfo> info = rt->info(i);
+        a.gpu_unusable.push_back(info ? info->unusable : "its properties cannot be read");
+    }
     a.gpu_supports = [rt](OpKind op, DType dt) { return rt->supports(op, dt); };
     return a;
 }

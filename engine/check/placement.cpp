@@ -14,6 +14,9 @@ std::string unusable_cause(const DeviceName& want, const Node& n, const DeviceAv
     if (want.index >= avail.gpu_count)
         return "no such device (" + std::to_string(avail.gpu_count) + " GPU" +
                (avail.gpu_count == 1 ? "" : "s") + " present)";
+    if (static_cast<size_t>(want.index) < avail.gpu_unusable.size() &&
+        !avail.gpu_unusable[static_cast<size_t>(want.index)].empty())
+        return avail.gpu_unusable[static_cast<size_t>(want.index)];
     if (n.op == OpKind::LoopParam) return {};
     // The plugin answers from the same op table (gpu_runs) that answers without it.
     if (avail.gpu_supports ? !avail.gpu_supports(n.op, n.dtype) : !gpu_runs(n.op, n.dtype))
@@ -28,8 +31,17 @@ std::optional<PlacementError> place(Graph& g, const PlacementOptions& opts,
     std::optional<DeviceName> fallback_default;
     bool is_auto = opts.device == "auto";
     if (!is_auto) fallback_default = parse_device_name(opts.device);
-    if (!fallback_default) fallback_default = avail.gpu_count > 0 ? DeviceName{DeviceKind::Gpu, 0}
-                                                                  : DeviceName{DeviceKind::Cpu, 0};
+    // `auto`: the first usable GPU (gpu:0 unless it is one this build cannot
+    // use, on a machine that has a newer one), else the CPU.
+    if (!fallback_default) {
+        fallback_default = DeviceName{DeviceKind::Cpu, 0};
+        for (int i = 0; i < avail.gpu_count; ++i)
+            if (static_cast<size_t>(i) >= avail.gpu_unusable.size() ||
+                avail.gpu_unusable[static_cast<size_t>(i)].empty()) {
+                fallback_default = DeviceName{DeviceKind::Gpu, i};
+                break;
+            }
+    }
     std::set<std::string> warned;
     // Per node, why it fell back to the CPU; sized on the first fallback
     // (most graphs have none, and a million-node graph would spend 32 MB on it).

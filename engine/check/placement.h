@@ -5,6 +5,7 @@
 #include <optional>
 #include <ostream>
 #include <string>
+#include <vector>
 
 #include "engine/ir/device_name.h"
 #include "engine/ir/graph.h"
@@ -24,6 +25,9 @@ struct DeviceAvailability {
     std::string why_no_gpu = "graphrun was built without CUDA support";
     // Whether a usable GPU has a kernel for this op and dtype (optional).
     std::function<bool(OpKind, DType)> gpu_supports;
+    // Per GPU index, why it cannot be used though listed ("" or missing: it
+    // can): a GPU older than this build's kernels on a machine with a newer one.
+    std::vector<std::string> gpu_unusable;
 };
 
 struct PlacementError {

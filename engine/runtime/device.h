@@ -72,6 +72,10 @@ struct GpuInfo {
     uint64_t total_memory = 0;
     int cc_major = 0, cc_minor = 0;
     std::string pci_bus_id;
+    // Why this build cannot run on it (a compute capability it has no kernels
+    // for), or "" when it can. A machine with one usable GPU lists them all,
+    // so that gpu:N stays CUDA's device N; placement treats these as unavailable.
+    std::string unusable;
 };
 
 struct GpuDeviceOptions {

@@ -132,6 +132,42 @@ TEST_CASE("placement: a fallback is logged with its cause, and the others keep t
     CHECK(log.str().find("placement: c (add) -> cpu\n") != std::string::npos);
 }
 
+TEST_CASE("placement: a listed GPU this build cannot use is unavailable, and auto takes the first usable one") {
+    // gpu:0 is older than the build's kernels, gpu:1 is not (a mixed machine).
+    DeviceAvailability mixed;
+    mixed.gpu_count = 2;
+    mixed.gpu_supports = [](OpKind, DType) { return true; };
+    const std::string old_gpu = "compute capability 7.5; this build of graphrun has kernels for 8.0 and newer";
+    mixed.gpu_unusable = {old_gpu, ""};
+    {
+        auto lg = load_ok("a = [1, 2]\nb = relu(a)\nc = neg(b, device=\"gpu:0\")\n");
+        std::ostringstream log;
+        REQUIRE_FALSE(place(lg->graph, PlacementOptions{"auto", true, false}, mixed, log).has_value());
+        const Graph& g = lg->graph;
+        CHECK(g.node(*g.find_fetchable("a")).placed == "gpu:1");
+        CHECK(g.node(*g.find_fetchable("b")).placed == "gpu:1");
+        CHECK(g.node(*g.find_fetchable("c")).placed == "cpu");
+        CHECK(log.str().find("warning: gpu:0 unavailable: " + old_gpu + "; running on cpu instead") !=
+              std::string::npos);
+    }
+    {  // without soft placement: an error naming the node, the device and why
+        auto lg = load_ok("a = [1, 2]\nb = relu(a, device=\"gpu:0\")\n");
+        std::ostringstream log;
+        auto err = place(lg->graph, PlacementOptions{"cpu", false, false}, mixed, log);
+        REQUIRE(err.has_value());
+        CHECK(err->message.find("cannot run on gpu:0: " + old_gpu) != std::string::npos);
+    }
+    {  // no usable GPU among those listed: auto is the CPU
+        DeviceAvailability all_old = mixed;
+        all_old.gpu_unusable = {old_gpu, old_gpu};
+        auto lg = load_ok("a = [1, 2]\nb = relu(a)\n");
+        std::ostringstream log;
+        REQUIRE_FALSE(place(lg->graph, PlacementOptions{"auto", true, false}, all_old, log).has_value());
+        CHECK(lg->graph.node(*lg->graph.find_fetchable("b")).placed == "cpu");
+        CHECK(log.str().empty());  // auto falls back quietly, as TensorFlow does
+    }
+}
+
 TEST_CASE("plan: a chain runs in place: the input and the literal are live") {
     // y is written over x (x dies at y), z over y: 64 + 64.
     auto lg = load_ok("x = zeros([16])\ny = x + 1\nz = y * 2\noutput z\n");
