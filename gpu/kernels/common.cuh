@@ -31,16 +31,21 @@ class DataError : public std::runtime_error {
 };
 
 // A walk over some dims of a contiguous tensor, outermost first: flat index ->
-// element offset. Passed to kernels by value (as a __grid_constant__).
-struct Dims {
+// element offset. Passed to kernels by value (as a __grid_constant__). Most
+// walks have at most the rank's dims; tile's has two per axis (WideDims).
+template <int N>
+struct DimsOf {
     int rank = 0;
-    int64_t size[kMaxRank] = {};
-    int64_t stride[kMaxRank] = {};
+    int64_t size[N] = {};
+    int64_t stride[N] = {};
 };
+using Dims = DimsOf<kMaxRank>;
+using WideDims = DimsOf<2 * kMaxRank>;
 
 // The element offset of flat index i (row-major over d's sizes). The
 // outermost dim takes the quotient unreduced, so a one-dim walk divides nothing.
-__device__ inline int64_t dims_offset(const Dims& d, int64_t i) {
+template <int N>
+__device__ inline int64_t dims_offset(const DimsOf<N>& d, int64_t i) {
     int64_t off = 0;
     for (int k = d.rank - 1; k > 0; --k) {
         const int64_t q = i / d.size[k];

@@ -15,32 +15,13 @@ namespace {
 
 constexpr int kFlagGatherIndex = 3;  // an index out of range
 
-// The walk of a strided copy: common.cuh's Dims with room for twice the
-// rank, as tile's plan has a repeat and an input dim per axis (up to 64 dims
-// when neither merges, as on the CPU, whose tables hold kMaxDims = 64).
-constexpr int kMaxCopyDims = 2 * kMaxRank;
-struct CopyDims {
-    int rank = 0;
-    int64_t size[kMaxCopyDims] = {};
-    int64_t stride[kMaxCopyDims] = {};
-};
-
-// dims_offset (common.cuh) over CopyDims: flat index -> element offset.
-__device__ inline int64_t copy_offset(const CopyDims& d, int64_t i) {
-    int64_t off = 0;
-    for (int k = d.rank - 1; k > 0; --k) {
-        const int64_t q = i / d.size[k];
-        off += (i - q * d.size[k]) * d.stride[k];
-        i = q;
-    }
-    if (d.rank > 0) off += i * d.stride[0];
-    return off;
-}
-
+// A strided copy walks common.cuh's WideDims: tile's plan has a repeat and an
+// input dim per axis (up to 64 dims when neither merges, as on the CPU, whose
+// tables hold kMaxDims = 64).
 template <class E>
 __global__ void strided_kernel(const E* __restrict__ src, E* __restrict__ dst, int64_t n,
-                               const __grid_constant__ CopyDims dims) {
-    for (int64_t i = thread_index(); i < n; i += thread_count()) dst[i] = src[copy_offset(dims, i)];
+                               const __grid_constant__ WideDims dims) {
+    for (int64_t i = thread_index(); i < n; i += thread_count()) dst[i] = src[dims_offset(dims, i)];
 }
 
 template <class E, class I>
@@ -167,7 +148,7 @@ class StridedCopyKernel final : public GpuKernel {
 
   private:
     void set_plan(const kernels::StridedCopy& plan) {
-        ok_ = plan.dims.size() <= static_cast<size_t>(kMaxCopyDims);
+        ok_ = plan.dims.size() <= static_cast<size_t>(2 * kMaxRank);
         if (!ok_) return;
         base_ = plan.base;
         dims_.rank = static_cast<int>(plan.dims.size());
@@ -179,7 +160,7 @@ class StridedCopyKernel final : public GpuKernel {
 
     bool ok_ = false;
     int64_t base_ = 0;
-    CopyDims dims_;
+    WideDims dims_;
 };
 
 class GatherKernel final : public GpuKernel {
