@@ -81,6 +81,7 @@ def beyond_spec_graphs():
         if dtype in FLOAT:
             g.op("r_special", f"{op}({g.const('[[1, nan, 3, nan], [4, 5, 5, -inf]]', dtype)}, axis=1)")
         yield g
+    yield from arg_long_graphs()
     for dtype in FLOAT:
         g = Graph(f"log_softmax_{dtype}")
         for shape, axis in (([5], 0), ([3, 4], 0), ([3, 4], -1), ([2, 3, 4], 1), ([10, 3000], -1), ([0, 4], -1)):
@@ -95,6 +96,75 @@ def beyond_spec_graphs():
     yield from norm_graphs()
     from gpu_ops_conv import conv_area_graphs  # conv, conv_transpose and the pools
     yield from conv_area_graphs()
+
+
+def spiked(g, n, dtype, spikes=None):
+    """A vector of n values drawn from 0..3 (ties everywhere), with the values
+    of spikes {position: literal} put in: random runs and one-element
+    constants concatenated on the CPU."""
+    def run(length):
+        x = g.rand([length], dtype, 0, 4)  # integers truncate to 0..3
+        return g._input(f"floor({x})") if dtype in FLOAT else x
+    parts, at = [], 0
+    for pos, value in sorted((spikes or {}).items()):
+        if pos > at:
+            parts.append(run(pos - at))
+        parts.append(g.const(f"[{value}]", dtype))
+        at = pos + 1
+    if at < n:
+        parts.append(run(n - at))
+    return parts[0] if len(parts) == 1 else g._input(f"concat({', '.join(parts)}, axis=0)")
+
+
+def arg_long_graphs():
+    """argmax/argmin over long axes with few columns, which the GPU splits over
+    blocks and threads (gpu/kernels/arg_reduce.cu), against the CPU's index:
+    ties, NaNs and infinities at several places, select_last_index both ways.
+    With the kernel's present constants 4081/4082 straddle the first chunk
+    border of a 1000000-vector, and 300043/300299 are one thread's stride
+    apart in a block."""
+    hi, lo = 9, -9  # above and below the runs' 0..3
+    for dtype in NUM:
+        g = Graph(f"arg_long_{dtype}")
+        n = 1000000
+
+        def shaped(length, spikes, shape):
+            return g._input(f"reshape({spiked(g, length, dtype, spikes)}, shape={shape_text(shape)})")
+
+        cases = [
+            ("dense", spiked(g, n, dtype), 0),
+            ("spikes", spiked(g, n, dtype, {17: lo, 4081: hi, 4082: hi, 4083: lo, 300043: hi, 300044: hi,
+                                            300299: hi, 777777: hi, 999999: lo}), 0),
+            # logits along the last axis, each row with its own extremes
+            ("logits", shaped(200000, {3: hi, 49999: hi, 60000: lo, 60256: lo, 100042: hi, 100043: lo,
+                                       199999: hi}, [4, 50000]), -1),
+            # axes before others (inner > 1): threads walk chunks of each column
+            ("cols", shaped(300000, {30: hi, 299997: hi, 1501: lo, 210001: lo}, [100000, 3]), 0),
+            ("mid", shaped(300000, {37: hi, 299999: lo}, [3, 20000, 5]), 1),
+            # many short rows: one block per row, no chunks
+            ("short", shaped(1500000, {}, [5000, 300]), 1),
+            ("odd", shaped(2 * 8193, {8192: hi, 13193: lo}, [2, 8193]), -1),
+        ]
+        if dtype in FLOAT:
+            cases += [
+                ("nan", spiked(g, n, dtype, {100: "inf", 200: "-inf", 5000: "nan", 5001: "nan", 600000: "nan",
+                                             600001: "inf", 999999: "-inf"}), 0),
+                ("nan_late", spiked(g, 300000, dtype, {10: "inf", 20: "-inf", 30: "inf", 40: "-inf",
+                                                       299998: "nan"}), 0),
+                ("inf", spiked(g, n, dtype, {7: "inf", 9: "-inf", 12: "-0.0", 13: "0", 4082: "inf",
+                                             500000: "-inf", 999998: "inf", 999999: "-inf"}), 0),
+                ("logits_nan", shaped(200000, {5: "nan", 49000: "nan", 50007: "inf", 100003: "nan",
+                                               100004: "inf"}, [4, 50000]), -1),
+                ("cols_nan", shaped(300000, {61: "nan", 270001: "nan", 1202: "inf", 299999: "-inf"},
+                                    [100000, 3]), 0),
+                # -0.0 equals 0: all ties (a bitwise compare would pick the -0.0s)
+                ("zeros", g._input(f"mul({spiked(g, 300000, dtype, {500: '-0.0', 200000: '-0.0'})}, 0)"), 0),
+            ]
+        for (name, x, axis), op, last in itertools.product(cases, ("argmax", "argmin"), (False, True)):
+            keep = "true" if name in ("dense", "logits", "mid") else "false"
+            g.op(f"{op}_{name}_{'last' if last else 'first'}",
+                 f"{op}({x}, axis={axis}, keepdims={keep}, select_last_index={'true' if last else 'false'})")
+        yield g
 
 
 def shape_graphs():
