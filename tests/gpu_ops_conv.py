@@ -1,7 +1,8 @@
 """The cases of tests/gpu_ops_test.py for the conv area (conv, conv_transpose,
 max_pool, avg_pool, global_avg_pool, global_max_pool), GPU against CPU: every
 path of both devices' kernels (im2col + GEMM, the 1x1 direct GEMM, depthwise,
-col2im, the pools and the global pools), f32 and f64."""
+col2im, the pools and the global pools), f32 and f64, with scratch of one tile
+and of several (8 MiB a tile, engine/kernels/cpu/conv.cpp, gpu/kernels/conv.cu)."""
 from gpu_ops_test import EXACT, FLOAT, Graph
 
 # Sums of up to a few hundred products of values in [-1, 1]: GEMMs of either
@@ -15,13 +16,19 @@ CONVS = [([2, 3, 9, 9], [4, 3, 3, 3], True, ""), ([1, 4, 8, 7], [6, 2, 3, 2], Fa
          ([2, 8, 6, 6], [5, 8, 1, 1], True, ""), ([1, 3, 8, 9], [2, 3, 4, 3], False, ', auto_pad="SAME_LOWER", strides=2'),
          ([2, 5, 12], [3, 5, 3], True, ", strides=2, pads=[1, 2]"), ([1, 32, 30, 30], [16, 32, 3, 3], True, ", pads=1"),
          # No input channels: the output is the bias (no GEMM, whose ldb would be 0).
-         ([1, 0, 5, 5], [4, 0, 3, 3], True, ""), ([2, 0, 4], [3, 0, 1], False, "")]
+         ([1, 0, 5, 5], [4, 0, 3, 3], True, ""), ([2, 0, 4], [3, 0, 1], False, ""),
+         # im2col's columns for a plane past one tile of 8 MiB: 144 x 16384 elements, tiles of
+         # 14563 (f32) or 7281 (f64) output pixels that end mid-row; two images, two groups.
+         ([2, 32, 128, 128], [4, 16, 3, 3], True, ", group=2, pads=1")]
 TRANSPOSES = [([1, 3, 4, 4], [3, 2, 3, 3], True, ", strides=2, pads=[1, 1, 1, 1], output_padding=[1, 1]"),
               ([2, 4, 3, 5], [4, 1, 2, 2], False, ", group=2, dilations=2"),
               ([1, 2, 3, 4], [2, 2, 3, 3], False, ", strides=[3, 2], output_shape=[10, 8]"),
               ([2, 3, 6], [3, 2, 3], True, ", strides=2"),
               # No input pixels, the output's extent given: the output is the bias.
-              ([1, 2, 0, 3], [2, 3, 2, 2], True, ", output_shape=[4, 4]")]
+              ([1, 2, 0, 3], [2, 3, 2, 2], True, ", output_shape=[4, 4]"),
+              # The GPU's columns past one tile of 8 MiB: 24 output channels of 25 x 4096
+              # elements each, tiles of 20 (f32) or 10 (f64) channels.
+              ([1, 2, 64, 64], [2, 24, 5, 5], True, "")]
 POOLS = [("max_pool", [2, 3, 9, 9], ", kernel_shape=[3, 3], strides=2, pads=1"),
          ("max_pool", [1, 2, 8, 8], ", kernel_shape=2, dilations=2, ceil_mode=true"),
          ("avg_pool", [2, 3, 9, 9], ", kernel_shape=[3, 3], strides=2, pads=1"),

@@ -11,6 +11,10 @@ op-by-op comparison: what only whole sessions on a GPU show.
   limit      --memory-limit out of memory on the GPU under all three
              strategies: close runs out, safepoint and background do not;
              all zero after teardown (--check-leaks), workspace included
+  conv_limit a conv whose whole-image im2col scratch is past --memory-limit
+             runs on the GPU in tiles (smaller ones when a tile of 8 MiB does
+             not fit either) and matches the CPU; a conv with no tile that
+             fits fails with the CPU's kind of message; zero after teardown
   reset      `graphrun run --reset-device a.graph b.graph`: the second file's
              cuBLAS work after the first file's context was ended, and a
              third file after that; the CPU's values
@@ -206,6 +210,64 @@ def test_limit(binary, workdir, gpu):
     return failures
 
 
+# im2col's columns for the whole image: k = 32 * 3 * 3 = 288 rows of 128 * 128 pixels,
+# 18 MiB of f32, past both limits of test_conv_limit; the tensors take 2.6 MiB.
+CONV_LIMIT = """
+x = random_uniform([1, 32, 128, 128], seed=51)
+w = random_uniform([8, 32, 3, 3], seed=52)
+b = random_uniform([8], seed=53)
+y = conv(x, w, b, pads=1)
+output y
+"""
+# One output pixel: no tile is smaller than its column, k = 512 * 32 * 32 = 524288
+# f32 (2 MiB), which has no room under 6 MiB beside x and w (4 MiB) and the cuBLAS
+# workspace (512 KiB).
+CONV_NO_TILE = """
+x = random_uniform([1, 512, 32, 32], seed=54)
+w = random_uniform([1, 512, 32, 32], seed=55)
+y = conv(x, w)
+output y
+"""
+
+
+def test_conv_limit(binary, workdir, gpu):
+    path = write(workdir, "conv_limit.graph", CONV_LIMIT)
+    ref = flatten(outputs(run_docs(binary, [path], ["--device=cpu"])[0])["y"]["data"])
+    failures = []
+    # Under 16 MiB the 8 MiB tile fits beside the tensors and the cuBLAS workspace (2 MiB);
+    # under 8 MiB (1 MiB of cuBLAS workspace) it does not, and a quarter of it does.
+    for limit, cleanup in ((16, "background"), (8, "background"), (8, "safepoint"), (8, "close")):
+        where = f"--memory-limit={limit}MiB --cleanup={cleanup}"
+        args = ["--device=gpu", "--no-soft-placement", f"--cleanup={cleanup}", f"--memory-limit={limit}MiB",
+                "--check-leaks"]
+        try:
+            doc = run_docs(binary, [path], args)[0]
+            y = outputs(doc)["y"]
+        except AssertionError as e:
+            failures.append(f"{where}: {e}")
+            continue
+        if y["device"] != gpu:
+            failures.append(f"{where}: y computed on {y['device']}, not {gpu}")
+        got = flatten(y["data"])
+        worst = max((abs(a - c) / max(abs(c), 1.0) for a, c in zip(got, ref)), default=0.0)
+        if len(got) != len(ref) or worst > 1e-4:
+            failures.append(f"{where}: y differs from the CPU by {worst:.3g} (relative)")
+        m = doc["memory"]["before_teardown"][gpu]
+        if m["peak"] + m["workspace"] > limit << 20:
+            failures.append(f"{where}: peak {m['peak']} + workspace {m['workspace']} past the limit")
+        failures += [f"{where}: {p}" for p in torn_down(doc)]
+    path = write(workdir, "conv_no_tile.graph", CONV_NO_TILE)
+    args = ["--device=gpu", "--no-soft-placement", "--memory-limit=6MiB", "--check-leaks"]
+    try:
+        doc = run_docs(binary, [path], args, expect_code=1)[0]
+    except AssertionError as e:
+        return failures + [f"no tile fits: {e}"]
+    want = "out of memory: 2097152 bytes of scratch for conv's im2col columns (workspace) exceed the memory limit"
+    if want not in doc.get("error", {}).get("message", ""):
+        failures.append(f"no tile fits: expected '{want}': {doc.get('error')}")
+    return failures + [f"no tile fits: {p}" for p in torn_down(doc)]
+
+
 MATMUL_A = """
 a = random_uniform([128, 96], seed=31)
 b = random_uniform([96, 64], seed=32)
@@ -317,9 +379,9 @@ def test_two_gpus(binary, workdir, gpu):
     return failures
 
 
-TESTS = ["big", "resident", "limit", "reset", "peak", "two_gpus"]
-GRAPHS = {"big": BIG, "resident": RESIDENT, "limit": LIMIT, "reset_a": MATMUL_A, "reset_b": MATMUL_B,
-          "two_gpus": TWO_GPUS}
+TESTS = ["big", "resident", "limit", "conv_limit", "reset", "peak", "two_gpus"]
+GRAPHS = {"big": BIG, "resident": RESIDENT, "limit": LIMIT, "conv_limit": CONV_LIMIT, "conv_no_tile": CONV_NO_TILE,
+          "reset_a": MATMUL_A, "reset_b": MATMUL_B, "two_gpus": TWO_GPUS}
 
 
 def check_scripts(binary, workdir):

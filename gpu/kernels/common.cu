@@ -25,10 +25,13 @@ std::string GpuKernel::run(const TensorRef* inputs, size_t n_inputs, TensorRef& 
     }
 }
 
-Scratch::Scratch(GpuContext& ctx, uint64_t bytes, const char* what) : ctx_(ctx), bytes_(bytes) {
-    if (bytes == 0) return;
-    if (ctx.scratch_alloc) p_ = ctx.scratch_alloc(bytes);
-    if (!p_)
+Scratch::Scratch(GpuContext& ctx, uint64_t bytes, std::nothrow_t) : ctx_(ctx), bytes_(bytes) {
+    if (bytes != 0 && ctx.scratch_alloc) p_ = ctx.scratch_alloc(bytes);
+}
+
+Scratch::Scratch(GpuContext& ctx, uint64_t bytes, const char* what)
+    : Scratch(ctx, bytes, std::nothrow) {
+    if (bytes != 0 && !p_)
         throw std::runtime_error("out of GPU memory: " + std::to_string(bytes) +
                                  " bytes of scratch for " + what);
 }

@@ -6,6 +6,7 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <new>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -126,6 +127,10 @@ class GpuKernel : public kernels::NodeKernel {
 class Scratch {
   public:
     Scratch(GpuContext& ctx, uint64_t bytes, const char* what);
+    // As above, but get() is nullptr when the allocator refuses (after the
+    // session's second chance), for a caller that then tries a smaller buffer
+    // (conv's tiles). `bytes` > 0.
+    Scratch(GpuContext& ctx, uint64_t bytes, std::nothrow_t);
     ~Scratch();
     Scratch(const Scratch&) = delete;
     Scratch& operator=(const Scratch&) = delete;

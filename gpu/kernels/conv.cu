@@ -1,17 +1,26 @@
 // conv, conv_transpose and the pools on the GPU (ONNX semantics; the window
 // from engine/ir/conv_geometry.h, as on the CPU).
-//   conv: per image and group, im2col into scratch, then one cuBLAS GEMM
-//     onto the output, which starts as the bias (beta = 1); a 1x1 stride-1
-//     unpadded conv skips im2col; a depthwise conv (one input channel per
-//     group) is a direct kernel, one thread per output element.
-//   conv_transpose: per image and group, col = W_g^T X_g (cuBLAS), then a
-//     col2im kernel that gathers each output element's contributions (no
-//     atomics) and adds them to the bias.
+//   conv: per image and group, a tile of output pixels at a time, im2col of
+//     the tile's columns into scratch, then one cuBLAS GEMM onto the tile's
+//     part of the output, which starts as the bias (beta = 1); a 1x1 stride-1
+//     unpadded conv skips im2col (one GEMM on x itself); a depthwise conv (one
+//     input channel per group) is a direct kernel, one thread per output element.
+//   conv_transpose: per image and group, a tile of output channels at a time,
+//     col = W_g^T X_g for those channels (cuBLAS), then a col2im kernel that
+//     gathers each of their output elements' contributions (no atomics) and
+//     adds them to the bias.
 //   pools: one thread per output element; the global pools one block per plane.
+// The scratch (counted as workspace under --memory-limit) is bounded as on the
+// CPU (engine/kernels/cpu/conv.cpp): tiles of about kTileBytes, smaller ones
+// when the limit has no room for that, so that a graph the CPU runs under a
+// limit runs on the GPU under it too.
 // cuBLAS is column-major: a row-major product C[m,n] = A[m,k] B[k,n] is
 // computed as C^T = B^T A^T, so the operands swap places and nothing is copied.
 #include <algorithm>
 #include <cmath>
+#include <memory>
+#include <new>
+#include <string>
 
 #include "engine/ir/conv_geometry.h"
 #include "engine/kernels/common/kernel_common.h"
@@ -53,12 +62,47 @@ __global__ void fill_bias(T* __restrict__ y, const T* __restrict__ bias, int64_t
     for (int64_t i = thread_index(); i < n; i += thread_count()) y[i] = bias ? bias[(i / plane) % channels] : T(0);
 }
 
-// col[r, p] for r = (c, ki, kj) of one group's planes x, p an output pixel.
+// Scratch per tile is kept near this, and a tile that does not fit is cut to
+// a quarter, down to a least tile, as on the CPU (engine/kernels/cpu/conv.cpp).
+constexpr uint64_t kTileBytes = uint64_t{8} << 20;
+constexpr int64_t kMinTile = 16;  // output pixels of a conv tile, at least
+
+// Units (of `unit` elements of T each) per tile, at most `n`, at least `min_tile`.
 template <class T>
-__global__ void im2col(const T* __restrict__ x, T* __restrict__ col, Win w, int64_t rows) {
-    const int64_t p_n = w.oh * w.ow, n = rows * p_n;
-    for (int64_t i = thread_index(); i < n; i += thread_count()) {
-        const int64_t r = i / p_n, p = i - r * p_n;
+int64_t tile_for(int64_t unit, int64_t n, int64_t min_tile) {
+    const int64_t fit = static_cast<int64_t>(kTileBytes / sizeof(T)) / std::max<int64_t>(unit, 1);
+    return std::max<int64_t>(std::min(n, std::max(fit, min_tile)), 1);
+}
+
+// Scratch for `tile` units of `unit` elements of T. When the allocator refuses
+// it (after the session's second chance inside scratch_alloc: the strategy's
+// backlog given back), a quarter of the tile, down to `min_tile`; then an error
+// worded as the CPU's. A refused try holds nothing, so nothing leaks. Sets
+// `tile` to the tile it got.
+template <class T>
+std::unique_ptr<Scratch> tile_scratch(GpuContext& ctx, int64_t unit, int64_t& tile,
+                                      int64_t min_tile, const char* what) {
+    for (;;) {
+        const uint64_t bytes = static_cast<uint64_t>(unit * tile) * sizeof(T);
+        auto buf = std::make_unique<Scratch>(ctx, bytes, std::nothrow);
+        if (buf->get()) return buf;
+        if (tile <= min_tile)
+            throw std::runtime_error("out of memory: " + std::to_string(bytes) +
+                                     " bytes of scratch for " + what +
+                                     " (workspace) exceed the memory limit (or the GPU's free "
+                                     "memory)");
+        tile = std::max(min_tile, tile / 4);
+    }
+}
+
+// col[r, q] for r = (c, ki, kj) of one group's planes x and q < n, the output
+// pixel p0 + q: the columns of a tile of n output pixels.
+template <class T>
+__global__ void im2col(const T* __restrict__ x, T* __restrict__ col, Win w, int64_t rows,
+                       int64_t p0, int64_t n) {
+    const int64_t total = rows * n;
+    for (int64_t i = thread_index(); i < total; i += thread_count()) {
+        const int64_t r = i / n, p = p0 + (i - r * n);
         const int64_t c = r / (w.kh * w.kw), ki = (r / w.kw) % w.kh, kj = r % w.kw;
         const int64_t oh = p / w.ow, ow = p - oh * w.ow;
         const int64_t ih = oh * w.sh + ki * w.dh - w.ph, iw = ow * w.sw + kj * w.dw - w.pw;
@@ -88,8 +132,8 @@ __global__ void depthwise(const T* __restrict__ x, const T* __restrict__ wt, T* 
     }
 }
 
-// One group's output planes y[Mg, oh, ow] += the col entries that land on them
-// (col[(m, ki, kj), input pixel]).
+// Output planes y[mg, oh, ow] (one group's, or a tile of its channels) += the
+// col entries that land on them (col[(m, ki, kj), input pixel], m < mg).
 template <class T>
 __global__ void col2im(const T* __restrict__ col, T* __restrict__ y, Win w, int64_t mg) {
     const int64_t plane = w.oh * w.ow, n = mg * plane, hw = w.ih * w.iw;
@@ -222,38 +266,63 @@ class ConvAreaKernel final : public GpuKernel {
         if (!h) throw std::runtime_error("internal error: the GPU context has no cuBLAS handle");
         if (op_ == OpKind::Conv) {
             const int64_t k = cg * kp;
-            const bool direct = kp == 1 && w_.sh == 1 && w_.sw == 1 && !w_.ph && !w_.pw && !w_.pe_h && !w_.pe_w;
-            Scratch col(ctx_, direct ? 0 : static_cast<uint64_t>(k * plane) * sizeof(T), "conv's im2col columns");
-            T* c = static_cast<T*>(col.get());
+            const bool direct =
+                kp == 1 && w_.sh == 1 && w_.sw == 1 && !w_.ph && !w_.pw && !w_.pe_h && !w_.pe_w;
+            // The direct GEMM reads x itself: one tile of the whole plane, no scratch.
+            int64_t tile = plane;
+            std::unique_ptr<Scratch> col;
+            if (!direct) {
+                tile = tile_for<T>(k, plane, kMinTile);
+                col = tile_scratch<T>(ctx_, k, tile, kMinTile, "conv's im2col columns");
+            }
+            T* c = col ? static_cast<T*>(col->get()) : nullptr;
             for (int64_t b = 0; b < w_.batch; ++b)
                 for (int64_t gi = 0; gi < w_.group; ++gi) {
                     const T* xg = x + (b * w_.channels + gi * cg) * hw;
                     T* yg = y + (b * w_.out_channels + gi * mg) * plane;
-                    const T* src = xg;
-                    if (!direct) {
-                        launch<im2col<T>>(ctx_, grid_for(k * plane), kBlock, xg, c, w_, k);
-                        src = c;
+                    // The one scratch buffer serves every tile: its launches are in stream order.
+                    for (int64_t p0 = 0; p0 < plane; p0 += tile) {
+                        const int64_t n = std::min(tile, plane - p0);
+                        const T* src = xg;
+                        if (!direct) {
+                            launch<im2col<T>>(ctx_, grid_for(k * n), kBlock, xg, c, w_, k, p0, n);
+                            src = c;
+                        }
+                        // Y_g[:, p0 : p0 + n] = W_g[mg, k] col[k, n]; column-major:
+                        // Y_g^T's rows p0.. (ld plane) = col^T[n, k] (ld n) W_g^T[k, mg] (ld k).
+                        GR_CUBLAS_THROW(with_memory_retry([&] {
+                            return gemm(h, CUBLAS_OP_N, CUBLAS_OP_N, n, mg, k, src, n,
+                                        wt + gi * mg * k, k, T(1), yg + p0, plane);
+                        }));
                     }
-                    // Y_g[mg, plane] = W_g[mg, k] col[k, plane]
-                    GR_CUBLAS_THROW(with_memory_retry([&] {
-                        return gemm(h, CUBLAS_OP_N, CUBLAS_OP_N, plane, mg, k, src, plane, wt + gi * mg * k, k, T(1),
-                                    yg, plane);
-                    }));
                 }
             return;
         }
-        // conv_transpose: col[mg * kp, hw] = W_g^T[mg * kp, cg] X_g[cg, hw]
+        // conv_transpose: col[mg * kp, hw] = W_g^T[mg * kp, cg] X_g[cg, hw], in tiles of the
+        // group's output channels: a tile of tm channels computes only their rows of col (W_g's
+        // columns from m0 * kp, ldb still mg * kp), and col2im fills only their planes. Not
+        // tiles of input pixels, as on the CPU: col2im gathers each output element's
+        // contributions from every input pixel's columns at once (a scatter would need
+        // atomics). So the least scratch is one channel's rows, kp * hw elements.
         const int64_t kk = mg * kp;
-        Scratch col(ctx_, static_cast<uint64_t>(kk * hw) * sizeof(T), "conv_transpose's columns");
-        T* c = static_cast<T*>(col.get());
+        int64_t tile = tile_for<T>(kp * hw, mg, 1);
+        std::unique_ptr<Scratch> col =
+            tile_scratch<T>(ctx_, kp * hw, tile, 1, "conv_transpose's columns");
+        T* c = static_cast<T*>(col->get());
         for (int64_t b = 0; b < w_.batch; ++b)
             for (int64_t gi = 0; gi < w_.group; ++gi) {
                 const T* xg = x + (b * w_.channels + gi * cg) * hw;
                 T* yg = y + (b * w_.out_channels + gi * mg) * plane;
-                GR_CUBLAS_THROW(with_memory_retry([&] {
-                    return gemm(h, CUBLAS_OP_N, CUBLAS_OP_T, hw, kk, cg, xg, hw, wt + gi * cg * kk, kk, T(0), c, hw);
-                }));
-                launch<col2im<T>>(ctx_, grid_for(mg * plane), kBlock, c, yg, w_, mg);
+                for (int64_t m0 = 0; m0 < mg; m0 += tile) {
+                    const int64_t tm = std::min(tile, mg - m0);
+                    // col^T[hw, tm * kp] = X_g^T[hw, cg] (W_g[cg, m0 * kp :])
+                    GR_CUBLAS_THROW(with_memory_retry([&] {
+                        return gemm(h, CUBLAS_OP_N, CUBLAS_OP_T, hw, tm * kp, cg, xg, hw,
+                                    wt + gi * cg * kk + m0 * kp, kk, T(0), c, hw);
+                    }));
+                    launch<col2im<T>>(ctx_, grid_for(tm * plane), kBlock, c, yg + m0 * plane, w_,
+                                      tm);
+                }
             }
     }
 
