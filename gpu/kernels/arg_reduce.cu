@@ -24,11 +24,7 @@ namespace graphrun::gpu {
 
 namespace {
 
-constexpr int kArgBlock = 256;             // threads of the block kernel (a power of two)
-constexpr int64_t kBlockTarget = 4096;     // blocks worth splitting a reduction for
-constexpr int64_t kBlockChunk = 4096;      // input elements per block, at least, when split
-constexpr int64_t kSerialTarget = 262144;  // threads worth splitting a reduction for
-constexpr int64_t kSerialChunk = 256;      // input elements per thread, at least, when split
+constexpr int kArgBlock = kReduceBlock;  // threads of the block kernel
 
 // Whether (v, i) comes before (b, j), i != j, in the order whose first
 // element is the CPU's answer: any NaN before any number, NaNs by index;
@@ -169,13 +165,7 @@ class ArgReduceKernel final : public GpuKernel {
         if (out.numel == 0) return;
         const int64_t columns = outer_ * inner_;
         const bool block = inner_ == 1 && len_ >= kArgBlock;
-        const int64_t target = block ? kBlockTarget : kSerialTarget;
-        const int64_t min_chunk = block ? kBlockChunk : kSerialChunk;
-        int64_t splits = 1;
-        if (columns < target && len_ >= 2 * min_chunk)
-            splits = std::min((len_ + min_chunk - 1) / min_chunk, (target + columns - 1) / columns);
-        const int64_t chunk = (len_ + splits - 1) / splits;
-        splits = (len_ + chunk - 1) / chunk;  // every chunk non-empty
+        const auto [chunk, splits] = split_reduction(columns, len_, block);
 
         // Indices first: the values after them stay aligned for any T.
         const uint64_t parts = splits > 1 ? static_cast<uint64_t>(columns * splits) : 0;

@@ -5,6 +5,7 @@
 #pragma once
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <new>
 #include <stdexcept>
@@ -70,6 +71,35 @@ inline unsigned grid_for(int64_t n, int block = kBlock) {
     if (blocks < 1) blocks = 1;
     if (blocks > kMaxGrid) blocks = kMaxGrid;
     return static_cast<unsigned>(blocks);
+}
+
+// How a reduction of `outputs` results over `len` elements each is cut into
+// chunks (reduce.cu, arg_reduce.cu): with few results and a long axis each is
+// split, so that the GPU has enough blocks (`block`: a block per chunk) or
+// threads (a thread per chunk) to fill it; the chunks' partial results are
+// combined by a second kernel. Every chunk is non-empty; splits == 1 means
+// none is split.
+constexpr int kReduceBlock = 256;          // threads of a block-per-chunk kernel (a power of two)
+constexpr int64_t kBlockTarget = 4096;     // blocks worth splitting a reduction for
+constexpr int64_t kBlockChunk = 4096;      // input elements per block, at least, when split
+constexpr int64_t kSerialTarget = 262144;  // threads worth splitting a reduction for
+constexpr int64_t kSerialChunk = 256;      // input elements per thread, at least, when split
+
+struct ReductionSplit {
+    int64_t chunk = 0;   // elements of the axis per chunk
+    int64_t splits = 1;  // chunks per result
+};
+
+inline ReductionSplit split_reduction(int64_t outputs, int64_t len, bool block) {
+    const int64_t target = block ? kBlockTarget : kSerialTarget;
+    const int64_t min_chunk = block ? kBlockChunk : kSerialChunk;
+    int64_t splits = 1;
+    if (outputs < target && len >= 2 * min_chunk)
+        splits = std::min((len + min_chunk - 1) / min_chunk, (target + outputs - 1) / outputs);
+    ReductionSplit s;
+    s.chunk = (len + splits - 1) / splits;
+    s.splits = (len + s.chunk - 1) / s.chunk;  // every chunk non-empty
+    return s;
 }
 
 // Every kernel that launch() launches, registered when the plugin is loaded

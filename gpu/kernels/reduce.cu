@@ -23,11 +23,6 @@ namespace graphrun::gpu {
 
 namespace {
 
-constexpr int kReduceBlock = 256;          // threads of the block kernel (a power of two)
-constexpr int64_t kBlockTarget = 4096;     // blocks worth splitting a reduction for
-constexpr int64_t kBlockChunk = 4096;      // input elements per block, at least, when split
-constexpr int64_t kSerialTarget = 262144;  // threads worth splitting a reduction for
-constexpr int64_t kSerialChunk = 256;      // input elements per thread, at least, when split
 
 enum class ReduceKind { Sum, Max, Mean, Min, Prod };
 
@@ -215,13 +210,7 @@ class ReduceKernel final : public GpuKernel {
         }
         const T* x = static_cast<const T*>(in[0].data);
         const bool block = inner_reduced_ && count_ >= kReduceBlock;
-        const int64_t target = block ? kBlockTarget : kSerialTarget;
-        const int64_t min_chunk = block ? kBlockChunk : kSerialChunk;
-        int64_t splits = 1;
-        if (nout < target && count_ >= 2 * min_chunk)
-            splits = std::min((count_ + min_chunk - 1) / min_chunk, (target + nout - 1) / nout);
-        const int64_t chunk = (count_ + splits - 1) / splits;
-        splits = (count_ + chunk - 1) / chunk;
+        const auto [chunk, splits] = split_reduction(nout, count_, block);
 
         const char* what = op_name(op_);
         Scratch partial(ctx_, splits > 1 ? static_cast<uint64_t>(nout * splits) * sizeof(Acc) : 0,
