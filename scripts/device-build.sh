@@ -28,8 +28,9 @@
 #   ctest     the whole CPU test suite (not in the default list)
 # Each step's output goes to stdout and to $LOG_DIR/STEP.log (default: $OUT,
 # the device tool's folder that comes back, where it is set; else
-# build/device-logs); a summary line per step ends the run and is written to
-# $LOG_DIR/summary.log. The exit code is 1 if any step failed or did not run.
+# build/device-logs; the device tool brings back 8 files, one per default
+# step); a summary line per step ends the run. The exit code is 1 if any step
+# failed or did not run.
 # BUILD_DIR overrides build/.
 #
 # Time: the device tool gives one command 600 s and keeps the machine (and so
@@ -237,5 +238,5 @@ for step in "${steps[@]}"; do
     fi
 done
 echo "==== summary"
-printf '%s\n' "${summary[@]}" | tee "$logs/summary.log"
+printf '%s\n' "${summary[@]}"
 exit "$status"
