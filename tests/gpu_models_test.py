@@ -31,9 +31,12 @@ import sys
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from gpu_ops_test import gpu_usable  # noqa: E402
+from gpu_session_test import torn_down  # noqa: E402
+
 RTOL = 1e-4  # max |error| / max |reference|, as tests/onnx_models_test.py
 STRATEGIES = ("background", "safepoint", "close")
-TEARDOWN_ZERO = ("in_use", "pending", "reserved", "live", "workspace")
 
 
 def models():
@@ -76,14 +79,6 @@ def run_json(graphrun, args):
     return p.returncode, docs, p.stderr
 
 
-def gpu_usable(graphrun):
-    out = subprocess.run([graphrun, "devices"], capture_output=True, text=True).stdout
-    for line in out.splitlines():
-        if line.startswith("gpu: none usable"):
-            return False, line.split(":", 2)[-1].strip()
-    return True, ""
-
-
 class Checks:
     def __init__(self):
         self.failures = 0
@@ -122,9 +117,8 @@ def run_model(c, graphrun, d, name, device, tmp):
         for o in doc["outputs"]:
             c.check(o["device"] == device if device == "cpu" else o["device"].startswith("gpu"),
                     f"{what}: output {o['name']} on {o['device']}")
-        for dev, stats in doc["memory"]["after_teardown"].items():
-            left = {k: stats.get(k) for k in TEARDOWN_ZERO if stats.get(k)}
-            c.check(not left and stats["allocs"] == stats["frees"], f"{what}: {dev} after teardown: {stats}")
+        bad = torn_down(doc)
+        c.check(not bad, f"{what}: {'; '.join(bad)}")
         peaks[cleanup] = {dev: s["peak"] for dev, s in doc["memory"]["before_teardown"].items()}
         for oname in expected.files:
             path = os.path.join(out, oname + ".npy")

@@ -7,6 +7,13 @@ namespace graphrun {
 
 namespace {
 
+// Why the listed GPU `index` cannot be used at all, or "" when it can.
+const std::string& gpu_unusable(const DeviceAvailability& avail, int index) {
+    static const std::string usable;
+    const auto i = static_cast<size_t>(index);
+    return i < avail.gpu_unusable.size() ? avail.gpu_unusable[i] : usable;
+}
+
 // Why `want` cannot run `n`, or "" when it can.
 std::string unusable_cause(const DeviceName& want, const Node& n, const DeviceAvailability& avail) {
     if (want.kind == DeviceKind::Cpu) return {};
@@ -14,9 +21,7 @@ std::string unusable_cause(const DeviceName& want, const Node& n, const DeviceAv
     if (want.index >= avail.gpu_count)
         return "no such device (" + std::to_string(avail.gpu_count) + " GPU" +
                (avail.gpu_count == 1 ? "" : "s") + " present)";
-    if (static_cast<size_t>(want.index) < avail.gpu_unusable.size() &&
-        !avail.gpu_unusable[static_cast<size_t>(want.index)].empty())
-        return avail.gpu_unusable[static_cast<size_t>(want.index)];
+    if (const std::string& why = gpu_unusable(avail, want.index); !why.empty()) return why;
     if (n.op == OpKind::LoopParam) return {};
     // The plugin answers from the same op table (gpu_runs) that answers without it.
     if (avail.gpu_supports ? !avail.gpu_supports(n.op, n.dtype) : !gpu_runs(n.op, n.dtype))
@@ -36,8 +41,7 @@ std::optional<PlacementError> place(Graph& g, const PlacementOptions& opts,
     if (!fallback_default) {
         fallback_default = DeviceName{DeviceKind::Cpu, 0};
         for (int i = 0; i < avail.gpu_count; ++i)
-            if (static_cast<size_t>(i) >= avail.gpu_unusable.size() ||
-                avail.gpu_unusable[static_cast<size_t>(i)].empty()) {
+            if (gpu_unusable(avail, i).empty()) {
                 fallback_default = DeviceName{DeviceKind::Gpu, i};
                 break;
             }

@@ -11,7 +11,7 @@
 //     adds them to the bias.
 //   pools: one thread per output element; the global pools one block per plane.
 // The scratch (counted as workspace under --memory-limit) is bounded as on the
-// CPU (engine/kernels/cpu/conv.cpp): tiles of about kTileBytes, smaller ones
+// CPU (engine/kernels/cpu/conv.cpp): tiles of about kConvTileBytes, smaller ones
 // when the limit has no room for that, so that a graph the CPU runs under a
 // limit runs on the GPU under it too.
 // cuBLAS is column-major: a row-major product C[m,n] = A[m,k] B[k,n] is
@@ -60,18 +60,6 @@ cublasStatus_t gemm(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb
 template <class T>
 __global__ void fill_bias(T* __restrict__ y, const T* __restrict__ bias, int64_t n, int64_t plane, int64_t channels) {
     for (int64_t i = thread_index(); i < n; i += thread_count()) y[i] = bias ? bias[(i / plane) % channels] : T(0);
-}
-
-// Scratch per tile is kept near this, and a tile that does not fit is cut to
-// a quarter, down to a least tile, as on the CPU (engine/kernels/cpu/conv.cpp).
-constexpr uint64_t kTileBytes = uint64_t{8} << 20;
-constexpr int64_t kMinTile = 16;  // output pixels of a conv tile, at least
-
-// Units (of `unit` elements of T each) per tile, at most `n`, at least `min_tile`.
-template <class T>
-int64_t tile_for(int64_t unit, int64_t n, int64_t min_tile) {
-    const int64_t fit = static_cast<int64_t>(kTileBytes / sizeof(T)) / std::max<int64_t>(unit, 1);
-    return std::max<int64_t>(std::min(n, std::max(fit, min_tile)), 1);
 }
 
 // Scratch for `tile` units of `unit` elements of T. When the allocator refuses
@@ -272,8 +260,8 @@ class ConvAreaKernel final : public GpuKernel {
             int64_t tile = plane;
             std::unique_ptr<Scratch> col;
             if (!direct) {
-                tile = tile_for<T>(k, plane, kMinTile);
-                col = tile_scratch<T>(ctx_, k, tile, kMinTile, "conv's im2col columns");
+                tile = kernels::conv_tile_for<T>(k, plane);
+                col = tile_scratch<T>(ctx_, k, tile, kernels::kConvMinTile, "conv's im2col columns");
             }
             T* c = col ? static_cast<T*>(col->get()) : nullptr;
             for (int64_t b = 0; b < w_.batch; ++b)
@@ -305,7 +293,7 @@ class ConvAreaKernel final : public GpuKernel {
         // contributions from every input pixel's columns at once (a scatter would need
         // atomics). So the least scratch is one channel's rows, kp * hw elements.
         const int64_t kk = mg * kp;
-        int64_t tile = tile_for<T>(kp * hw, mg, 1);
+        int64_t tile = kernels::conv_tile_for<T>(kp * hw, mg, 1);
         std::unique_ptr<Scratch> col =
             tile_scratch<T>(ctx_, kp * hw, tile, 1, "conv_transpose's columns");
         T* c = static_cast<T*>(col->get());

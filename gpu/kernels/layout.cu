@@ -87,18 +87,13 @@ std::vector<int64_t> host_indices(GpuContext& ctx, const TensorRef& t) {
     return kernels::index_vector(bytes.data(), t.dtype, t.numel);
 }
 
-// The CPU's message for the first of `idx` out of range for an axis of length
-// axis_len (engine/kernels/cpu/layout.cpp's GatherKernel::normalize), or "".
+// The message for the first of `idx` out of range for an axis of length
+// axis_len, as the CPU gives it (kernels::gather_index_error), or "".
 std::string gather_index_problem(const std::vector<int64_t>& idx, int64_t axis_len) {
     for (size_t j = 0; j < idx.size(); ++j) {
         const int64_t v = idx[j];
         if (v < -axis_len || v >= axis_len)
-            return "index " + std::to_string(v) + " (entry " + std::to_string(j) +
-                   " of the indices) is out of range for an axis of length " +
-                   std::to_string(axis_len) +
-                   (axis_len > 0 ? " (-" + std::to_string(axis_len) + ".." +
-                                       std::to_string(axis_len - 1) + ")"
-                                 : "");
+            return kernels::gather_index_error(v, static_cast<int64_t>(j), axis_len);
     }
     return "";
 }

@@ -5,6 +5,7 @@
 // dtype dispatch and the blocked loop that lets the compiler vectorize at -O2
 // on the x86-64 baseline.
 #pragma once
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <optional>
@@ -183,6 +184,20 @@ inline void blocked_loop(int64_t n, F f) {
     for (; i + kVectorBlock <= n; i += kVectorBlock)
         for (int j = 0; j < kVectorBlock; ++j) f(i + j);
     for (; i < n; ++i) f(i);
+}
+
+// conv's scratch on both devices (im2col's columns, conv_transpose's): tiles
+// of about kConvTileBytes, cut to a quarter while the memory limit has no room
+// for one, down to a least tile.
+constexpr uint64_t kConvTileBytes = uint64_t{8} << 20;
+constexpr int64_t kConvMinTile = 16;  // output pixels of a conv tile, at least
+
+// Units of `unit` elements of T per tile: about kConvTileBytes, at most `n`,
+// at least `min_tile` (and 1).
+template <class T>
+int64_t conv_tile_for(int64_t unit, int64_t n, int64_t min_tile = kConvMinTile) {
+    const int64_t fit = static_cast<int64_t>(kConvTileBytes / sizeof(T)) / std::max<int64_t>(unit, 1);
+    return std::max<int64_t>(std::min(n, std::max(fit, min_tile)), 1);
 }
 
 }  // namespace graphrun::kernels

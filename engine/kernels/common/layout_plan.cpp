@@ -194,6 +194,13 @@ std::string pad_plan_at_run(PadMode mode, const Shape& in, const Shape& want, co
     return "";
 }
 
+std::string gather_index_error(int64_t value, int64_t entry, int64_t axis_len) {
+    return "index " + std::to_string(value) + " (entry " + std::to_string(entry) +
+           " of the indices) is out of range for an axis of length " + std::to_string(axis_len) +
+           (axis_len > 0 ? " (-" + std::to_string(axis_len) + ".." + std::to_string(axis_len - 1) + ")"
+                         : "");
+}
+
 std::vector<int64_t> index_vector(const void* data, DType t, int64_t n) {
     std::vector<int64_t> v(static_cast<size_t>(n));
     for (int64_t i = 0; i < n; ++i)

@@ -31,6 +31,9 @@ struct GatherPlan {
     int64_t outer = 1, axis_len = 0, inner = 1, count = 0;
 };
 std::optional<GatherPlan> gather_plan(const Node& n, const Shape& x, const Shape& indices);
+// Index `value`, entry `entry` of gather's indices, is outside [-axis_len, axis_len):
+// the message both devices give.
+std::string gather_index_error(int64_t value, int64_t entry, int64_t axis_len);
 
 // pad: per input axis, its length, the pad before it (negative: cropped)
 // and the output's length; the mode; the constant's bytes in the node's dtype.

@@ -61,17 +61,6 @@ class ScratchBuffer {
     uint64_t bytes_;
 };
 
-// Scratch per worker is kept near this (a tile of im2col's columns).
-constexpr uint64_t kTileBytes = uint64_t{8} << 20;
-constexpr int64_t kMinTile = 16;
-
-// Output pixels per tile for columns of `k` rows of T, at most `p`.
-template <class T>
-int64_t tile_for(int64_t k, int64_t p) {
-    const int64_t fit = static_cast<int64_t>(kTileBytes / sizeof(T)) / std::max<int64_t>(k, 1);
-    return std::max<int64_t>(std::min(p, std::max(fit, kMinTile)), 1);
-}
-
 // im2col of one group's input planes x[Cg, H, W] for output pixels [p0, p1):
 // col[r, p - p0] for r = (c, ki, kj), `ld` columns per row; rows [r0, r1).
 template <class T>
@@ -169,7 +158,7 @@ class ConvKernel final : public KernelBase {
                 for (int64_t it = 0; it < items; ++it) one(it);
             return "";
         }
-        int64_t tile = tile_for<T>(k, p);
+        int64_t tile = conv_tile_for<T>(k, p);
         if (items >= threads && threads > 1) {
             // Images x groups over the workers, a tile buffer each, single-threaded GEMMs.
             blas_threads(1);
@@ -191,8 +180,8 @@ class ConvKernel final : public KernelBase {
         std::unique_ptr<ScratchBuffer> buf;
         for (;;) {  // a smaller tile when the limit has no room for this one
             buf = std::make_unique<ScratchBuffer>(ctx, static_cast<uint64_t>(k * tile) * sizeof(T));
-            if (buf->get() || tile <= kMinTile) break;
-            tile = std::max(kMinTile, tile / 4);
+            if (buf->get() || tile <= kConvMinTile) break;
+            tile = std::max(kConvMinTile, tile / 4);
         }
         if (!buf->get()) return scratch_error(k * tile, ctx);
         for (int64_t it = 0; it < items; ++it)
@@ -292,13 +281,13 @@ class ConvTransposeKernel final : public KernelBase {
         if (std::max({kk, hw, cg}) > INT32_MAX / 2)
             return "conv_transpose: a matrix dimension exceeds what the GEMM takes";
         blas_threads(std::max(1, ctx.threads));
-        int64_t tile = tile_for<T>(kk, hw);
+        int64_t tile = conv_tile_for<T>(kk, hw);
         std::unique_ptr<ScratchBuffer> buf;
         for (;;) {
             buf =
                 std::make_unique<ScratchBuffer>(ctx, static_cast<uint64_t>(kk * tile) * sizeof(T));
-            if (buf->get() || tile <= kMinTile) break;
-            tile = std::max(kMinTile, tile / 4);
+            if (buf->get() || tile <= kConvMinTile) break;
+            tile = std::max(kConvMinTile, tile / 4);
         }
         if (!buf->get())
             return ctx.scratch ? "out of memory: " +

@@ -157,11 +157,7 @@ class GatherKernel final : public KernelBase {
     std::string normalize(const I* idx, const GatherPlan& p) {
         for (int64_t j = 0; j < p.count; ++j) {
             int64_t v = idx[j];
-            if (v < -p.axis_len || v >= p.axis_len)
-                return "index " + std::to_string(v) + " (entry " + std::to_string(j) +
-                       " of the indices) is out of range for an axis of length " + std::to_string(p.axis_len) +
-                       (p.axis_len > 0 ? " (-" + std::to_string(p.axis_len) + ".." + std::to_string(p.axis_len - 1) + ")"
-                                       : "");
+            if (v < -p.axis_len || v >= p.axis_len) return gather_index_error(v, j, p.axis_len);
             rows_[static_cast<size_t>(j)] = v < 0 ? v + p.axis_len : v;
         }
         return "";
