@@ -190,6 +190,11 @@ void BackgroundCleanup::flush_to_reclaimer(uint64_t wait_above) {
     // here (without a waiter, notify_one costs no system call).
     if (wait || queue_.size() >= kWakeBuffers || queued_bytes_ >= kBatchBytes) cv_work_.notify_one();
     if (wait) cv_drained_.wait(lock, [this] { return queue_.empty() && !busy_; });
+    // The queue only shrinks from here (the reclaimer releases it): the next
+    // safe point whose batch would take queue and batch past the bound hands
+    // the batch over, and waits.
+    const uint64_t room = backlog_limit_ - std::min(queued_bytes_, backlog_limit_);
+    flush_bytes_ = std::min(kBatchBytes, room + 1);
 }
 
 void BackgroundCleanup::reclaimer_loop() {

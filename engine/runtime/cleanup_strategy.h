@@ -71,7 +71,7 @@ public:
 protected:
     // A safe point calls flush_at_safe_point() once the batch holds
     // `flush_buffers` buffers or `flush_bytes` bytes.
-    Cleanup(size_t flush_buffers, uint64_t flush_bytes) : flush_buffers_(flush_buffers), flush_bytes_(flush_bytes) {}
+    Cleanup(size_t flush_buffers, uint64_t flush_bytes) : flush_bytes_(flush_bytes), flush_buffers_(flush_buffers) {}
     // The strategy's work at a safe point, the batch over its threshold.
     virtual void flush_at_safe_point() {}
 
@@ -91,10 +91,12 @@ protected:
     // rest not yet: safepoint and background count a batch when it goes.
     size_t pending_marked_ = 0;
     RunObserver* observer_ = nullptr;
+    // The batch's threshold in bytes: background lowers it to what its
+    // backlog bound has room for.
+    uint64_t flush_bytes_;
 
 private:
     const size_t flush_buffers_;
-    const uint64_t flush_bytes_;
 };
 
 // --cleanup=close: counts each buffer as pending at once (its out-of-memory
@@ -150,7 +152,10 @@ private:
     // A hand-over inside a pass waits when the backlog exceeds backlog_limit_
     // (the static peak, at least kMinBacklogBytes); the one at the end of a
     // pass when it exceeds static_peak_, so that no pass starts with more than
-    // one static peak of garbage.
+    // one static peak of garbage. The backlog is the queue and the batch not
+    // yet handed over together: after each hand-over the batch's threshold
+    // (flush_bytes_) is lowered to the room the queue left below
+    // backlog_limit_, so that no safe point lets the two together pass it.
     const uint64_t static_peak_;
     const uint64_t backlog_limit_;
 
