@@ -357,6 +357,8 @@ def test_two_gpus(binary, workdir, gpu):
     gpus = [ln for ln in out.splitlines() if re.match(r"^gpu:\d+: ", ln)]
     if len(gpus) < 2:
         raise Skip(f"one GPU on this machine ({len(gpus)} listed by `graphrun devices`)")
+    if "(not usable:" in gpus[1]:
+        raise Skip(f"gpu:1 is not usable: {gpus[1]}")
     text = TWO_GPUS
     path = write(workdir, "two_gpus.graph", text)
     failures = []
