@@ -616,18 +616,26 @@ class ExampleTol(dict):
         return {"f32": (1e-4, 1e-5), "f64": (1e-10, 1e-12)}
 
 
+def listed_gpus(devices_out):
+    """The GPUs `graphrun devices` lists: (name, why it is not usable, or "")."""
+    gpus = []
+    for ln in devices_out.splitlines():
+        if m := re.match(r"^(gpu:\d+): .*?(?:\(not usable: (.*)\))?$", ln):
+            gpus.append((m.group(1), m.group(2) or ""))
+    return gpus
+
+
 def gpu_usable(binary):
     code, out, err = run_bin(binary, ["devices"], timeout=120)
     if code != 0:
         return None, f"`graphrun devices` exited {code}: {err.strip()}"
-    gpus = [ln for ln in out.splitlines() if re.match(r"^gpu:\d+: ", ln)]
+    gpus = listed_gpus(out)
     if gpus:
         # The GPU tests place on gpu:0 (--device=gpu, with device("gpu:0")):
         # a machine whose gpu:0 this build cannot use skips them with the
         # reason rather than failing every case on a fallback or an error.
-        m = re.search(r"\(not usable: (.*)\)$", gpus[0])
-        if m:
-            return None, (f"gpu:0 is not usable ({m.group(1)}); the GPU tests run on gpu:0: "
+        if gpus[0][1]:
+            return None, (f"gpu:0 is not usable ({gpus[0][1]}); the GPU tests run on gpu:0: "
                           "name a usable GPU with CUDA_VISIBLE_DEVICES")
         return "gpu:0", ""
     m = re.search(r"^gpu: none usable: (.*)$", out, re.M)

@@ -32,14 +32,13 @@ import argparse
 import glob
 import json
 import os
-import re
 import subprocess
 import sys
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from gpu_ops_test import gpu_usable, run_bin  # noqa: E402
+from gpu_ops_test import gpu_usable, listed_gpus, run_bin  # noqa: E402
 
 TEARDOWN_ZERO = ("in_use", "pending", "reserved", "live", "workspace")
 
@@ -354,11 +353,11 @@ output e
 
 def test_two_gpus(binary, workdir, gpu):
     code, out, _ = run_bin(binary, ["devices"])
-    gpus = [ln for ln in out.splitlines() if re.match(r"^gpu:\d+: ", ln)]
+    gpus = listed_gpus(out)
     if len(gpus) < 2:
         raise Skip(f"one GPU on this machine ({len(gpus)} listed by `graphrun devices`)")
-    if "(not usable:" in gpus[1]:
-        raise Skip(f"gpu:1 is not usable: {gpus[1]}")
+    if gpus[1][1]:
+        raise Skip(f"gpu:1 is not usable: {gpus[1][1]}")
     text = TWO_GPUS
     path = write(workdir, "two_gpus.graph", text)
     failures = []
