@@ -1,7 +1,6 @@
 // `graphrun compare FILE`: the file under the three cleanup strategies, a
 // fresh session each, side by side; with --plot, in_use over the executed
 // nodes of each as an SVG line chart.
-#include <fstream>
 #include <iomanip>
 #include <nlohmann/json.hpp>
 #include <ostream>
@@ -12,6 +11,7 @@
 #include "cli/commands.h"
 #include "cli/svg.h"
 #include "cli/table.h"
+#include "engine/api/output_paths.h"
 
 namespace graphrun::cli {
 
@@ -111,6 +111,13 @@ int compare_command(const CompareOptions& opts, std::ostream& out, std::ostream&
     // The inputs' values (--input, --fill), once for the three runs.
     if (std::optional<Error> e = apply_feeds(pr.prepared.graph(), opts.engine.feeds, pr.file, err))
         return exit_code(*e);
+    // The plot is no file the runs read and can be written: said before they run.
+    if (!opts.plot.empty()) {
+        const ReadFiles reads = files_read(*pr.prepared.loaded, "the graph file being compared", &opts.engine.feeds,
+                                           nullptr);
+        if (std::optional<Error> e = check_output_paths({{opts.plot, "--plot=" + opts.plot, true, "the plot"}}, reads, err))
+            return exit_code(*e);
+    }
     std::vector<RunResult> runs;
     int code = kExitOk;
     for (CleanupStrategy s : kStrategies) {
@@ -125,11 +132,9 @@ int compare_command(const CompareOptions& opts, std::ostream& out, std::ostream&
     if (opts.format == Format::Json) print_json(file, opts.engine.iterations, runs, out);
     else print_text(file, opts.engine.iterations, runs, out);
     if (!opts.plot.empty()) {
-        std::ofstream f(opts.plot, std::ios::binary | std::ios::trunc);
-        if (f) f << line_chart_svg(chart_of(file, opts.engine.iterations, runs));
-        f.close();
-        if (!f) {
-            err << "graphrun: error: cannot write the plot to " << opts.plot << "\n";
+        std::string why;
+        if (!write_file_atomically(opts.plot, line_chart_svg(chart_of(file, opts.engine.iterations, runs)), why)) {
+            err << "graphrun: error: --plot=" << opts.plot << ": the plot: " << why << "\n";
             if (code == kExitOk) code = kExitRuntime;
         }
     }

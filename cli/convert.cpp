@@ -7,6 +7,7 @@
 #include "cli/commands.h"
 #include "engine/api/convert.h"
 #include "engine/api/load.h"
+#include "engine/api/output_paths.h"
 #include "engine/api/prepare.h"
 
 namespace graphrun::cli {
@@ -27,11 +28,17 @@ int convert_command(const std::string& file, const ConvertOptions& opts, std::os
     auto lg = load_graph(file);
     lg->diag.print(err);
     if (auto e = load_error(*lg)) return exit_code(*e);
-    ConvertResult r = convert_graph(lg->graph, opts);
+    const ReadFiles reads = files_read(*lg, "the file being converted", nullptr, nullptr);
+    ConvertOptions with_reads = opts;
+    with_reads.reads = &reads;
+    ConvertResult r = convert_graph(lg->graph, with_reads);
     if (!r.ok) {
         err << "graphrun: " << lg->display << ": error: " << r.error << "\n";
         return r.usage ? kExitUsage : kExitRuntime;
     }
+    if (r.replaced_side_file)
+        err << "graphrun: " << lg->display << ": replaced the side file " << r.side_file << " (now "
+            << r.external << (r.external == 1 ? " constant" : " constants") << " for " << opts.output << ")\n";
     out << r.script;
     return kExitOk;
 }

@@ -40,8 +40,8 @@ void add_data_options(CLI::App* run_cmd, DataOptionStrings& s) {
     run_cmd->add_option("--output", s.outputs,
                         "write a fetched output to a file (repeatable): NAME=@FILE.npy, or @FILE.npz for every "
                         "fetched output in one file");
-    run_cmd->add_option("--save", s.save, "write every fetched output: DIR/NAME.npy each (DIR is created), or one "
-                                          "FILE.npz");
+    run_cmd->add_option("--save", s.save, "write every fetched output: DIR/NAME.npy each (DIR is created; '/' in a "
+                                          "name is '_', a clash gets _2), or one FILE.npz");
     run_cmd->add_option("--expected-output", s.expected,
                         "compare a fetched output with an expected value (repeatable; NAME=@FILE.npy, @FILE.npz or "
                         "NAME=VALUE); a mismatch exits 5");

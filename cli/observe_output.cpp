@@ -2,11 +2,12 @@
 #include "cli/observe_output.h"
 
 #include <algorithm>
-#include <fstream>
 #include <iomanip>
+#include <sstream>
 #include <vector>
 
 #include "cli/table.h"
+#include "engine/api/output_paths.h"
 
 namespace graphrun::cli {
 
@@ -56,11 +57,11 @@ nlohmann::ordered_json timeline_json(const Timeline& t) {
 }
 
 bool write_trace(const TraceRecorder& trace, const std::string& path, std::ostream& err) {
-    std::ofstream f(path, std::ios::binary | std::ios::trunc);
-    if (f) trace.write(f);
-    f.close();
-    if (!f) {
-        err << "graphrun: error: cannot write the trace to " << path << "\n";
+    std::ostringstream text;
+    trace.write(text);
+    std::string why;
+    if (!write_file_atomically(path, text.str(), why)) {  // whole or not at all
+        err << "graphrun: error: --trace=" << path << ": the trace: " << why << "\n";
         return false;
     }
     if (size_t dropped = trace.dropped_events())

@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <atomic>
 #include <cstring>
-#include <fstream>
 #include <optional>
 #include <iomanip>
 #include <ostream>
@@ -20,6 +19,7 @@
 #include "cli/table.h"
 #include "cli/observe_output.h"
 #include "cli/values.h"
+#include "engine/api/output_paths.h"
 #include "engine/api/run.h"
 #include "engine/api/units.h"
 #include "engine/ir/device_name.h"
@@ -34,7 +34,10 @@ namespace {
 std::atomic<int> g_interrupt{0};
 
 extern "C" void on_signal(int sig) {
-    if (g_interrupt.load() != 0 && sig == SIGINT) _exit(130);
+    if (g_interrupt.load() != 0 && sig == SIGINT) {
+        remove_pending_temporaries();  // a file being written is left as it was, with no temporary beside it
+        _exit(130);
+    }
     g_interrupt.store(sig);
 }
 
@@ -174,16 +177,33 @@ int run_command(const RunOptions& opts, std::ostream& out, std::ostream& err) {
     RunFileOptions engine = opts.engine;
     engine.interrupt = &g_interrupt;
     std::optional<TraceRecorder> trace;
+    FilesSeen seen;  // by every file's run: the trace, written last, spares them all
     if (!opts.trace.empty()) {
-        if (!std::ofstream(opts.trace, std::ios::binary | std::ios::trunc)) {  // said before anything runs
-            err << "graphrun: error: cannot write the trace to " << opts.trace << "\n";
-            return kExitRuntime;
-        }
+        // Said before anything runs, without touching the file: the trace is
+        // no graph file and can be written (each run checks it against the
+        // other files it reads, run_file).
+        const OutputPath path{opts.trace, "--trace=" + opts.trace, true, "the trace"};
+        ReadFiles graphs;
+        for (const std::string& file : opts.files) graphs.add(file, "the graph file being run");
+        if (std::optional<Error> e = check_output_paths({path}, graphs, err)) return exit_code(*e);
         engine.trace = &trace.emplace();
+        engine.other_outputs.push_back(path);
+        engine.seen = &seen;
     }
     int code = run_files(opts, engine, out, err);
     // The trace holds what ran, also when a file failed or a signal stopped the rest.
-    if (trace && !write_trace(*trace, opts.trace, err) && code == kExitOk) code = kExitRuntime;
+    if (trace) {
+        // A file a run read or wrote (that run was refused, and said why) keeps what it holds.
+        std::vector<OutputPath> written = seen.outputs;
+        written.push_back({opts.trace, "--trace=" + opts.trace, true, "the trace"});
+        std::ostringstream why;
+        if (std::optional<Error> e = check_output_paths(written, seen.reads, why)) {
+            err << "graphrun: error: the trace is not written: " << e->message << "\n";
+            if (code == kExitOk) code = exit_code(*e);
+        } else if (!write_trace(*trace, opts.trace, err) && code == kExitOk) {
+            code = kExitRuntime;
+        }
+    }
     return code;
 }
 

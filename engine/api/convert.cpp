@@ -7,6 +7,8 @@
 #include <cstdio>
 #include <cstring>
 #include <set>
+#include <sstream>
+#include <sys/stat.h>
 
 #include "engine/frontend/const_files.h"
 #include "engine/frontend/json_writer.h"
@@ -26,21 +28,6 @@ std::string side_file_of(const std::string& output) {
     return base + ".npz";
 }
 
-bool write_file(const std::string& path, const std::string& text, std::string& error) {
-    FILE* f = std::fopen(path.c_str(), "wb");
-    if (!f) {
-        error = "cannot write " + path + ": " + std::strerror(errno);
-        return false;
-    }
-    const bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
-    const int err = errno;
-    if (std::fclose(f) != 0 || !ok) {
-        error = "cannot write " + path + ": " + std::strerror(ok ? errno : err);
-        return false;
-    }
-    return true;
-}
-
 // A key that every zip reader takes as a plain member name.
 bool plain_key(const std::string& k) {
     if (k.empty() || k.size() > 200) return false;
@@ -48,6 +35,33 @@ bool plain_key(const std::string& k) {
         if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '.' && c != '-' && c != ':')
             return false;
     return true;
+}
+
+// The script (r.script) to o.output and the side file's members to
+// r.side_file: both checked first, each written whole or not at all, and the
+// script renamed into place only once the side file is.
+ConvertResult& write_files(const ConvertOptions& o, const std::vector<NpzMember>& members, ConvertResult& r) {
+    std::vector<OutputPath> outputs{{o.output, "-o " + o.output}};
+    if (!r.side_file.empty()) outputs.push_back({r.side_file, "the side file " + r.side_file + " of -o " + o.output});
+    std::ostringstream said;  // the caller prints r.error
+    if (std::optional<Error> e = check_output_paths(outputs, o.reads ? *o.reads : ReadFiles(), said)) {
+        r.usage = e->kind == ErrorKind::Usage;
+        r.error = e->message;
+        return r;
+    }
+    AtomicFile script;
+    if (!script.open(o.output, r.error)) return r;
+    script.write(r.script);
+    if (!script.sync(r.error)) return r;
+    if (!r.side_file.empty()) {
+        struct stat st {};
+        r.replaced_side_file = ::lstat(r.side_file.c_str(), &st) == 0;
+        if (!write_npz_file(r.side_file, members, r.error)) return r;
+    }
+    if (!script.commit(r.error)) return r;
+    r.script.clear();
+    r.ok = true;
+    return r;
 }
 
 std::string write_form(const Graph& g, GraphForm form, const ExternalConsts* ext) {
@@ -107,14 +121,11 @@ ConvertResult convert_graph(const Graph& g, const ConvertOptions& o) {
             ext[id] = ExternalConst{name, key};
             members.push_back(NpzMember{key, n.dtype, n.shape, n.literal.data()});
         }
-        if (!write_npz_file(r.side_file, members, r.error)) return r;
         r.external = members.size();
         r.script = write_form(g, o.form, &ext);
+        return write_files(o, members, r);
     }
-    if (!to_stdout) {
-        if (!write_file(o.output, r.script, r.error)) return r;
-        r.script.clear();
-    }
+    if (!to_stdout) return write_files(o, {}, r);
     r.ok = true;
     return r;
 }

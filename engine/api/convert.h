@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <string>
 
+#include "engine/api/output_paths.h"
 #include "engine/ir/graph.h"
 
 namespace graphrun {
@@ -24,6 +25,9 @@ struct ConvertOptions {
     // references by that name (relative to its own directory).
     std::string output;
     int64_t inline_limit = kDefaultInlineLimit;
+    // The files the conversion read (output_paths.h): neither file written may
+    // be one of them. Optional.
+    const ReadFiles* reads = nullptr;
 };
 
 struct ConvertResult {
@@ -32,10 +36,14 @@ struct ConvertResult {
     std::string error;       // when !ok
     std::string script;      // for standard output (output "" or "-")
     std::string side_file;   // the .npz written, "" if none
+    bool replaced_side_file = false;  // a file was at side_file before
     size_t external = 0;     // constants in it
 };
 
-// Writes the graph (and its side file) as `o` says. Never throws.
+// Writes the graph (and its side file) as `o` says, each file whole or not at
+// all, both checked before either is written: a file in o.reads or two
+// outputs that are one file is a usage error, a path that cannot be written a
+// runtime error. Never throws.
 ConvertResult convert_graph(const Graph& g, const ConvertOptions& o);
 
 }  // namespace graphrun

@@ -44,7 +44,7 @@ void parse_and_validate(LoadedGraph& lg, const InputLimits& limits = {}) {
     // expressions are skipped without cascading.
     (void)parsed;
     // Constants held in a side file (const(file=, key=)), relative to the script.
-    if (!lg.onnx) resolve_const_files(lg.graph, lg.diag, lg.path);
+    if (!lg.onnx) resolve_const_files(lg.graph, lg.diag, lg.path, &lg.side_files);
     validate(lg.graph, lg.diag);
 }
 

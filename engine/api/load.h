@@ -2,6 +2,7 @@
 #pragma once
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "engine/base/diagnostics.h"
 #include "engine/base/limits.h"
@@ -16,6 +17,9 @@ struct LoadedGraph {
     bool json = false;
     bool onnx = false;         // an ONNX model (the name ends in .onnx): `source` holds its bytes
     bool read_failed = false;  // the file could not be read: a runtime error (exit 1)
+    // The array files its const(file=) nodes read (paths as resolved), for the
+    // check that no output overwrites a file the run reads.
+    std::vector<std::string> side_files;
     Graph graph;
     Diagnostics diag;
     bool ok() const { return !read_failed && !diag.has_errors(); }

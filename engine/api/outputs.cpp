@@ -12,6 +12,8 @@
 
 #include "engine/api/feeds.h"
 #include "engine/api/feeds_internal.h"
+#include "engine/api/output_paths.h"
+#include "engine/base/interrupt.h"
 
 namespace graphrun {
 
@@ -24,6 +26,23 @@ static std::string save_file_name(const std::string& name) {
         if (c == '/' || c == '\\' || c == '\0') c = '_';
     if (f.empty() || f[0] == '.') f.insert(f.begin(), '_');
     return f;
+}
+
+std::vector<std::string> save_file_names(const std::vector<std::string>& names) {
+    std::vector<std::string> files(names.size());
+    std::set<std::string> taken;
+    // A name that is a file name as it stands keeps it; a mapped one that
+    // meets a taken name gets the first free numeric suffix.
+    for (size_t i = 0; i < names.size(); ++i)
+        if (save_file_name(names[i]) == names[i] && taken.insert(names[i]).second) files[i] = names[i] + ".npy";
+    for (size_t i = 0; i < names.size(); ++i) {
+        if (!files[i].empty()) continue;
+        const std::string base = save_file_name(names[i]);
+        std::string f = base;
+        for (int k = 2; !taken.insert(f).second; ++k) f = base + "_" + std::to_string(k);
+        files[i] = f + ".npy";
+    }
+    return files;
 }
 
 namespace {
@@ -60,6 +79,26 @@ bool make_dirs(const std::string& dir, std::string& error) {
         return false;
     }
     return true;
+}
+
+// --save=DIR's file for one output.
+std::string save_path(const std::string& dir, const std::string& file) {
+    return dir + (ends_with(dir, "/") ? "" : "/") + file;
+}
+
+// --save=result.npy would make a folder of that name: a name with an
+// extension other than .npz is refused unless it ends in '/' or is a folder.
+std::string save_name_problem(const std::string& save) {
+    if (save.empty() || ends_with(save, ".npz") || ends_with(save, "/")) return {};
+    const std::string base = save.substr(save.rfind('/') == std::string::npos ? 0 : save.rfind('/') + 1);
+    const size_t dot = base.rfind('.');
+    if (dot == std::string::npos || dot == 0 || dot + 1 == base.size()) return {};
+    struct stat st {};
+    if (::stat(save.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) return {};
+    return "--save=" + save + ": --save writes a folder (DIR/NAME.npy for each output) or one .npz file, and " +
+           base.substr(dot) + " names neither; use --output=NAME=@" + save + " for one output, --save=" +
+           save.substr(0, save.size() - (base.size() - dot)) + ".npz for one file, or a folder name (" + save +
+           "/ keeps the dot)";
 }
 
 std::string number(double v) {
@@ -157,6 +196,10 @@ std::optional<Error> load_expected(const Graph& g, const OutputFileOptions& o, c
 
 std::optional<Error> check_output_names(const Graph& g, const OutputFileOptions& o, const std::string& display,
                                         std::ostream& err) {
+    if (std::string msg = save_name_problem(o.save); !msg.empty()) {
+        err << "graphrun: error: " << msg << "\n";
+        return Error{ErrorKind::Usage, msg, 0};
+    }
     for (const ArraySource& s : o.outputs) {
         std::string msg;
         if (s.name.empty() && !ends_with(s.file, ".npz"))
@@ -172,13 +215,41 @@ std::optional<Error> check_output_names(const Graph& g, const OutputFileOptions&
     return std::nullopt;
 }
 
+std::optional<Error> planned_output_paths(const Graph& g, const OutputFileOptions& o, std::vector<OutputPath>& out,
+                                          std::ostream& err) {
+    for (const ArraySource& s : o.outputs) out.push_back(OutputPath{s.file, s.spelled()});
+    if (o.save.empty()) return std::nullopt;
+    if (ends_with(o.save, ".npz")) {
+        out.push_back(OutputPath{o.save, "--save=" + o.save});
+        return std::nullopt;
+    }
+    if (std::string why = unwritable_folder_reason(o.save); !why.empty()) {
+        const std::string msg = "--save=" + o.save + ": " + why;
+        err << "graphrun: error: " << msg << "\n";
+        return Error{ErrorKind::Runtime, msg, 0};
+    }
+    // In a folder still to be made, a file can be none that exists.
+    struct stat st {};
+    const bool exists = ::stat(o.save.c_str(), &st) == 0;
+    const std::vector<std::string> names = output_names(g);
+    const std::vector<std::string> files = save_file_names(names);
+    for (size_t i = 0; i < files.size(); ++i)
+        out.push_back(OutputPath{save_path(o.save, files[i]), "--save=" + o.save + " (" + save_path(o.save, files[i]) +
+                                                                  " for output '" + names[i] + "')",
+                                 exists});
+    return std::nullopt;
+}
+
 std::optional<Error> write_output_files(const std::vector<HostTensor>& outputs, const OutputFileOptions& o,
                                         std::ostream& err) {
     std::optional<Error> first;
     auto fail = [&](const std::string& msg) {
         err << "graphrun: error: " << msg << "\n";
-        if (!first) first = Error{ErrorKind::Runtime, msg, 0};
+        // A stop request while a file was written: that file is left as it was, and the rest are not written.
+        if (!first) first = interrupted() ? Error{ErrorKind::Interrupted, msg, interrupted()}
+                                          : Error{ErrorKind::Runtime, msg, 0};
     };
+    auto stopped = [&] { return first && first->kind == ErrorKind::Interrupted; };
     auto member = [](const HostTensor& t) { return NpzMember{t.name, t.dtype, t.shape, t.data.data()}; };
     auto all = [&] {
         std::vector<NpzMember> v;
@@ -187,27 +258,40 @@ std::optional<Error> write_output_files(const std::vector<HostTensor>& outputs, 
     };
     std::string why;
     for (const ArraySource& s : o.outputs) {
+        if (stopped()) break;
         if (s.name.empty()) {
             if (!write_npz_file(s.file, all(), why)) fail(s.spelled() + ": " + why);
             continue;
         }
+        bool written = false;
         for (const HostTensor& t : outputs) {
             if (t.name != s.name) continue;
             const bool ok = ends_with(s.file, ".npz") ? write_npz_file(s.file, {member(t)}, why)
                                                       : write_npy_file(s.file, t.dtype, t.shape, t.data.data(), why);
             if (!ok) fail(s.spelled() + ": " + why);
+            written = true;
             break;
         }
+        if (!written)  // --iterations=0 produces no outputs
+            err << "graphrun: warning: " << s.spelled() << ": output '" << s.name
+                << "' was not produced (no pass ran); " << s.file << " is not written\n";
     }
-    if (!o.save.empty()) {
+    if (!o.save.empty() && !stopped()) {
         if (ends_with(o.save, ".npz")) {
             if (!write_npz_file(o.save, all(), why)) fail("--save=" + o.save + ": " + why);
         } else if (!make_dirs(o.save, why)) {
             fail("--save=" + o.save + ": " + why);
         } else {
-            for (const HostTensor& t : outputs) {
-                const std::string path = o.save + (ends_with(o.save, "/") ? "" : "/") + save_file_name(t.name) + ".npy";
-                if (!write_npy_file(path, t.dtype, t.shape, t.data.data(), why)) fail("--save=" + o.save + ": " + why);
+            std::vector<std::string> names;
+            for (const HostTensor& t : outputs) names.push_back(t.name);
+            const std::vector<std::string> files = save_file_names(names);
+            for (size_t i = 0; i < outputs.size() && !stopped(); ++i) {
+                const HostTensor& t = outputs[i];
+                if (files[i] != save_file_name(t.name) + ".npy")
+                    err << "graphrun: note: --save=" << o.save << ": output '" << t.name << "' is written as "
+                        << files[i] << ", since " << save_file_name(t.name) << ".npy is another output's\n";
+                if (!write_npy_file(save_path(o.save, files[i]), t.dtype, t.shape, t.data.data(), why))
+                    fail("--save=" + o.save + ": " + why);
             }
         }
     }

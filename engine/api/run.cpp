@@ -3,6 +3,7 @@
 
 #include "engine/api/trace.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <thread>
 #include <unistd.h>
@@ -35,29 +36,47 @@ RunResult run_file(const std::string& path, const RunFileOptions& opts, std::ost
         r.error = std::move(e);
         return r;
     };
+    // Every file this run reads, also when it fails to load (a file written after all runs must spare them).
+    const ReadFiles reads = files_read(*pr.prepared.loaded, "the graph file being run", &opts.feeds, &opts.files);
+    if (opts.seen) opts.seen->reads.add_all(reads);
     if (!pr.ok()) return failed(std::move(pr.error));
-    // Feeds, expected values and output names are checked before anything runs.
+    // Feeds, expected values, output names and output files are checked before anything runs.
     Graph& g = pr.prepared.graph();
     std::optional<Error> e = apply_feeds(g, opts.feeds, pr.file, err);
     std::vector<ExpectedValue> expected;
     if (auto e2 = load_expected(g, opts.files, pr.file, expected, err); !e) e = std::move(e2);
     if (auto e3 = check_output_names(g, opts.files, pr.file, err); !e) e = std::move(e3);
     if (e) return failed(std::move(e));
+    std::vector<OutputPath> outputs;
+    e = planned_output_paths(g, opts.files, outputs, err);
+    if (opts.seen) opts.seen->outputs.insert(opts.seen->outputs.end(), outputs.begin(), outputs.end());
+    outputs.insert(outputs.end(), opts.other_outputs.begin(), opts.other_outputs.end());
+    if (!e) e = check_output_paths(outputs, reads, err);
+    if (e) return failed(std::move(e));
     RunResult r = run_prepared(pr.prepared, opts, err);
     if (r.error) return r;
     r.error = write_output_files(r.outputs, opts.files, err);
     if (r.error) return r;
-    for (const ExpectedValue& want : expected)
-        for (const HostTensor& got : r.outputs) {
-            if (got.name != want.name) continue;
-            r.expected.push_back(compare_expected(got, want, opts.files.rtol, opts.files.atol));
-            const ExpectedCheck& c = r.expected.back();
-            if (c.matched) break;
-            const std::string msg = mismatch_message(c, opts.files.rtol, opts.files.atol);
-            err << r.file << ": error: " << msg << "\n";
-            if (!r.error) r.error = Error{ErrorKind::Mismatch, msg, 0};
-            break;
+    for (const ExpectedValue& want : expected) {
+        auto got = std::find_if(r.outputs.begin(), r.outputs.end(),
+                                [&](const HostTensor& t) { return t.name == want.name; });
+        if (got == r.outputs.end()) {  // --iterations=0: nothing to compare is a failed comparison
+            ExpectedCheck c;
+            c.name = want.name;
+            c.source = want.source;
+            c.problem = "output '" + want.name + "' was not produced" +
+                        (opts.iterations == 0 ? std::string(" (--iterations=0 runs no pass)") : std::string()) +
+                        ", so it cannot be compared with " + want.source;
+            r.expected.push_back(std::move(c));
+        } else {
+            r.expected.push_back(compare_expected(*got, want, opts.files.rtol, opts.files.atol));
         }
+        const ExpectedCheck& c = r.expected.back();
+        if (c.matched) continue;
+        const std::string msg = mismatch_message(c, opts.files.rtol, opts.files.atol);
+        err << r.file << ": error: " << msg << "\n";
+        if (!r.error) r.error = Error{ErrorKind::Mismatch, msg, 0};
+    }
     return r;
 }
 

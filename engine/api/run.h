@@ -13,6 +13,7 @@
 #include "engine/api/error.h"
 #include "engine/api/feeds.h"
 #include "engine/api/observe.h"  // Timeline, SeriesPoint
+#include "engine/api/output_paths.h"
 #include "engine/api/prepare.h"
 #include "engine/runtime/allocator.h"  // MemoryStats
 #include "engine/runtime/session.h"    // CleanupStrategy, HostTensor, OpProfile
@@ -43,6 +44,12 @@ struct RunFileOptions {
     size_t timeline_rows = 0;      // --timeline: memory at pass ends, at most about this many rows (0: none)
     size_t series_points = 0;      // compare: in_use after executed nodes, at most about this many points (0: none)
     TraceRecorder* trace = nullptr;  // --trace: the run becomes one process of this trace
+    // Files written besides --output and --save (--trace): checked with them,
+    // before the run, against the files it reads (output_paths.h).
+    std::vector<OutputPath> other_outputs;
+    // Where given, every file the run reads and its --output and --save files
+    // are added (for a file written after all runs).
+    FilesSeen* seen = nullptr;
 };
 
 // A GPU's used memory as the driver reports it (NVML), at three moments.

@@ -96,7 +96,8 @@ struct Request {
 
 class Resolver {
   public:
-    Resolver(Graph& g, Diagnostics& diag, std::string dir) : g_(g), diag_(diag), dir_(std::move(dir)) {}
+    Resolver(Graph& g, Diagnostics& diag, std::string dir, std::vector<std::string>* read_paths)
+        : g_(g), diag_(diag), dir_(std::move(dir)), read_paths_(read_paths) {}
 
     bool run() {
         std::vector<Request> requests;
@@ -106,7 +107,8 @@ class Resolver {
             if (auto r = request(static_cast<NodeId>(i))) requests.push_back(std::move(*r));
         }
         // Every file once; an array's bytes move into the last constant that names it.
-        for (const Request& r : requests) files_.try_emplace(r.path);
+        for (const Request& r : requests)
+            if (files_.try_emplace(r.path).second && read_paths_) read_paths_->push_back(r.path);
         for (auto& [path, f] : files_) f = read_side_file(path);
         for (const Request& r : requests) ++files_[r.path].uses[r.key];
         for (const Request& r : requests) take(r);
@@ -218,6 +220,7 @@ class Resolver {
     Graph& g_;
     Diagnostics& diag_;
     std::string dir_;
+    std::vector<std::string>* read_paths_;
     std::map<std::string, SideFile> files_;
     bool ok_ = true;
 };
@@ -230,8 +233,9 @@ std::string directory_of(const std::string& path) {
     return slash == 0 ? "/" : path.substr(0, slash);
 }
 
-bool resolve_const_files(Graph& g, Diagnostics& diag, const std::string& script_path) {
-    return Resolver(g, diag, script_path == "-" ? "" : directory_of(script_path)).run();
+bool resolve_const_files(Graph& g, Diagnostics& diag, const std::string& script_path,
+                         std::vector<std::string>* read_paths) {
+    return Resolver(g, diag, script_path == "-" ? "" : directory_of(script_path), read_paths).run();
 }
 
 }  // namespace graphrun

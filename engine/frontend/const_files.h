@@ -10,6 +10,7 @@
 #pragma once
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "engine/base/diagnostics.h"
 #include "engine/ir/graph.h"
@@ -30,7 +31,9 @@ using ExternalConsts = std::unordered_map<NodeId, ExternalConst>;
 // array's) is reported at the attribute, and the node becomes invalid.
 // `script_path` is the script as given ("-": standard input; paths are then
 // relative to the current directory). Returns whether every one was read.
-bool resolve_const_files(Graph& g, Diagnostics& diag, const std::string& script_path);
+// `read_paths`, when given, receives each side file's resolved path, once.
+bool resolve_const_files(Graph& g, Diagnostics& diag, const std::string& script_path,
+                         std::vector<std::string>* read_paths = nullptr);
 
 // The directory part of a path ("" for a bare name).
 std::string directory_of(const std::string& path);

@@ -10,6 +10,7 @@
 #include <limits>
 #include <sys/stat.h>
 
+#include "engine/base/atomic_file.h"
 #include "engine/base/limits.h"
 
 #ifdef GRAPHRUN_HAVE_ZLIB
@@ -420,19 +421,11 @@ bool read_whole_file(const std::string& path, std::string& out, std::string& err
 }
 
 bool write_npy_file(const std::string& path, DType t, const Shape& shape, const void* data, std::string& error) {
-    FILE* f = std::fopen(path.c_str(), "wb");
-    if (!f) {
-        error = "cannot write " + path + ": " + std::strerror(errno);
-        return false;
-    }
-    const std::string header = npy_header(t, shape);
+    AtomicFile f;  // whole or not at all: an error leaves what was at `path`
+    if (!f.open(path, error)) return false;
     const size_t bytes = static_cast<size_t>(checked_numel(shape).value_or(0)) * dtype_size(t);
-    bool ok = std::fwrite(header.data(), 1, header.size(), f) == header.size();
-    if (ok && bytes) ok = std::fwrite(data, 1, bytes, f) == bytes;
-    const int saved = errno;
-    if (std::fclose(f) != 0) ok = false;
-    if (!ok) error = "cannot write " + path + ": " + std::strerror(saved ? saved : errno);
-    return ok;
+    if (f.write(npy_header(t, shape)) && bytes) f.write(data, bytes);
+    return f.commit(error);
 }
 
 uint32_t crc32_update(uint32_t crc, const void* data, size_t size) {

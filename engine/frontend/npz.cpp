@@ -7,6 +7,7 @@
 #include <cstring>
 #include <limits>
 
+#include "engine/base/atomic_file.h"
 #include "engine/frontend/npy.h"
 
 #ifdef GRAPHRUN_HAVE_ZLIB
@@ -226,14 +227,11 @@ bool write_npz_file(const std::string& path, const std::vector<NpzMember>& membe
         }
         placed.push_back(std::move(p));
     }
-    FILE* f = std::fopen(path.c_str(), "wb");
-    if (!f) {
-        error = "cannot write " + path + ": " + std::strerror(errno);
-        return false;
-    }
+    AtomicFile f;  // whole or not at all: an error leaves what was at `path`
+    if (!f.open(path, error)) return false;
     bool ok = true;
     auto put = [&](const void* d, size_t n) {
-        if (ok && n) ok = std::fwrite(d, 1, n, f) == n;
+        if (ok && n) ok = f.write(d, n);
     };
     auto put_le = [&](uint64_t v, int n) {
         unsigned char buf[8];
@@ -264,10 +262,7 @@ bool write_npz_file(const std::string& path, const std::vector<NpzMember>& membe
     }
     put_le(kEndSig, 4), put_le(0, 2), put_le(0, 2), put_le(placed.size(), 2), put_le(placed.size(), 2);
     put_le(cd_size, 4), put_le(offset, 4), put_le(0, 2);
-    const int saved = errno;
-    if (std::fclose(f) != 0) ok = false;
-    if (!ok) error = "cannot write " + path + ": " + std::strerror(saved ? saved : errno);
-    return ok;
+    return f.commit(error);
 }
 
 }  // namespace graphrun
