@@ -19,11 +19,13 @@ import itertools
 import math
 import os
 import re
-import subprocess
 import sys
 import tempfile
 
 import json
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from harness import BinaryFailed, run_binary  # noqa: E402 (tests/harness.py)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 EXAMPLES = os.path.join(os.path.dirname(HERE), "scripts", "examples")
@@ -464,8 +466,9 @@ def error_graphs():
 # --- running and comparing ---------------------------------------------------
 
 def run_bin(binary, args, timeout=600):
-    p = subprocess.run([binary, *args], capture_output=True, timeout=timeout)
-    return p.returncode, p.stdout.decode("utf-8", "replace"), p.stderr.decode("utf-8", "replace")
+    """(code, stdout, stderr); a crash is a negative code (a batch that crashes is
+    rerun file by file); a timeout raises harness.BinaryFailed."""
+    return tuple(run_binary(binary, args, timeout=timeout, allow_signal=True))
 
 
 def run_json(binary, files, device_args):
@@ -487,7 +490,7 @@ def run_json(binary, files, device_args):
 def run_batch(binary, files, device_args):
     try:
         code, out, err = run_bin(binary, ["run", *files, "--format=json", *device_args])
-    except subprocess.TimeoutExpired:
+    except BinaryFailed:  # timed out
         return None
     lines = [ln for ln in out.splitlines() if ln.strip()]
     if code not in (0, 1) or len(lines) != len(files):
