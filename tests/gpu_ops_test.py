@@ -415,6 +415,17 @@ def creation_graphs():
     g.op("f_nan", "fill([3], nan, dtype=f32)")
     g.op("c_special", f"const({SPECIAL_FLOATS}, dtype=f32)")
     yield g
+    # input nodes on the device under test (the fed bytes copied in, like
+    # const's; --fill gives both runs the same values), and identity of each.
+    g = Graph("create_input_identity", args=("--fill=random", "--seed=3"))
+    for dtype in ALL:
+        for shape in ([], [0], [3, 4]):
+            x = f"x_{dtype}_{shape_name(shape)}"
+            g.body.append(f"{x} = input({shape_text(shape)}, dtype={dtype})")
+            g.outputs.append(x)
+            g.tol[x] = EXACT
+            g.op(f"id_{dtype}_{shape_name(shape)}", f"identity({x})")
+    yield g
     g = Graph("create_range")
     for dtype in NUM:
         g.op(f"r10_{dtype}", f"range(10, dtype={dtype})")
@@ -437,6 +448,24 @@ def all_graphs():
     for gen in (binary_graphs, unary_graphs, cast_graphs, transpose_graphs, concat_graphs, reduce_graphs,
                 softmax_graphs, matmul_graphs, creation_graphs, beyond_spec_graphs):
         yield from gen()
+
+
+def gpu_op_table(src):
+    """{op name: dtype class} of every op engine/ir/ops.cpp gives a GPU kernel (G)."""
+    with open(os.path.join(src, "engine", "ir", "ops.cpp")) as f:
+        text = f.read()
+    rows = re.findall(r'add\(OpKind::\w+, "(\w+)", -?\d+, -?\d+, C::(\w+), F::\w+, (\w+),', text)
+    if not rows or len(rows) != text.count("add(OpKind::"):
+        raise SystemExit(f"gpu_ops_test: cannot read the op table of engine/ir/ops.cpp ({len(rows)} rows)")
+    return {name: cls for name, cls, gpu in rows if gpu != "false"}
+
+
+def uncovered_ops(src, graphs):
+    """The ops with a GPU kernel (engine/ir/ops.cpp) that no graph here calls:
+    a kernel this test would never compare with the CPU."""
+    texts = [getattr(g, "source", None) or g.text() for g in graphs]
+    return sorted(op for op in gpu_op_table(src)
+                  if not any(re.search(r"\b" + op + r"\(", t) for t in texts))
 
 
 def error_graphs():
@@ -678,6 +707,11 @@ def main():
         paths[g.name] = path
 
     passed, failed = 0, 0
+    if not opts.k:  # every op with a GPU kernel is compared, by at least one graph
+        missing = uncovered_ops(os.path.dirname(HERE), graphs + errors)
+        if missing:
+            failed += 1
+            print(f"FAIL coverage: no graph here runs {', '.join(missing)} (engine/ir/ops.cpp gives them GPU kernels)")
 
     def report(g, n_ok, failures):
         nonlocal passed, failed
