@@ -57,6 +57,7 @@ cat tests/fuzz/dict/text.dict tests/fuzz/dict/json.dict >"$work/pipeline.dict"
 
 # Seeds from the scripts. The pipeline's first byte picks the format (bit 0:
 # JSON), the cleanup strategy (bits 1-2) and the iterations (bit 3).
+mkdir -p "$work/corpus-text" "$work/corpus-json" "$work/corpus-pipeline"
 n=0
 for f in scripts/examples/* tests/scripts/*; do
     [ -f "$f" ] || continue
