@@ -1,21 +1,29 @@
 #!/usr/bin/env bash
 # Coverage-guided fuzzing (libFuzzer, clang 14): builds build-fuzz with
-# GRAPHRUN_FUZZ=ON, replays tests/fuzz/regressions/, then runs each target
-# (text front end, JSON front end, whole pipeline, .npy/.npz readers) for
-# SECONDS_PER_TARGET on a corpus seeded from scripts/examples and tests/scripts
-# (tests/fuzz/seeds/npy for the array readers).
-# Usage: scripts/fuzz.sh [SECONDS_PER_TARGET]   (default 60)
+# GRAPHRUN_FUZZ=ON; then, for every target (the list below: text front end,
+# JSON front end, whole pipeline, .npy/.npz readers, ...):
+#   1. replays its committed corpus (tests/fuzz/seeds/TARGET/, and for the
+#      text, JSON and pipeline targets the scripts of scripts/examples and
+#      tests/scripts) and its regressions (tests/fuzz/regressions/TARGET/):
+#      cheap and deterministic, every input must pass;
+#   2. fuzzes it for SECONDS_PER_TARGET from that corpus, with its dictionary
+#      (tests/fuzz/dict/TARGET.dict where there is one).
+# Up to nproc targets fuzz at once (each is one process, one core).
+# Usage: scripts/fuzz.sh [SECONDS_PER_TARGET]
+#   default: $GRAPHRUN_FUZZ_SECONDS, else 25; 0 replays only.
 # Exits non-zero when a target finds a crash, leak or timeout, and prints the
 # reproducer's path (run it with: build-fuzz/tests/fuzz/fuzz_TARGET FILE).
 set -euo pipefail
 
-seconds="${1:-60}"
+# The targets (tests/fuzz/fuzz_TARGET.cpp): add a new one here only.
+targets=(text json pipeline npy)
+
+seconds="${1:-${GRAPHRUN_FUZZ_SECONDS:-25}}"
 case "$seconds" in
     '' | *[!0-9]*) echo "usage: scripts/fuzz.sh [SECONDS_PER_TARGET]" >&2; exit 2 ;;
 esac
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
-
 # Tools and libraries: clang 14 with its libFuzzer runtime, and the build deps.
 need=()
 command -v clang++-14 >/dev/null 2>&1 || need+=(clang-14)
@@ -33,17 +41,23 @@ scripts/deps.sh
 build=build-fuzz
 CC=clang-14 CXX=clang++-14 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DGRAPHRUN_FUZZ=ON -DGRAPHRUN_TESTS=OFF >/dev/null
-cmake --build "$build" -j"$(nproc)" --target fuzz_text fuzz_json fuzz_pipeline fuzz_npy
+cmake --build "$build" -j"$(nproc)" --target "${targets[@]/#/fuzz_}"
 
 work="$build/fuzz-run"
 rm -rf "$work"
 mkdir -p "$work/artifacts"
-for t in text json pipeline npy; do mkdir -p "$work/corpus-$t"; done
-cp tests/fuzz/seeds/npy/* "$work/corpus-npy/"
+for t in "${targets[@]}"; do
+    mkdir -p "$work/corpus-$t"
+    # The committed seeds (npz has none of its own: the .npy seeds hold .npz files too).
+    seeds="tests/fuzz/seeds/$t"
+    [ "$t" = npz ] && [ ! -d "$seeds" ] && seeds=tests/fuzz/seeds/npy
+    if [ -d "$seeds" ]; then cp "$seeds"/* "$work/corpus-$t/"; fi
+done
 cat tests/fuzz/dict/text.dict tests/fuzz/dict/json.dict >"$work/pipeline.dict"
 
-# Seeds. The pipeline's first byte picks the format (bit 0: JSON), the cleanup
-# strategy (bits 1-2) and the iterations (bit 3).
+# Seeds from the scripts. The pipeline's first byte picks the format (bit 0:
+# JSON), the cleanup strategy (bits 1-2) and the iterations (bit 3).
+mkdir -p "$work/corpus-text" "$work/corpus-json" "$work/corpus-pipeline"
 n=0
 for f in scripts/examples/* tests/scripts/*; do
     [ -f "$f" ] || continue
@@ -61,32 +75,58 @@ for f in scripts/examples/* tests/scripts/*; do
 done
 
 options=(-rss_limit_mb=2048 -timeout=10 -max_len=16384 -print_final_stats=1)
+
+# 1. Replay: every committed input and every crash found so far must pass.
 status=0
-for t in text json pipeline npy; do
+replay_start=$(date +%s)
+for t in "${targets[@]}"; do
     bin="$build/tests/fuzz/fuzz_$t"
-    dict="tests/fuzz/dict/$t.dict"
-    [ "$t" = pipeline ] && dict="$work/pipeline.dict"
-    regressions="tests/fuzz/regressions/$t"
-    log="$work/fuzz_$t.log"
-
-    # Every crash found so far must stay fixed.
-    corpora=("$work/corpus-$t")
-    if compgen -G "$regressions/*" >/dev/null; then
-        corpora+=("$regressions")
-        if ! "$bin" "${options[@]}" -runs=0 "$regressions"/* >"$work/replay_$t.log" 2>&1; then
-            echo "fuzz: fuzz_$t: a regression input fails again; see $work/replay_$t.log" >&2
-            grep -E 'Running:|ERROR|SUMMARY' "$work/replay_$t.log" | tail -5 >&2 || true
-            status=1
-            continue
-        fi
+    inputs=("$work/corpus-$t")
+    if compgen -G "tests/fuzz/regressions/$t/*" >/dev/null; then inputs+=("tests/fuzz/regressions/$t"); fi
+    files=()
+    for d in "${inputs[@]}"; do for f in "$d"/*; do [ -f "$f" ] && files+=("$f"); done; done
+    [ ${#files[@]} -eq 0 ] && continue
+    if ! "$bin" "${options[@]}" -runs=0 "${files[@]}" >"$work/replay_$t.log" 2>&1; then
+        echo "fuzz: fuzz_$t: a committed input or regression fails; see $work/replay_$t.log" >&2
+        grep -E 'Running:|ERROR|SUMMARY' "$work/replay_$t.log" | tail -5 >&2 || true
+        status=1
+    else
+        echo "fuzz: fuzz_$t: ${#files[@]} committed inputs and regressions replayed" >&2
     fi
+done
+echo "fuzz: replay took $(( $(date +%s) - replay_start )) s" >&2
+if [ "$status" -ne 0 ] || [ "$seconds" -eq 0 ]; then exit $status; fi
 
-    echo "fuzz: fuzz_$t for ${seconds}s" >&2
-    rc=0
-    "$bin" "${options[@]}" -max_total_time="$seconds" -dict="$dict" \
-        -artifact_prefix="$work/artifacts/${t}-" "${corpora[@]}" >"$log" 2>&1 || rc=$?
+# 2. Fuzz each target for $seconds, nproc of them at once.
+fuzz_one() {
+    local t=$1 bin="$build/tests/fuzz/fuzz_$1" dict="tests/fuzz/dict/$1.dict" rc=0 corpora
+    [ "$t" = pipeline ] && dict="$work/pipeline.dict"
+    [ "$t" = npz ] && [ ! -f "$dict" ] && dict=tests/fuzz/dict/npy.dict
+    local dict_opt=()
+    [ -f "$dict" ] && dict_opt=(-dict="$dict")
+    corpora=("$work/corpus-$t")
+    if compgen -G "tests/fuzz/regressions/$t/*" >/dev/null; then corpora+=("tests/fuzz/regressions/$t"); fi
+    "$bin" "${options[@]}" -max_total_time="$seconds" "${dict_opt[@]}" \
+        -artifact_prefix="$work/artifacts/${t}-" "${corpora[@]}" >"$work/fuzz_$t.log" 2>&1 || rc=$?
+    echo "$rc" >"$work/fuzz_$t.rc"
+}
+
+echo "fuzz: ${#targets[@]} targets for ${seconds}s each, $(nproc) at once" >&2
+fuzz_start=$(date +%s)
+running=0
+for t in "${targets[@]}"; do
+    if [ "$running" -ge "$(nproc)" ]; then wait -n || true; running=$((running - 1)); fi
+    fuzz_one "$t" &
+    running=$((running + 1))
+done
+wait || true
+
+for t in "${targets[@]}"; do
+    bin="$build/tests/fuzz/fuzz_$t"
+    log="$work/fuzz_$t.log"
+    rc=$(cat "$work/fuzz_$t.rc" 2>/dev/null || echo "no status")
     grep -E '^(stat::|Done)|DONE ' "$log" | sed "s/^/fuzz: fuzz_$t: /" >&2 || true
-    if [ "$rc" -ne 0 ]; then
+    if [ "$rc" != 0 ]; then
         status=1
         echo "fuzz: fuzz_$t FAILED (exit $rc); log: $log" >&2
         grep -E 'ERROR: |SUMMARY: |Test unit written to' "$log" | head -5 >&2 || true
@@ -95,4 +135,5 @@ for t in text json pipeline npy; do
         done
     fi
 done
+echo "fuzz: fuzzing took $(( $(date +%s) - fuzz_start )) s" >&2
 exit $status

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# The whole test suite (unit, golden, CLI, smoke: the CLI tests and the smoke
+# The test suite (unit, golden, CLI, smoke: the CLI tests and the smoke
 # script run the instrumented binary) under AddressSanitizer, LeakSanitizer and
-# UndefinedBehaviorSanitizer, in build-asan/. Any report fails the run.
-# Usage: scripts/sanitize.sh [extra ctest arguments, e.g. -R unit]
+# UndefinedBehaviorSanitizer, in build-asan/, nproc tests at once. Any report
+# fails the run. scripts/test.sh runs the entries labelled `sanitize` (-L
+# sanitize: see tests/CMakeLists.txt); without arguments every entry runs.
+# Usage: scripts/sanitize.sh [extra ctest arguments, e.g. -R unit, -L sanitize]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/deps.sh
@@ -27,7 +29,7 @@ export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:abort_on_error=1"
 
 start=$(date +%s)
 status=0
-ctest --test-dir build-asan --output-on-failure "$@" || status=$?
+ctest --test-dir build-asan --output-on-failure -j"$(nproc)" "$@" || status=$?
 elapsed=$(( $(date +%s) - start ))
 
 reports=$(find "$logs" -type f | sort)

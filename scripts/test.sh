@@ -1,30 +1,72 @@
 #!/usr/bin/env bash
 # The test command: installs what is missing, builds, and runs every test:
-#   1. unit tests, golden scripts, CLI tests and the smoke script (ctest);
-#   2. the sessions, executor and reclaimer thread under ThreadSanitizer;
-#   3. the whole ctest suite again under AddressSanitizer + UBSan (scripts/sanitize.sh);
-#   4. the smoke runs under valgrind memcheck (scripts/valgrind.sh);
-#   5. each libFuzzer target for GRAPHRUN_FUZZ_SECONDS (default 60) (scripts/fuzz.sh).
-# Set GRAPHRUN_QUICK=1 to stop after step 1.
+#   1. build: the optimised build (scripts/build.sh);
+#   2. ctest: on the optimised build, every ctest entry not labelled
+#      sanitize_only: the unit tests, the README's figures, layers,
+#      fp-contract, the GPU tests (SKIP without a GPU), the ONNX backend suite;
+#   3. tsan: the sessions, executor and reclaimer thread under ThreadSanitizer;
+#   4. asan: the entries labelled sanitize (the unit tests and the behaviour
+#      suites that drive the binary: tests/CMakeLists.txt says which) under
+#      AddressSanitizer + UBSan (scripts/sanitize.sh), so each of those runs once;
+#   5. valgrind: the examples under valgrind memcheck (scripts/valgrind.sh);
+#   6. fuzz: every libFuzzer target's committed corpus and regressions
+#      replayed, then GRAPHRUN_FUZZ_SECONDS (default 25) of fuzzing per target
+#      (scripts/fuzz.sh).
+# Each stage's wall time is printed as it ends, and a table of them at the end
+# (also when a stage fails). Set GRAPHRUN_QUICK=1 to stop after the ctest stage
+# (it then runs the whole ctest suite, labelled or not, on the optimised build).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/build.sh
-ctest --test-dir build --output-on-failure -j"$(nproc)"
-if [ "${GRAPHRUN_QUICK:-0}" = 1 ]; then echo "stages: 1 passed, 0 failed"; exit 0; fi
 
-echo "== ThreadSanitizer: sessions, strategies, injected failures, the thread pool"
-cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGRAPHRUN_SANITIZE=thread >/dev/null
-cmake --build build-tsan --target graphrun_unit_tests -j"$(nproc)"
-TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" build-tsan/tests/graphrun_unit_tests -tc='session*,injection*,thread pool*,cleanup*,plan walker*,observer*,trace*'
+stage_names=()
+stage_secs=()
+stage_results=()
+started=$(date +%s)
 
-echo "== AddressSanitizer + UndefinedBehaviorSanitizer: the whole suite"
-scripts/sanitize.sh
+summary() {
+    local status=$? i passed=0 failed=0
+    echo
+    echo "stage       seconds  result"
+    for i in "${!stage_names[@]}"; do
+        printf '%-10s %8s  %s\n' "${stage_names[$i]}" "${stage_secs[$i]}" "${stage_results[$i]}"
+        if [ "${stage_results[$i]}" = ok ]; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
+    done
+    printf '%-10s %8s  %s\n' total "$(( $(date +%s) - started ))" "$([ "$status" -eq 0 ] && echo ok || echo "FAILED (exit $status)")"
+    echo "stages: $passed passed, $failed failed"
+}
+trap summary EXIT
 
-echo "== valgrind memcheck: every example under every strategy"
-scripts/valgrind.sh build/graphrun
+# stage NAME COMMAND...: runs COMMAND, records and prints its wall time; a
+# failing stage ends the run (with its exit status) after the summary.
+stage() {
+    local name=$1 t0 rc=0
+    shift
+    echo "== $name"
+    t0=$(date +%s)
+    "$@" || rc=$?
+    stage_names+=("$name")
+    stage_secs+=("$(( $(date +%s) - t0 ))")
+    if [ "$rc" -eq 0 ]; then stage_results+=(ok); else stage_results+=("FAILED (exit $rc)"); fi
+    echo "== $name: ${stage_secs[-1]} s, ${stage_results[-1]}"
+    if [ "$rc" -ne 0 ]; then exit "$rc"; fi
+}
 
-echo "== libFuzzer: text, JSON and whole-pipeline targets"
-scripts/fuzz.sh "${GRAPHRUN_FUZZ_SECONDS:-60}"
+# (set -e does not apply inside a stage's command: chain with &&.)
+tsan() {
+    cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGRAPHRUN_SANITIZE=thread >/dev/null &&
+    cmake --build build-tsan --target graphrun_unit_tests -j"$(nproc)" &&
+    TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" build-tsan/tests/graphrun_unit_tests \
+        -tc='session*,injection*,thread pool*,cleanup*,plan walker*,observer*,trace*'
+}
 
-# Reached only when every stage above passed (set -e).
-echo "stages: 5 passed, 0 failed"
+stage build scripts/build.sh
+if [ "${GRAPHRUN_QUICK:-0}" = 1 ]; then
+    stage ctest ctest --test-dir build --output-on-failure -j"$(nproc)"
+    exit 0
+fi
+# The suites labelled sanitize_only (tests/CMakeLists.txt) run once, under the sanitizers (stage asan).
+stage ctest ctest --test-dir build --output-on-failure -j"$(nproc)" -LE sanitize_only
+stage tsan tsan
+stage asan scripts/sanitize.sh -L sanitize
+stage valgrind scripts/valgrind.sh build/graphrun
+stage fuzz scripts/fuzz.sh "${GRAPHRUN_FUZZ_SECONDS:-25}"

@@ -7,7 +7,7 @@ import subprocess
 import sys
 import tempfile
 
-from harness import expect, make_harness  # noqa: E402 (tests/harness.py)
+from harness import expect, finish, make_harness  # noqa: E402 (tests/harness.py)
 
 BIN = sys.argv[1]
 SRC = sys.argv[2]
@@ -246,9 +246,7 @@ def devices_says_why_no_gpu():
 
 
 def run_env(env_extra, *args):
-    env = dict(os.environ, **env_extra)
-    p = subprocess.run([BIN, *args], capture_output=True, timeout=60, env=env)
-    return p.returncode, p.stdout.decode("utf-8", "replace"), p.stderr.decode("utf-8", "replace")
+    return run(*args, env=env_extra)
 
 
 @test
@@ -732,5 +730,4 @@ def cmake_install_puts_the_man_page_where_man_finds_it():
             m = subprocess.run(["man", "-w", "graphrun"], capture_output=True, text=True, env=env, timeout=60)
             expect(m.returncode == 0 and m.stdout.strip() == page, f"man -w graphrun: {m.stdout} {m.stderr}")
 
-print(f"cli: {results['passed']} passed, {results['failed']} failed")
-sys.exit(1 if results["failed"] else 0)
+sys.exit(finish("cli", results))

@@ -8,6 +8,9 @@ the harness reads:
   # expect: y: f32[2,3] (cpu)   a line that stdout must contain (stripped, exact)
   # expect-peak: cpu 1216       `check` must report this static peak (bytes)
   # expect-close: cpu 4096      `check` must report this close growth (bytes one pass allocates)
+  # run-expect: [2. 3.]         with cmd check: `graphrun run FILE ARGS RUN-ARGS` must also
+                                exit 0 and print this line (the values the checked graph computes)
+  # run-args: --fill=ones       extra arguments for that run only
   # error: 3:7: unknown name    stderr must hold FILE:3:7: error: ... containing the text
   # error: /nodes/1/op: unknown (JSON) FILE: /nodes/1/op: error: ... containing the text
   # warning: gpu:0 unavailable  stderr must contain this text
@@ -15,12 +18,17 @@ the harness reads:
 
 Each `# error:` must match a different diagnostic, and with `# errors-only`
 no other error may be reported (that pins "no cascades").
+
+A script that succeeds and names an output's type (`# expect: y: f32[2] (cpu)`)
+must also state a value (a line of values under `cmd: run`, or a
+`# run-expect:`): a script that asserts only types fails.
 Usage: golden.py GRAPHRUN_BINARY SCRIPTS_DIR
 """
 import os
 import re
-import subprocess
 import sys
+
+from harness import run_binary  # noqa: E402 (tests/harness.py)
 
 
 def expectations(path):
@@ -28,9 +36,10 @@ def expectations(path):
     with open(exp_path, encoding="utf-8", errors="replace") as f:
         lines = f.read().splitlines()
     spec = {"args": [], "cmd": "check", "expect": [], "peak": [], "error": [],
-            "warning": [], "exit": None, "errors_only": False, "close": []}
+            "warning": [], "exit": None, "errors_only": False, "close": [],
+            "run_expect": [], "run_args": []}
     for line in lines:
-        m = re.search(r"#\s*(args|cmd|expect-peak|expect-close|expect|errors-only|error|warning|exit):?\s?(.*)$",
+        m = re.search(r"#\s*(args|cmd|expect-peak|expect-close|expect|errors-only|error|warning|exit|run-expect|run-args):?\s?(.*)$",
                       line)
         if not m:
             continue
@@ -53,6 +62,10 @@ def expectations(path):
             spec["exit"] = int(val)
         elif key == "errors-only":
             spec["errors_only"] = True
+        elif key == "run-expect":
+            spec["run_expect"].append(val)
+        elif key == "run-args":
+            spec["run_args"] += val.split()
     return spec
 
 
@@ -65,20 +78,48 @@ def section(out, header):
     return [l.strip() for l in rest[:rest.index("")] if l] if "" in rest else [l.strip() for l in rest]
 
 
+TYPE_LINE = re.compile(r"^\S+: [a-z0-9]+\[[0-9,]*\] \(\S+\)$")
+
+
+def states_values(spec):
+    """Whether the script states a value, not only types: a line of `run`'s
+    values (a number or a bracketed row), or a run-expect line."""
+    if spec["run_expect"]:
+        return True
+    return spec["cmd"] == "run" and any(not TYPE_LINE.match(e) for e in spec["expect"])
+
+
+def run_values(binary, path, spec):
+    """The problems of `graphrun run FILE ARGS RUN-ARGS` against the run-expect lines."""
+    cmd = [binary, "run", path] + spec["args"] + spec["run_args"]
+    try:
+        code, out, err = run_binary(binary, cmd[1:], timeout=60)
+    except AssertionError as e:  # a timeout or a crash (tests/harness.py)
+        return [str(e)]
+    problems = [] if code == 0 else [f"run: exit code {code}, expected 0"]
+    out_lines = [l.strip() for l in out.splitlines()]
+    problems += [f"run: stdout lacks the line: {e}" for e in spec["run_expect"] if e not in out_lines]
+    if problems:
+        problems += ["command: " + " ".join(cmd), "stdout:\n" + out[-3000:], "stderr:\n" + err[-3000:]]
+    return problems
+
+
 def check_one(binary, path):
     spec = expectations(path)
     cmd = [binary, spec["cmd"], path] + spec["args"]
     try:
-        p = subprocess.run(cmd, capture_output=True, timeout=60)
-    except subprocess.TimeoutExpired:
-        return ["timed out after 60 s"]
-    out = p.stdout.decode("utf-8", "replace")
-    err = p.stderr.decode("utf-8", "replace")
+        code, out, err = run_binary(binary, cmd[1:], timeout=60)
+    except AssertionError as e:  # a timeout or a crash (tests/harness.py)
+        return [str(e)]
     problems = []
+    if spec["run_expect"]:
+        problems += run_values(binary, path, spec)
+    if code == 0 and any(TYPE_LINE.match(e) for e in spec["expect"]) and not states_values(spec):
+        problems.append("the script asserts only types: state a value (cmd: run, or # run-expect:)")
     want_exit = spec["exit"] if spec["exit"] is not None else (3 if spec["error"] else 0)
-    if p.returncode != want_exit:
-        problems.append(f"exit code {p.returncode}, expected {want_exit}")
-    if p.returncode < 0 or p.returncode >= 128:
+    if code != want_exit:
+        problems.append(f"exit code {code}, expected {want_exit}")
+    if code >= 128:
         problems.append("crashed")
     out_lines = [l.strip() for l in out.splitlines()]
     for e in spec["expect"]:

@@ -26,13 +26,13 @@ import argparse
 import glob
 import json
 import os
-import subprocess
 import sys
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from gpu_ops_test import gpu_usable  # noqa: E402
+from harness import run_binary  # noqa: E402 (tests/harness.py)
 from gpu_session_test import torn_down  # noqa: E402
 
 RTOL = 1e-4  # max |error| / max |reference|, as tests/onnx_models_test.py
@@ -64,8 +64,7 @@ def prepare(out_dir, graphrun):
             path = os.path.join(tmp, name + ".onnx")
             onnx.save(model.proto, path)
             script = os.path.join(out_dir, name + ".graph")
-            p = subprocess.run([graphrun, "convert", path, "--to=text", "-o", script], capture_output=True,
-                               text=True, timeout=300)
+            p = run_binary(graphrun, ["convert", path, "--to=text", "-o", script], timeout=300)
             if p.returncode != 0:
                 sys.exit(f"gpu_models_test: converting {name}: exit {p.returncode}: {p.stderr.strip()}")
             np.savez(os.path.join(out_dir, name + ".input.npz"), **model.feeds)
@@ -74,7 +73,7 @@ def prepare(out_dir, graphrun):
 
 
 def run_json(graphrun, args):
-    p = subprocess.run([graphrun, *args], capture_output=True, text=True, timeout=600)
+    p = run_binary(graphrun, args, timeout=600)
     docs = [json.loads(ln) for ln in p.stdout.splitlines() if ln.strip()]
     return p.returncode, docs, p.stderr
 

@@ -10,7 +10,9 @@ Usage: gpu_ops_test.py GRAPHRUN [--cpu-only] [--keep DIR] [-k SUBSTRING] [-v]
 Without a usable GPU (`graphrun devices` lists none) it prints SKIP and exits 0.
 --cpu-only runs every generated graph on the CPU only (twice, --threads=1 and
 the default, compared with the same bounds), which checks that every script is
-valid and exercises the comparison. Inputs are made on the CPU in a
+valid and exercises the comparison; the *_large* graphs (sized for the GPU's
+grid-stride loops) are only checked (`graphrun check`), not run. It also fails
+when an op with a GPU kernel (engine/ir/ops.cpp) has no graph here. Inputs are made on the CPU in a
 `with device("cpu")` block, so the GPU run gives each op the CPU's inputs.
 """
 import argparse
@@ -19,11 +21,13 @@ import itertools
 import math
 import os
 import re
-import subprocess
 import sys
 import tempfile
 
 import json
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from harness import BinaryFailed, run_binary  # noqa: E402 (tests/harness.py)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 EXAMPLES = os.path.join(os.path.dirname(HERE), "scripts", "examples")
@@ -413,6 +417,17 @@ def creation_graphs():
     g.op("f_nan", "fill([3], nan, dtype=f32)")
     g.op("c_special", f"const({SPECIAL_FLOATS}, dtype=f32)")
     yield g
+    # input nodes on the device under test (the fed bytes copied in, like
+    # const's; --fill gives both runs the same values), and identity of each.
+    g = Graph("create_input_identity", args=("--fill=random", "--seed=3"))
+    for dtype in ALL:
+        for shape in ([], [0], [3, 4]):
+            x = f"x_{dtype}_{shape_name(shape)}"
+            g.body.append(f"{x} = input({shape_text(shape)}, dtype={dtype})")
+            g.outputs.append(x)
+            g.tol[x] = EXACT
+            g.op(f"id_{dtype}_{shape_name(shape)}", f"identity({x})")
+    yield g
     g = Graph("create_range")
     for dtype in NUM:
         g.op(f"r10_{dtype}", f"range(10, dtype={dtype})")
@@ -435,6 +450,24 @@ def all_graphs():
     for gen in (binary_graphs, unary_graphs, cast_graphs, transpose_graphs, concat_graphs, reduce_graphs,
                 softmax_graphs, matmul_graphs, creation_graphs, beyond_spec_graphs):
         yield from gen()
+
+
+def gpu_op_table(src):
+    """{op name: dtype class} of every op engine/ir/ops.cpp gives a GPU kernel (G)."""
+    with open(os.path.join(src, "engine", "ir", "ops.cpp")) as f:
+        text = f.read()
+    rows = re.findall(r'add\(OpKind::\w+, "(\w+)", -?\d+, -?\d+, C::(\w+), F::\w+, (\w+),', text)
+    if not rows or len(rows) != text.count("add(OpKind::"):
+        raise SystemExit(f"gpu_ops_test: cannot read the op table of engine/ir/ops.cpp ({len(rows)} rows)")
+    return {name: cls for name, cls, gpu in rows if gpu != "false"}
+
+
+def uncovered_ops(src, graphs):
+    """The ops with a GPU kernel (engine/ir/ops.cpp) that no graph here calls:
+    a kernel this test would never compare with the CPU."""
+    texts = [getattr(g, "source", None) or g.text() for g in graphs]
+    return sorted(op for op in gpu_op_table(src)
+                  if not any(re.search(r"\b" + op + r"\(", t) for t in texts))
 
 
 def error_graphs():
@@ -464,8 +497,9 @@ def error_graphs():
 # --- running and comparing ---------------------------------------------------
 
 def run_bin(binary, args, timeout=600):
-    p = subprocess.run([binary, *args], capture_output=True, timeout=timeout)
-    return p.returncode, p.stdout.decode("utf-8", "replace"), p.stderr.decode("utf-8", "replace")
+    """(code, stdout, stderr); a crash is a negative code (a batch that crashes is
+    rerun file by file); a timeout raises harness.BinaryFailed."""
+    return tuple(run_binary(binary, args, timeout=timeout, allow_signal=True))
 
 
 def run_json(binary, files, device_args):
@@ -487,7 +521,7 @@ def run_json(binary, files, device_args):
 def run_batch(binary, files, device_args):
     try:
         code, out, err = run_bin(binary, ["run", *files, "--format=json", *device_args])
-    except subprocess.TimeoutExpired:
+    except BinaryFailed:  # timed out
         return None
     lines = [ln for ln in out.splitlines() if ln.strip()]
     if code not in (0, 1) or len(lines) != len(files):
@@ -675,6 +709,11 @@ def main():
         paths[g.name] = path
 
     passed, failed = 0, 0
+    if not opts.k:  # every op with a GPU kernel is compared, by at least one graph
+        missing = uncovered_ops(os.path.dirname(HERE), graphs + errors)
+        if missing:
+            failed += 1
+            print(f"FAIL coverage: no graph here runs {', '.join(missing)} (engine/ir/ops.cpp gives them GPU kernels)")
 
     def report(g, n_ok, failures):
         nonlocal passed, failed
@@ -692,9 +731,17 @@ def main():
         ref_args, test_args, dev = ["--device=cpu"], ["--device=cpu", "--threads=1"], "cpu"
     else:
         ref_args, test_args, dev = ["--device=cpu"], ["--device=gpu", "--no-soft-placement"], gpu
+    # The *_large* graphs are sized for the GPU's grid-stride loops (past 65535
+    # blocks); on the CPU they would add only time (most of this run's), so
+    # --cpu-only checks that their scripts are valid and does not run them.
+    large = [g for g in graphs if "_large" in g.name] if opts.cpu_only else []
+    for g in large:
+        code, _, err = run_bin(binary, ["check", paths[g.name], *ref_args, *g.args])
+        report(g, 1 if code == 0 else 0, [] if code == 0 else [f"check exited {code}: {err.strip()[-500:]}"])
     groups = {}
     for g in graphs + examples:
-        groups.setdefault(g.args, []).append(g)
+        if g not in large:
+            groups.setdefault(g.args, []).append(g)
     for args, gs in groups.items():
         soft = [g for g in gs if not g.check_device]
         strict = [g for g in gs if g.check_device]

@@ -1,5 +1,19 @@
-"""The harness the CLI-level test scripts share (cli_test, memory_test,
-output_test): run the real binary, record each test function's result.
+"""The harness every CLI-level test script shares: it runs the real binary
+(one timeout rule, one exit-code rule) and records each test function's result.
+
+Running the binary:
+
+    r = run_binary(BIN, ["run", "x.graph"], timeout=60, cwd=None, env=None, stdin=None)
+    code, out, err = r                # or r.returncode, r.stdout, r.stderr
+
+stdout and stderr are text (undecodable bytes replaced). A run that outlives
+its timeout, or that a signal ends (a crash, an abort, a sanitizer report: a
+negative return code), raises BinaryFailed, an AssertionError, naming the
+command: no input may crash graphrun or hang it (SPEC section 6), so no test has
+to remember to check for that. Pass allow_signal=True where a test sends the
+signal itself. Every test's command is printed on a failure.
+
+Recording results (cli_test, memory_test, output_test):
 
     run, test, results = make_harness(BIN, timeout=120)
 
@@ -9,8 +23,63 @@ output_test): run the real binary, record each test function's result.
         expect(code == 0, err)
 
     sys.exit(finish("cli", results))
+
+Scripts that collect failures in a list (`check(cond, msg)`) use run_binary
+directly and checks(failures) for the check function.
 """
+import os
+import shlex
+import signal
 import subprocess
+
+
+class BinaryFailed(AssertionError):
+    """The binary timed out or was ended by a signal."""
+
+
+class Result:
+    """One run's exit code and output: unpacks as (code, stdout, stderr), and
+    reads like subprocess.CompletedProcess (returncode, stdout, stderr)."""
+
+    __slots__ = ("returncode", "stdout", "stderr", "args")
+
+    def __init__(self, returncode, stdout, stderr, args):
+        self.returncode, self.stdout, self.stderr, self.args = returncode, stdout, stderr, args
+
+    def __iter__(self):
+        return iter((self.returncode, self.stdout, self.stderr))
+
+    @property
+    def code(self):
+        return self.returncode
+
+
+def describe(args):
+    text = " ".join(shlex.quote(str(a)) for a in args)
+    return text if len(text) <= 600 else text[:600] + " ..."
+
+
+def run_binary(binary, args, *, stdin=None, cwd=None, env=None, timeout=120, allow_signal=False):
+    """Runs BINARY ARGS; returns a Result; raises BinaryFailed on a timeout or
+    on a death by signal (unless allow_signal). stdin: str or bytes; env: extra
+    variables on top of os.environ."""
+    cmd = [str(binary), *[str(a) for a in args]]
+    if isinstance(stdin, str):
+        stdin = stdin.encode()
+    full_env = dict(os.environ, **env) if env else None
+    try:
+        p = subprocess.run(cmd, input=stdin, capture_output=True, timeout=timeout, cwd=cwd, env=full_env)
+    except subprocess.TimeoutExpired:
+        raise BinaryFailed(f"did not finish within {timeout} s: {describe(cmd)}") from None
+    out = p.stdout.decode("utf-8", "replace")
+    err = p.stderr.decode("utf-8", "replace")
+    if p.returncode < 0 and not allow_signal:
+        try:
+            name = signal.Signals(-p.returncode).name
+        except ValueError:
+            name = f"signal {-p.returncode}"
+        raise BinaryFailed(f"ended by {name}: {describe(cmd)}\nstderr:\n{err[-3000:]}")
+    return Result(p.returncode, out, err, cmd)
 
 
 def expect(cond, msg):
@@ -18,12 +87,22 @@ def expect(cond, msg):
         raise AssertionError(str(msg)[:3000])
 
 
+def checks(failures, prefix="FAIL:"):
+    """A check(cond, msg) that appends msg to FAILURES and prints it."""
+    def check(cond, msg):
+        if not cond:
+            failures.append(msg)
+            print(prefix, msg)
+        return bool(cond)
+    return check
+
+
 def make_harness(binary, timeout=60):
     results = {"passed": 0, "failed": 0}
 
-    def run(*args, stdin=None, timeout=timeout):
-        p = subprocess.run([binary, *args], input=stdin, capture_output=True, timeout=timeout)
-        return p.returncode, p.stdout.decode("utf-8", "replace"), p.stderr.decode("utf-8", "replace")
+    def run(*args, stdin=None, timeout=timeout, cwd=None, env=None, allow_signal=False):
+        return tuple(run_binary(binary, args, stdin=stdin, timeout=timeout, cwd=cwd, env=env,
+                                allow_signal=allow_signal))
 
     def test(fn):
         try:
@@ -41,3 +120,9 @@ def make_harness(binary, timeout=60):
         return fn
 
     return run, test, results
+
+
+def finish(name, results):
+    """Prints the counts; the exit status for sys.exit."""
+    print(f"{name}: {results['passed']} passed, {results['failed']} failed")
+    return 1 if results["failed"] or not results["passed"] else 0

@@ -10,7 +10,7 @@ import subprocess
 import sys
 import tempfile
 
-from harness import expect, make_harness  # noqa: E402 (tests/harness.py)
+from harness import expect, finish, make_harness  # noqa: E402 (tests/harness.py)
 
 BIN = sys.argv[1]
 SRC = sys.argv[2]
@@ -346,5 +346,4 @@ def compare_errors():
         expect(code == 1 and "cannot write the plot to /nonexistent-dir/p.svg" in err, (code, err))
 
 
-print(f"memory: {results['passed']} passed, {results['failed']} failed")
-sys.exit(1 if results["failed"] else 0)
+sys.exit(finish("memory", results))

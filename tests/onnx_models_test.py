@@ -13,6 +13,8 @@ import subprocess
 import sys
 import tempfile
 
+from harness import run_binary  # noqa: E402 (tests/harness.py)
+
 try:
     import numpy as np
     import onnx
@@ -37,7 +39,7 @@ def check(cond, msg):
 
 
 def graphrun(*args):
-    return subprocess.run([GRAPHRUN, *args], capture_output=True, text=True, timeout=300)
+    return run_binary(GRAPHRUN, args, timeout=300)
 
 
 def save(name, model):
@@ -80,6 +82,7 @@ def compare(name, path, feeds):
     check(p.returncode == 0, f"compare {name}: exit {p.returncode}: {p.stderr[-2000:]}")
     check(all(s in p.stdout for s in ("background", "safepoint", "close")), f"compare {name}: {p.stdout}")
     p = graphrun("compare", path, "--format=json", *feeds)
+    check(p.returncode == 0, f"compare {name} --format=json: exit {p.returncode}: {p.stderr[-2000:]}")
     if p.returncode != 0:
         return
     peaks = {s["cleanup"]: s["memory"]["cpu"]["peak"] for s in json.loads(p.stdout)["strategies"]}

@@ -10,9 +10,10 @@ Usage: onnx_norm_test.py GRAPHRUN
 import json
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
+
+from harness import run_binary  # noqa: E402 (tests/harness.py)
 
 try:
     import numpy as np
@@ -39,7 +40,7 @@ def check(cond, msg):
 
 
 def graphrun(*args, cwd=None):
-    return subprocess.run([GRAPHRUN, *args], capture_output=True, text=True, timeout=120, cwd=cwd)
+    return run_binary(GRAPHRUN, args, timeout=120, cwd=cwd)
 
 
 def save_model(name, nodes, inputs, outputs, inits=(), opset=17):

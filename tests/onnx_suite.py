@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """ONNX's own backend test suite, through the real binary.
 
-Usage: onnx_suite.py GRAPHRUN [--data=DIR] [--passing=FILE] [--update] [--verbose] [-k SUBSTRING]
+Usage: onnx_suite.py GRAPHRUN [--ci] [--jobs=N] [--data=DIR] [--passing=FILE] [--update] [--verbose]
+                    [-k SUBSTRING]
 
 Runs every test of Debian's libonnx-testdata (suites node, pytorch-converted,
 pytorch-operator, simple): each test's model.onnx with the inputs of its
@@ -17,12 +18,23 @@ test_data_set_* fed as .npy files (--input=NAME=@FILE), its outputs saved
 Prints the counts per suite. Fails (exit 1) when a test listed in the
 passing list (tests/onnx_passing.txt) does not pass: the list may only grow.
 --update rewrites the list with every test that passes now.
+
+--ci (what ctest runs) is the cheap form of the same check: the tests of the
+passing list are run and compared as above, --jobs at once (default: the
+number of cores); every other model is only loaded, validated and planned
+(`graphrun run --iterations=0 --fill=zeros`), many per process, and must be
+refused with a diagnostic (exit 1 to 3) or accepted, never crash or hang.
+Without --ci every test is run in turn and classified (for --update).
 """
+import concurrent.futures
 import glob
+import json
 import os
-import subprocess
 import sys
 import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from harness import BinaryFailed, run_binary  # noqa: E402 (tests/harness.py)
 
 try:
     import numpy as np
@@ -47,6 +59,9 @@ GRAPHRUN = sys.argv[1]
 DATA = arg("data", "/usr/share/libonnx-testdata/data")
 PASSING = arg("passing", os.path.join(os.path.dirname(os.path.abspath(__file__)), "onnx_passing.txt"))
 UPDATE = "--update" in sys.argv
+CI = "--ci" in sys.argv
+JOBS = int(arg("jobs", str(os.cpu_count() or 1)))
+BATCH = 60  # models per process for the load-only check
 VERBOSE = "--verbose" in sys.argv
 FILTER = sys.argv[sys.argv.index("-k") + 1] if "-k" in sys.argv else None
 
@@ -91,9 +106,9 @@ def run_test(test_dir, tmp):
         for f in glob.glob(os.path.join(out_dir, "*")):
             os.remove(f)
         try:
-            p = subprocess.run(args, capture_output=True, text=True, timeout=120)
-        except subprocess.TimeoutExpired:
-            return "failed", "timed out after 120 s"
+            p = run_binary(args[0], args[1:], timeout=120)
+        except BinaryFailed as e:  # a timeout or a crash
+            return "failed", str(e)[:300]
         if p.returncode == 3:
             return "unsupported", p.stderr.strip().splitlines()[0] if p.stderr.strip() else "exit 2"
         if p.returncode != 0:
@@ -117,6 +132,82 @@ def run_test(test_dir, tmp):
     return "passed", ""
 
 
+def load_only(models):
+    """Problems of `graphrun run --iterations=0 --fill=zeros MODELS...`, BATCH
+    models per process: each must be refused with an exit code of 1 to 3 and a
+    message, or accepted; no crash, no hang. A batch that fails is rerun model
+    by model to name the one at fault. Returns (problems, refused count)."""
+    problems, refused = [], 0
+
+    def batch(files):
+        args = ["run", "--format=json", "--no-data", "--iterations=0", "--fill=zeros", "--cleanup=safepoint", *files]
+        try:
+            p = run_binary(GRAPHRUN, args, timeout=60 + 5 * len(files))
+        except BinaryFailed as e:
+            return None, str(e)
+        docs = [json.loads(ln) for ln in p.stdout.splitlines() if ln.strip()]
+        if len(docs) != len(files):
+            return None, f"exit {p.returncode}: {len(docs)} JSON documents for {len(files)} models: {p.stderr[-500:]}"
+        return docs, ""
+
+    for i in range(0, len(models), BATCH):
+        chunk = models[i:i + BATCH]
+        docs, why = batch(chunk)
+        if docs is None:
+            docs = []
+            for m in chunk:
+                one, why = batch([m])
+                if one is None:
+                    problems.append(f"{m}: {why}")
+                else:
+                    docs += one
+        for d in docs:
+            err = d.get("error")
+            if err is None:
+                continue
+            if err.get("code") not in (1, 2, 3) or not err.get("message"):
+                problems.append(f"{d.get('file')}: error without a code of 1 to 3 and a message: {err}")
+            else:
+                refused += err["code"] == 3
+    return problems, refused
+
+
+def main_ci(passing_before):
+    """The --ci form: the passing list run in parallel, every other model loaded only."""
+    everything = []
+    for suite in SUITES:
+        everything += [f"{suite}/{os.path.basename(d)}" for d in sorted(glob.glob(os.path.join(DATA, suite, "test_*")))]
+    if FILTER:
+        everything = [k for k in everything if FILTER in k]
+    listed = [k for k in everything if k in passing_before]
+    missing = sorted(passing_before - set(everything)) if not FILTER else []
+    failed = []
+
+    def one(key):
+        with tempfile.TemporaryDirectory() as tmp:
+            return key, run_test(os.path.join(DATA, key), tmp)
+
+    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, JOBS)) as pool:
+        for key, (status, detail) in pool.map(one, listed):
+            if status != "passed":
+                failed.append(f"{key}: {status}: {detail}")
+            elif VERBOSE:
+                print(f"passed       {key}")
+    others = [os.path.join(DATA, k, "model.onnx") for k in everything if k not in passing_before]
+    others = [m for m in others if os.path.exists(m)]
+    problems, refused = load_only(others)
+    print(f"onnx_suite --ci: {len(listed) - len(failed)} of {len(listed)} listed tests pass; "
+          f"{len(others)} other models loaded: {refused} refused (exit 3), "
+          f"{len(others) - refused - len(problems)} accepted or refused otherwise, {len(problems)} problems")
+    for f in failed:
+        print(f"FAIL (listed as passing): {f}")
+    for p in problems:
+        print(f"FAIL (load only): {p}")
+    if missing:  # another version of the test data: as without --ci, not a failure
+        print(f"note: {len(missing)} listed test(s) are not in the test data: {', '.join(missing[:20])}")
+    return 1 if failed or problems or not listed else 0
+
+
 def main():
     if not os.path.isdir(DATA):
         print(f"SKIP: no ONNX test data at {DATA} (Debian's libonnx-testdata)")
@@ -124,6 +215,8 @@ def main():
     passing_before = set()
     if os.path.exists(PASSING):
         passing_before = {l.strip() for l in open(PASSING) if l.strip() and not l.startswith("#")}
+    if CI:
+        return main_ci(passing_before)
     results = {}
     with tempfile.TemporaryDirectory() as tmp:
         for suite in SUITES:

@@ -6,9 +6,10 @@ Usage: onnx_test.py GRAPHRUN
 """
 import json
 import os
-import subprocess
 import sys
 import tempfile
+
+from harness import run_binary  # noqa: E402 (tests/harness.py)
 
 try:
     import numpy as np
@@ -39,7 +40,7 @@ def save_model(name, nodes, inputs, outputs, inits=(), opset=13, value_info=()):
 
 
 def graphrun(*args):
-    return subprocess.run([GRAPHRUN, *args], capture_output=True, text=True, timeout=120)
+    return run_binary(GRAPHRUN, args, timeout=120)
 
 
 def run_with(path, feeds, *extra):

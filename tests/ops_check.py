@@ -8,8 +8,10 @@ It needs no NumPy itself: each test passes its own judge.
 import json
 import os
 import re
-import subprocess
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from harness import run_binary  # noqa: E402 (tests/harness.py)
 
 
 def write_forms(graphs, d):
@@ -26,10 +28,10 @@ def write_forms(graphs, d):
 
 def run_json(binary, files, extra=()):
     """`graphrun run --format=json EXTRA FILES`: one document per file."""
-    p = subprocess.run([binary, "run", "--format=json", *extra, *files], capture_output=True, timeout=600)
-    lines = [ln for ln in p.stdout.decode().splitlines() if ln.strip()]
+    p = run_binary(binary, ["run", "--format=json", *extra, *files], timeout=600)
+    lines = [ln for ln in p.stdout.splitlines() if ln.strip()]
     if p.returncode != 0 or len(lines) != len(files):
-        sys.stderr.write(p.stderr.decode()[-3000:])
+        sys.stderr.write(p.stderr[-3000:])
         raise SystemExit(f"graphrun run {' '.join(extra)} exited {p.returncode} for {len(files)} files")
     return [json.loads(ln) for ln in lines]
 
@@ -84,8 +86,8 @@ def bad_inputs(binary, d, cases, want_exit=3, prefix="error", need_place=False):
         path = os.path.join(d, f"{prefix}_{k}." + ("json" if body.startswith("{") else "graph"))
         with open(path, "w") as f:
             f.write(body)
-        p = subprocess.run([binary, "run", path], capture_output=True, timeout=60)
-        err = p.stderr.decode()
+        p = run_binary(binary, ["run", path], timeout=60)
+        err = p.stderr
         expected = [expected] if isinstance(expected, str) else expected
         missing = [e for e in expected if e not in err]
         placed = not need_place or re.search(r"\.(graph|json):\d+:\d+: error", err)

@@ -17,12 +17,12 @@ Usage: ops_conv_test.py GRAPHRUN [--keep DIR] [-v]
 import argparse
 import math
 import os
-import subprocess
 import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import ops_check  # noqa: E402
+from harness import run_binary  # noqa: E402 (tests/harness.py)
 import ops_numpy_test as base  # noqa: E402  (Graph, run, to_array; re-execs under /usr/bin/python3 without NumPy)
 import numpy as np  # noqa: E402
 
@@ -367,27 +367,26 @@ def scratch_checks(binary, d):
         f.write(SCRATCH_GRAPH)
     results, failures = [], 0
     for limit in ("64MiB", "2400KiB"):
-        p = subprocess.run([binary, "run", "--format=json", "--threads=1", f"--memory-limit={limit}", path],
-                           capture_output=True, timeout=120)
+        p = run_binary(binary, ["run", "--format=json", "--threads=1", f"--memory-limit={limit}", path], timeout=120)
         import json
-        doc = json.loads(p.stdout.decode().splitlines()[0]) if p.returncode == 0 else {}
+        doc = json.loads(p.stdout.splitlines()[0]) if p.returncode == 0 else {}
         mem = doc.get("memory", {})
         left = [mem.get(k, {}).get("cpu", {}).get("workspace") for k in ("before_teardown", "after_teardown")]
         # The scratch came from the counting allocator: its cache (reserved) holds the 8 MiB tile.
         reserved = mem.get("before_teardown", {}).get("cpu", {}).get("reserved", 0)
         if p.returncode != 0 or left != [0, 0] or (limit == "64MiB" and reserved < (8 << 20)):
             print(f"FAIL scratch at {limit}: exit {p.returncode}, workspace {left}, reserved {reserved}: "
-                  f"{p.stderr.decode()[-500:]}")
+                  f"{p.stderr[-500:]}")
             failures += 1
             continue
         results.append(base.to_array(doc["outputs"][0]))
     if len(results) == 2 and abs(float(results[0]) - float(results[1])) > 1e-5 * abs(float(results[0])):
         print(f"FAIL scratch: tiles of another size give {results[1]} instead of {results[0]}")
         failures += 1
-    p = subprocess.run([binary, "run", "--threads=1", "--memory-limit=2200KiB", path], capture_output=True, timeout=120)
+    p = run_binary(binary, ["run", "--threads=1", "--memory-limit=2200KiB", path], timeout=120)
     want = "error: node 'y' (conv) on cpu: out of memory: 36864 bytes of scratch for conv's im2col columns"
-    if p.returncode != 1 or want not in p.stderr.decode():
-        print(f"FAIL scratch over the limit: exit {p.returncode} (want 1), missing {want!r} in:\n{p.stderr.decode()}")
+    if p.returncode != 1 or want not in p.stderr:
+        print(f"FAIL scratch over the limit: exit {p.returncode} (want 1), missing {want!r} in:\n{p.stderr}")
         failures += 1
     return failures
 

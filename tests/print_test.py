@@ -15,9 +15,10 @@ import json
 import math
 import os
 import random
-import subprocess
 import sys
 import tempfile
+
+from harness import run_binary  # noqa: E402 (tests/harness.py)
 
 try:
     import numpy as np
@@ -168,8 +169,8 @@ def check_group(group, full):
         path = f.name
     try:
         extra = ["--full"] if full else []
-        t = subprocess.run([BIN, "run", path, *extra], capture_output=True, text=True, timeout=120)
-        j = subprocess.run([BIN, "run", path, "--format=json"], capture_output=True, text=True, timeout=120)
+        t = run_binary(BIN, ["run", path, *extra], timeout=120)
+        j = run_binary(BIN, ["run", path, "--format=json"], timeout=120)
     finally:
         os.unlink(path)
     if t.returncode != 0 or j.returncode != 0:

@@ -29,6 +29,8 @@ import subprocess
 import sys
 import tempfile
 
+from harness import run_binary  # noqa: E402 (tests/harness.py)
+
 GRAPHRUN, SRC = sys.argv[1], sys.argv[2]
 UPDATE = "--update" in sys.argv[3:]
 README = os.path.join(SRC, "README.md")
@@ -43,7 +45,7 @@ def fail(msg):
 
 
 def graphrun(args):
-    p = subprocess.run([GRAPHRUN] + args, cwd=SRC, capture_output=True, text=True, timeout=300)
+    p = run_binary(GRAPHRUN, args, cwd=SRC, timeout=300)
     if p.returncode != 0:
         raise SystemExit(f"graphrun {' '.join(args)} exited {p.returncode}: {p.stderr}")
     return p.stdout
