@@ -52,9 +52,20 @@ void TerminalSafeBuf::drain(bool all) {
     shown_.clear();
     const std::string_view text(pending_.data(), end);
     for (size_t i = 0; i < text.size();) {
-        if (line_bytes_ + shown_.size() >= max_line_) {
+        const size_t room = line_bytes_ + shown_.size() < max_line_ ? max_line_ - line_bytes_ - shown_.size() : 0;
+        if (room == 0) {
             dropped_ += text.size() - i;
             break;
+        }
+        // A run of printable ASCII (nearly everything) goes as it is.
+        size_t run = 0;
+        while (run < room && i + run < text.size() &&
+               ((text[i + run] >= 0x20 && text[i + run] < 0x7F) || text[i + run] == '\t'))
+            ++run;
+        if (run > 0) {
+            shown_.append(text, i, run);
+            i += run;
+            continue;
         }
         i += append_terminal_char(shown_, text, i, true);
     }
