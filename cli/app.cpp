@@ -1,6 +1,9 @@
 // The option table and the mapping of outcomes to exit codes.
 #include "cli/app.h"
 
+#include <signal.h>
+#include <unistd.h>
+
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <charconv>
@@ -9,6 +12,9 @@
 
 #include "cli/commands.h"
 #include "cli/data_options.h"
+#include "cli/terminal.h"
+#include "engine/api/interrupt.h"
+#include "engine/api/output_paths.h"
 #include "engine/api/units.h"
 
 namespace graphrun::cli {
@@ -117,6 +123,37 @@ int exit_code(const Error& e) {
 
 namespace {
 
+// SIGINT and SIGTERM, in every command and every phase: the first one asks
+// graphrun to stop (g_interrupt_signal, which loading, planning, running and
+// writing poll); a second SIGINT exits at once.
+extern "C" void on_stop_signal(int sig) {
+    int none = 0;
+    if (!g_interrupt_signal.compare_exchange_strong(none, sig) && sig == SIGINT) {
+        remove_pending_temporaries();  // a file being written is left as it was, with no temporary beside it
+        _exit(128 + SIGINT);
+    }
+}
+
+void install_stop_handlers() {
+    struct sigaction sa {};
+    sa.sa_handler = on_stop_signal;  // no SA_RESTART: a blocking read of standard input returns
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, nullptr);
+    sigaction(SIGTERM, &sa, nullptr);
+}
+
+// A stop requested after the last check of the work (the last node run, the
+// last file written) still gives its exit code: the output is complete, and
+// the signal is not lost.
+int with_late_signal(int code) {
+    const int sig = interrupted();
+    if (sig == 0 || code != kExitOk) return code;
+    std::cout.flush();
+    std::cerr << "graphrun: interrupted by " << signal_name(sig)
+              << " once the work was done (what was printed and written is complete)\n";
+    return 128 + sig;
+}
+
 // CLI11's message for a usage error, with a did-you-mean for a misspelt command
 // or long option.
 std::string usage_error_message(const CLI::App& app, const CLI::ParseError& e) {
@@ -159,7 +196,11 @@ std::string usage_error_message(const CLI::App& app, const CLI::ParseError& e) {
 
 }  // namespace
 
-int run_app(int argc, char** argv) {
+namespace {
+
+// The command line parsed and its command run; run_app adds what every
+// command shares.
+int run_command_line(int argc, char** argv) {
     CLI::App app{"graphrun: run tensor graph scripts and see what they do with memory", "graphrun"};
     // Called only for --version: asking the plugin for its toolkit loads cuBLAS.
     app.set_version_flag("--version", std::function<std::string()>(version_string));
@@ -336,6 +377,14 @@ int run_app(int argc, char** argv) {
         return convert_command(convert_file, convert, std::cout, std::cerr);
     }
     return devices_command(std::cout);
+}
+
+}  // namespace
+
+int run_app(int argc, char** argv) {
+    install_stop_handlers();
+    TerminalSafeStream safe_stderr(std::cerr);  // names and messages may hold any bytes
+    return with_late_signal(run_command_line(argc, argv));
 }
 
 }  // namespace graphrun::cli

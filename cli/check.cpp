@@ -13,6 +13,7 @@
 
 #include "cli/app.h"
 #include "cli/commands.h"
+#include "engine/api/output_text.h"
 #include "engine/api/prepare.h"
 #include "engine/api/units.h"
 
@@ -27,10 +28,17 @@ constexpr size_t kParallelListingNodes = 20000;
 // The header and the nodes section of the text listing: all of it that does
 // not depend on the plan, so that it can be rendered while the plan compiles.
 std::string render_listing(const Graph& g) {
+    // Names may hold any bytes: shown as a terminal may show them (output_text.h).
+    std::string scratch;
+    auto shown = [&scratch](std::string_view s) -> std::string_view {
+        if (s.size() <= kMaxShownName && terminal_safe(s)) return s;
+        scratch = terminal_text(s);
+        return scratch;
+    };
     size_t count = 0;
     for (const Node& n : g.nodes)
         if (n.op != OpKind::LoopParam) ++count;
-    std::string buf = g.file + ": " + (g.from_onnx ? "onnx" : g.from_json ? "json" : "text") + " graph, " + std::to_string(count) + " node" +
+    std::string buf = std::string(shown(g.file)) + ": " + (g.from_onnx ? "onnx" : g.from_json ? "json" : "text") + " graph, " + std::to_string(count) + " node" +
                       (count == 1 ? "" : "s");
     if (!g.repeats.empty())
         buf += ", " + std::to_string(g.repeats.size()) + " repeat" + (g.repeats.size() == 1 ? "" : "s");
@@ -73,7 +81,7 @@ std::string render_listing(const Graph& g) {
                 buf += "repeat " + std::to_string(r.count) + " {";
                 if (!r.carries.empty()) {
                     buf += "  # carries";
-                    for (const Carry& c : r.carries) buf += " " + c.name;
+                    for (const Carry& c : r.carries) (buf += " ") += shown(c.name);
                 }
                 buf += "\n";
                 self(self, r.body, depth + 1);
@@ -82,7 +90,7 @@ std::string render_listing(const Graph& g) {
             }
             const Node& n = g.node(s.index);
             buf += indent;
-            field(n.display(), wname);
+            field(shown(n.display()), wname);
             buf += "  ";
             field(op_name(n.op), wop);
             buf += "  ";
@@ -101,7 +109,7 @@ std::string render_listing(const Graph& g) {
             }
             for (size_t k = 0; k < n.inputs.size(); ++k) {
                 buf += k == 0 ? "  <- " : ", ";
-                buf += g.node(n.inputs[k].id).display();
+                buf += shown(g.node(n.inputs[k].id).display());
             }
             buf += "\n";
         }
@@ -117,12 +125,12 @@ void print_text_tail(const Graph& g, const Plan& plan, std::ostream& out) {
         if (n.op != OpKind::Input) continue;
         if (!any_input) out << "\ninputs (give each with --input=NAME=@FILE.npy, or --fill):\n";
         any_input = true;
-        out << "  " << n.display() << ": " << type_string(n.dtype, n.shape) << " (" << n.placed << ")\n";
+        out << "  " << terminal_text(n.display()) << ": " << type_string(n.dtype, n.shape) << " (" << n.placed << ")\n";
     }
     out << "\noutputs:\n";
     for (const Output& o : g.outputs) {
         const Node& n = g.node(o.id);
-        out << "  " << o.name << ": " << type_string(n.dtype, n.shape) << " (" << n.placed << ")\n";
+        out << "  " << terminal_text(o.name) << ": " << type_string(n.dtype, n.shape) << " (" << n.placed << ")\n";
     }
     out << "\nstatic peak (one pass, live tensor bytes):\n";
     for (const auto& [dev, bytes] : plan.static_peak)
@@ -180,7 +188,7 @@ void print_json(const Graph& g, const Plan& plan, std::ostream& out) {
     nlohmann::ordered_json growth = nlohmann::ordered_json::object();
     for (const auto& [dev, bytes] : plan.close_growth) growth[dev] = bytes;
     doc["close_growth"] = std::move(growth);
-    out << doc.dump() << "\n";
+    out << dump_json(doc) << "\n";
 }
 
 void print_json_error(const std::string& file, const Error& e, std::ostream& out) {
@@ -190,7 +198,7 @@ void print_json_error(const std::string& file, const Error& e, std::ostream& out
     for (const std::string& d : e.diagnostics) diags.push_back(d);
     if (diags.empty()) diags.push_back(e.message);
     doc["error"] = {{"code", exit_code(e)}, {"message", e.message}, {"diagnostics", diags}};
-    out << doc.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace) << "\n";
+    out << dump_json(doc) << "\n";
 }
 
 }  // namespace

@@ -12,6 +12,8 @@
 #include "cli/svg.h"
 #include "cli/table.h"
 #include "engine/api/output_paths.h"
+#include "engine/api/interrupt.h"
+#include "engine/api/output_text.h"
 
 namespace graphrun::cli {
 
@@ -39,7 +41,7 @@ std::string ms_text(double ms) {
 }
 
 void print_text(const std::string& file, int64_t iterations, const std::vector<RunResult>& runs, std::ostream& out) {
-    out << "compare: " << file << ", iterations=" << iterations
+    out << "compare: " << terminal_text(file) << ", iterations=" << iterations
         << ", a fresh session per strategy (bytes; pending at the end of the run, before teardown)\n";
     TextTable table({"strategy", "device", "peak", "pending_peak", "pending_at_end", "allocs", "run_ms", "teardown_ms"},
                     2);
@@ -52,7 +54,8 @@ void print_text(const std::string& file, int64_t iterations, const std::vector<R
     }
     table.print(out);
     for (size_t i = 0; i < runs.size(); ++i)
-        if (runs[i].error) out << "  " << cleanup_name(kStrategies[i]) << ": error: " << runs[i].error->message << "\n";
+        if (runs[i].error) out << "  " << cleanup_name(kStrategies[i]) << ": error: " << terminal_text(runs[i].error->message, kMaxShownLine)
+                << "\n";
 }
 
 void print_json(const std::string& file, int64_t iterations, const std::vector<RunResult>& runs, std::ostream& out) {
@@ -72,7 +75,7 @@ void print_json(const std::string& file, int64_t iterations, const std::vector<R
         list.push_back(std::move(one));
     }
     doc["strategies"] = std::move(list);
-    out << doc.dump() << "\n";
+    out << dump_json(doc) << "\n";
 }
 
 LineChart chart_of(const std::string& file, int64_t iterations, const std::vector<RunResult>& runs) {
@@ -121,12 +124,18 @@ int compare_command(const CompareOptions& opts, std::ostream& out, std::ostream&
     std::vector<RunResult> runs;
     int code = kExitOk;
     for (CleanupStrategy s : kStrategies) {
+        if (interrupted()) break;  // a signal stopped the run before: the other strategies do not run
         RunFileOptions engine = opts.engine;
+        engine.interrupt = &g_interrupt_signal;
         engine.cleanup = s;
         engine.series_points = kPlotPoints;
         runs.push_back(run_prepared(pr.prepared, engine, err));
         const RunResult& r = runs.back();
         if (r.error && code == kExitOk) code = exit_code(*r.error);
+    }
+    if (runs.empty()) {  // the signal came before the first run
+        err << terminal_text(pr.file) << ": interrupted by " << signal_name(interrupted()) << "; nothing ran\n";
+        return 128 + interrupted();
     }
     const std::string& file = runs[0].file;
     if (opts.format == Format::Json) print_json(file, opts.engine.iterations, runs, out);

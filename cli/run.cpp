@@ -20,6 +20,8 @@
 #include "cli/observe_output.h"
 #include "cli/values.h"
 #include "engine/api/output_paths.h"
+#include "engine/api/interrupt.h"
+#include "engine/api/output_text.h"
 #include "engine/api/run.h"
 #include "engine/api/units.h"
 #include "engine/ir/device_name.h"
@@ -27,28 +29,6 @@
 namespace graphrun::cli {
 
 namespace {
-
-// SIGINT/SIGTERM: the first one stops the run at the next node boundary (the
-// session still tears down and the statistics are printed); a second SIGINT
-// exits at once.
-std::atomic<int> g_interrupt{0};
-
-extern "C" void on_signal(int sig) {
-    if (g_interrupt.load() != 0 && sig == SIGINT) {
-        remove_pending_temporaries();  // a file being written is left as it was, with no temporary beside it
-        _exit(130);
-    }
-    g_interrupt.store(sig);
-}
-
-void install_signal_handlers() {
-    struct sigaction sa;
-    std::memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_signal;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, nullptr);
-    sigaction(SIGTERM, &sa, nullptr);
-}
 
 int signal_exit_code(int sig) { return 128 + sig; }
 
@@ -98,9 +78,9 @@ void print_table(const std::string& title, const std::map<std::string, MemorySta
 
 void print_text(const RunResult& r, const RunOptions& ro, std::ostream& out) {
     const RunFileOptions& opts = ro.engine;
-    if (ro.files.size() > 1) out << "== " << r.file << "\n";
+    if (ro.files.size() > 1) out << "== " << terminal_text(r.file) << "\n";
     for (const HostTensor& t : r.outputs) {
-        out << t.name << ": " << type_string(t.dtype, t.shape) << " (" << t.device << ")\n";
+        out << terminal_text(t.name) << ": " << type_string(t.dtype, t.shape) << " (" << t.device << ")\n";
         if (ro.no_data) {
             const ValueSummary s = summarize(t);
             auto bare = [](std::string v) { return v.front() == '"' ? v.substr(1, v.size() - 2) : v; };
@@ -147,8 +127,8 @@ bool show_progress(const RunOptions& opts) {
 int run_files(const RunOptions& opts, RunFileOptions engine, std::ostream& out, std::ostream& err) {
     int code = kExitOk;
     for (const std::string& file : opts.files) {
-        if (int sig = g_interrupt.load()) {  // interrupted between files: the rest do not run
-            err << "graphrun: interrupted by " << (sig == SIGINT ? "SIGINT" : "SIGTERM") << "; " << file << " and the files after it did not run\n";
+        if (int sig = interrupted()) {  // interrupted between files: the rest do not run
+            err << "graphrun: interrupted by " << signal_name(sig) << "; " << file << " and the files after it did not run\n";
             return code == kExitOk ? signal_exit_code(sig) : code;
         }
         RunResult r;
@@ -173,9 +153,11 @@ int run_files(const RunOptions& opts, RunFileOptions engine, std::ostream& out, 
 }  // namespace
 
 int run_command(const RunOptions& opts, std::ostream& out, std::ostream& err) {
-    install_signal_handlers();
+    // SIGINT/SIGTERM (app.cpp's handler): the first one stops the run at the
+    // next node boundary (the session still tears down and the statistics are
+    // printed); a second SIGINT exits at once.
     RunFileOptions engine = opts.engine;
-    engine.interrupt = &g_interrupt;
+    engine.interrupt = &g_interrupt_signal;
     std::optional<TraceRecorder> trace;
     FilesSeen seen;  // by every file's run: the trace, written last, spares them all
     if (!opts.trace.empty()) {

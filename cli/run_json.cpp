@@ -8,6 +8,7 @@
 #include "cli/data_options.h"
 #include "cli/observe_output.h"
 #include "cli/values.h"
+#include "engine/api/output_text.h"
 #include "engine/ir/device_name.h"
 
 namespace graphrun::cli {
@@ -74,12 +75,12 @@ ojson rest_json(const RunResult& r, const RunFileOptions& opts) {
 }  // namespace
 
 void print_run_json(const RunResult& r, const RunFileOptions& opts, bool no_data, std::ostream& out) {
-    constexpr auto kReplace = ojson::error_handler_t::replace;  // a name or message that is not UTF-8
-    out << "{\"file\":" << ojson(r.file).dump(-1, ' ', false, kReplace) << ",\"outputs\":[";
+    // Names, the file's and messages may hold any bytes: dump_json keeps them as \xHH.
+    out << "{\"file\":" << json_quoted(r.file) << ",\"outputs\":[";
     for (size_t i = 0; i < r.outputs.size(); ++i) {
         const HostTensor& t = r.outputs[i];
         ojson head{{"name", t.name}, {"dtype", dtype_name(t.dtype)}, {"shape", t.shape}, {"device", t.device}};
-        std::string h = head.dump(-1, ' ', false, kReplace);
+        std::string h = dump_json(head);
         h.pop_back();  // the closing brace: the data or summary follow
         out << (i ? "," : "") << h;
         if (no_data) {
@@ -92,7 +93,7 @@ void print_run_json(const RunResult& r, const RunFileOptions& opts, bool no_data
             out << '}';
         }
     }
-    std::string rest = rest_json(r, opts).dump(-1, ' ', false, ojson::error_handler_t::replace);
+    std::string rest = dump_json(rest_json(r, opts));
     out << "]," << std::string_view(rest).substr(1) << "\n";
 }
 

@@ -5,6 +5,7 @@
 #include <iomanip>
 #include <sstream>
 
+#include "engine/api/output_text.h"
 #include "engine/api/units.h"
 
 namespace graphrun::cli {
@@ -17,6 +18,8 @@ void TextTable::add(std::vector<std::string> row, const std::vector<std::pair<si
             units[column] = human_bytes(count);
             any = true;
         }
+    for (std::string& cell : row)  // a device's or a file's name may hold any bytes
+        if (!terminal_safe(cell)) cell = terminal_text(cell);
     rows_.push_back(std::move(row));
     if (any) rows_.push_back(std::move(units));
 }

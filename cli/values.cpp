@@ -10,6 +10,7 @@
 
 #include "cli/values.h"
 #include "cli/values_digits.h"
+#include "engine/api/interrupt.h"
 
 namespace graphrun::cli {
 
@@ -19,6 +20,11 @@ constexpr int64_t kThreshold = 1000;  // summarise arrays with more elements
 constexpr int64_t kEdgeItems = 3;
 constexpr size_t kLineWidth = 75;
 constexpr size_t kPrecision = 8;  // digits after the point, at most
+
+// Thrown out of the walk over a big tensor's elements once a signal asked
+// graphrun to stop (polled every 65536 elements), so that printing stops
+// within a second however big the tensor.
+struct PrintingStopped {};
 
 // The shown part of a float, split as NumPy's first formatting pass splits it.
 struct FloatParts {
@@ -278,7 +284,10 @@ public:
         buf_ += line;
         buf_ += '\n';
         line.clear();
-        if (buf_.size() > (1 << 16)) flush();
+        if (buf_.size() > (1 << 16)) {
+            flush();
+            if (interrupted()) throw PrintingStopped{};
+        }
     }
     void flush() {
         buf_ += line;
@@ -390,11 +399,22 @@ void write_values(std::ostream& out, const HostTensor& t, bool full) {
     std::vector<int64_t> strides(t.shape.size(), 1);
     for (size_t d = t.shape.size(); d-- > 1;) strides[d - 1] = strides[d] * t.shape[d];
     const Walk walk{t.shape, std::move(strides), !full && numel > kThreshold};
-    auto each_shown = [&](auto&& f) { walk.shown(0, 0, f); };
-    const ElementFormat fmt(t, each_shown);
-    const Layout layout{t, fmt, walk};
-    Writer w(out);
-    layout.recurse(w, 0, 0);
+    uint64_t visited = 0;
+    auto each_shown = [&](auto&& f) {
+        auto polled = [&](int64_t offset) {
+            if ((++visited & 0xFFFF) == 0 && interrupted()) throw PrintingStopped{};
+            f(offset);
+        };
+        walk.shown(0, 0, polled);
+    };
+    try {
+        const ElementFormat fmt(t, each_shown);
+        const Layout layout{t, fmt, walk};
+        Writer w(out);
+        layout.recurse(w, 0, 0);
+    } catch (const PrintingStopped&) {
+        out << "\n... (printing stopped: interrupted by " << signal_name(interrupted()) << ")";
+    }
 }
 
 std::string format_values(const HostTensor& t, bool full) {

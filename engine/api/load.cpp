@@ -7,6 +7,7 @@
 #include <iostream>
 #include <sys/stat.h>
 
+#include "engine/base/interrupt.h"
 #include "engine/frontend/const_files.h"
 #include "engine/frontend/json_reader.h"
 #include "engine/frontend/onnx_reader.h"
@@ -30,6 +31,15 @@ bool looks_like_onnx(const std::string& path) {
 
 namespace {
 
+// A signal asked graphrun to stop: says so (once) and stops the load there.
+// The front ends and validation poll the same flag and stop early.
+bool stop_requested(LoadedGraph& lg) {
+    const int sig = interrupted();
+    if (sig == 0) return false;
+    lg.diag.error({}, "interrupted by " + signal_name(sig) + " while loading; nothing ran");
+    return true;
+}
+
 void parse_and_validate(LoadedGraph& lg, const InputLimits& limits = {}) {
     // A binary model has no lines to show under a message.
     lg.diag = Diagnostics(lg.display, lg.onnx ? std::string_view() : std::string_view(lg.source));
@@ -43,9 +53,12 @@ void parse_and_validate(LoadedGraph& lg, const InputLimits& limits = {}) {
     // run reports every independent error; nodes built from failed
     // expressions are skipped without cascading.
     (void)parsed;
+    if (stop_requested(lg)) return;
     // Constants held in a side file (const(file=, key=)), relative to the script.
     if (!lg.onnx) resolve_const_files(lg.graph, lg.diag, lg.path, &lg.side_files);
+    if (stop_requested(lg)) return;
     validate(lg.graph, lg.diag);
+    stop_requested(lg);
 }
 
 }  // namespace
@@ -80,7 +93,7 @@ std::unique_ptr<LoadedGraph> load_graph(const std::string& path) {
     if (!too_big && S_ISREG(st.st_mode) && st.st_size > 0) lg->source.reserve(static_cast<size_t>(st.st_size));
     char buf[65536];
     size_t n;
-    while (!too_big && (n = std::fread(buf, 1, sizeof buf, f)) > 0) {
+    while (!too_big && !interrupted() && (n = std::fread(buf, 1, sizeof buf, f)) > 0) {
         if (lg->source.size() + n > kMaxFileBytes) {
             too_big = true;
             break;
@@ -90,6 +103,10 @@ std::unique_ptr<LoadedGraph> load_graph(const std::string& path) {
     bool failed = std::ferror(f) != 0;
     int err = errno;
     if (f != stdin) std::fclose(f);
+    if (stop_requested(*lg)) {  // also a read from a pipe or terminal that a signal cut short
+        std::string().swap(lg->source);
+        return lg;
+    }
     if (too_big || failed) {
         lg->read_failed = true;
         std::string().swap(lg->source);

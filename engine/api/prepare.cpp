@@ -4,6 +4,8 @@
 #include "engine/api/devices.h"
 #include "engine/api/units.h"
 #include "engine/base/diagnostics.h"
+#include "engine/base/interrupt.h"
+#include "engine/base/printable.h"
 #include "engine/runtime/allocator.h"
 #include "engine/ir/device_name.h"
 
@@ -14,7 +16,8 @@ std::optional<Error> load_error(const LoadedGraph& lg) {
     std::string first = lg.diag.all().empty() ? "" : lg.diag.format(lg.diag.all().front());
     if (first.find('\n') != std::string::npos) first.resize(first.find('\n'));
     Error e{lg.read_failed ? ErrorKind::Runtime : ErrorKind::InvalidGraph, first, 0};
-    for (const Diagnostic& d : lg.diag.all()) e.diagnostics.push_back(lg.diag.format(d));
+    if (const int sig = interrupted()) e = Error{ErrorKind::Interrupted, first, sig};  // the load stopped for it
+    e.diagnostics = lg.diag.printed();  // as printed: warnings beyond their cap counted, not listed
     return e;
 }
 
@@ -62,11 +65,13 @@ PrepareResult load_and_place(std::unique_ptr<LoadedGraph> loaded, const PrepareO
     std::optional<PlacementError> perr;
     if (opts.devices) perr = place(g, opts.placement, *opts.devices, err);
     else perr = place(g, opts.placement, device_availability(), err);
+    if (!perr && interrupted()) perr = PlacementError{"interrupted by " + signal_name(interrupted()) + " while placing; nothing ran", {}};
     if (perr) {
         Diagnostics d(lg.display, lg.source);
         d.error(perr->loc, perr->message);
         d.print(err);
         r.error = Error{ErrorKind::Runtime, perr->message, 0};
+        if (const int sig = interrupted()) *r.error = Error{ErrorKind::Interrupted, perr->message, sig};
         r.error->diagnostics.push_back(d.format(d.all().front()));
     }
     return r;
@@ -80,6 +85,12 @@ std::optional<Error> plan_prepared(Prepared& p, const PrepareOptions& opts, std:
     for (const Output& o : g.outputs) outputs.push_back(o.id);
     std::string plan_error;
     p.plan = compile_plan(g, outputs, &plan_error);
+    if (const int sig = interrupted()) {  // compile_plan stops early for it
+        p.plan.reset();
+        const std::string msg = "interrupted by " + signal_name(sig) + " while planning; nothing ran";
+        err << terminal_text(file) << ": error: " << msg << "\n";
+        return Error{ErrorKind::Interrupted, msg, sig};
+    }
     if (!p.plan) {
         err << file << ": error: " << plan_error << "\n";
         return Error{ErrorKind::InvalidGraph, plan_error, 0};

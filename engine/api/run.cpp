@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "engine/base/diagnostics.h"
+#include "engine/base/interrupt.h"
 #include "engine/ir/device_name.h"
 #include "engine/kernels/cpu/cpu_kernel.h"
 #include "engine/runtime/device.h"
@@ -103,7 +104,7 @@ RunResult run_prepared(Prepared& p, const RunFileOptions& opts, std::ostream& er
     so.threads = opts.threads ? opts.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     so.cpu_memory_limit = p.cpu_memory_limit;  // 0: the session's default
     so.profile = opts.profile;
-    so.interrupt = opts.interrupt;
+    so.interrupt = opts.interrupt ? opts.interrupt : &g_interrupt_signal;  // the process's stop request by default
     so.progress = opts.progress;
     so.gpu.memory_limit = opts.prepare.memory_limit;
     so.gpu.allow_tf32 = opts.allow_tf32;

@@ -2,8 +2,8 @@
 #include "engine/api/trace.h"
 
 #include <cstdio>
-#include <nlohmann/json.hpp>
 
+#include "engine/base/printable.h"
 #include "engine/ir/dtype.h"
 #include "engine/ir/ops.h"
 
@@ -14,7 +14,8 @@ namespace {
 constexpr int kExecutorTid = 1;
 constexpr int kReclaimerTid = 2;
 
-std::string quoted(const std::string& s) { return nlohmann::json(s).dump(); }
+// Any bytes in a name or file name: as \xHH where they are not UTF-8 (printable.h).
+std::string quoted(const std::string& s) { return json_quoted(s); }
 
 double us_between(RunClock::time_point from, RunClock::time_point to) {
     return std::chrono::duration<double, std::micro>(to - from).count();

@@ -64,10 +64,6 @@ std::string folder_of(const std::string& path) {
     return slash == 0 ? "/" : path.substr(0, slash);
 }
 
-std::string signal_name(int sig) {
-    return sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : "signal " + std::to_string(sig);
-}
-
 }  // namespace
 
 AtomicFile::~AtomicFile() { abandon(); }

@@ -2,7 +2,10 @@
 #include "engine/base/diagnostics.h"
 
 #include <algorithm>
+#include <map>
 #include <sstream>
+
+#include "engine/base/printable.h"
 
 namespace graphrun {
 
@@ -39,13 +42,14 @@ std::string_view source_line(std::string_view src, uint32_t line) {
 std::string Diagnostics::format(const Diagnostic& d) const {
     std::ostringstream os;
     const char* sev = d.severity == Severity::Error ? "error" : d.severity == Severity::Warning ? "warning" : "note";
-    os << file_;
+    os << terminal_text(file_);
     if (d.loc.line != 0) {
         os << ':' << d.loc.line << ':' << d.loc.col;
     } else if (!d.loc.pointer.empty()) {
-        os << ": " << d.loc.pointer;
+        os << ": " << terminal_text(d.loc.pointer.view());
     }
-    os << ": " << sev << ": " << d.message << '\n';
+    // A message quotes names, which may hold any bytes and any length.
+    os << ": " << sev << ": " << terminal_text(d.message, kMaxShownLine, true) << '\n';
     if (d.loc.line == 0 || source_.empty()) return os.str();
     std::string_view text = source_line(source_, d.loc.line);
     constexpr size_t kMaxShown = 200;
@@ -66,8 +70,73 @@ std::string Diagnostics::format(const Diagnostic& d) const {
     return os.str();
 }
 
+namespace {
+
+// What makes two warnings alike: the message without its quoted parts and
+// numbers ("input 'x7': dimension 0 'N' is taken as 1" is one kind for every
+// input and dimension).
+std::string warning_kind(std::string_view message) {
+    std::string kind;
+    bool quoted = false;
+    for (const char c : message) {
+        if (c == '\'') {
+            quoted = !quoted;
+            kind += c;
+        } else if (!quoted && (c < '0' || c > '9')) {
+            kind += c;
+        }
+    }
+    return kind;
+}
+
+}  // namespace
+
+std::vector<std::string> Diagnostics::printed() const {
+    std::vector<std::string> out;
+    struct Kind {
+        size_t shown = 0, left_out = 0;
+        const Diagnostic* first_left_out = nullptr;
+    };
+    std::map<std::string, Kind> kinds;
+    std::vector<std::string> order;  // kinds in the order of their first left-out warning
+    size_t warnings_shown = 0;
+    bool shown = true;  // whether the diagnostic a note follows was shown
+    for (const Diagnostic& d : diags_) {
+        if (d.severity == Severity::Error) {
+            shown = true;
+        } else if (d.severity == Severity::Warning) {
+            const std::string key = warning_kind(d.message);
+            Kind& k = kinds[key];
+            shown = k.shown < kMaxWarningsPerKind && warnings_shown < kMaxWarnings;
+            if (shown) {
+                ++k.shown;
+                ++warnings_shown;
+            } else if (k.left_out++ == 0) {
+                k.first_left_out = &d;
+                order.push_back(key);
+            }
+        }
+        if (shown) out.push_back(format(d));
+    }
+    // At most kMaxWarningsPerKind such lines; then the rest in one.
+    size_t other_kinds = 0, other_warnings = 0;
+    for (size_t i = kMaxWarningsPerKind; i < order.size(); ++i) ++other_kinds, other_warnings += kinds[order[i]].left_out;
+    if (order.size() > kMaxWarningsPerKind) order.resize(kMaxWarningsPerKind);
+    for (const std::string& key : order) {
+        const Kind& k = kinds[key];
+        const Diagnostic& d = *k.first_left_out;
+        out.push_back(terminal_text(file_) + ": warning: ... " + std::to_string(k.left_out) + " more warning" +
+                      (k.left_out == 1 ? "" : "s") + " like this: " + terminal_text(d.message, kMaxShownLine) +
+                      "\n");
+    }
+    if (other_warnings > 0)
+        out.push_back(terminal_text(file_) + ": warning: ... " + std::to_string(other_warnings) +
+                      " more warnings of " + std::to_string(other_kinds) + " other kinds\n");
+    return out;
+}
+
 void Diagnostics::print(std::ostream& os) const {
-    for (const Diagnostic& d : diags_) os << format(d);
+    for (const std::string& line : printed()) os << line;
 }
 
 size_t edit_distance(std::string_view a, std::string_view b) {

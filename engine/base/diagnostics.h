@@ -45,9 +45,18 @@ public:
     const std::vector<Diagnostic>& all() const { return diags_; }
     const std::string& file() const { return file_; }
 
-    // Prints every diagnostic in the order reported.
+    // Prints the diagnostics in the order reported, as printed() lists them.
     void print(std::ostream& os) const;
+    // What print() prints, one entry per diagnostic shown: every error (the
+    // front ends stop after 50), and of the warnings at most
+    // kMaxWarningsPerKind alike (the same message but for its quoted names and
+    // numbers) and kMaxWarnings in all, then one line per kind left out:
+    // "FILE: warning: ... N more warnings like this: MESSAGE".
+    std::vector<std::string> printed() const;
     // One diagnostic, formatted (with the source line and caret where known).
+    // The message is shown as terminal_text shows it (printable.h): control
+    // characters and bytes that are not UTF-8 as \xHH, at most
+    // kMaxShownLine bytes.
     std::string format(const Diagnostic& d) const;
 
 private:
@@ -56,6 +65,10 @@ private:
     std::vector<Diagnostic> diags_;
     size_t errors_ = 0;
 };
+
+// Warnings printed of one kind, and in all, before the rest are counted.
+constexpr size_t kMaxWarningsPerKind = 20;
+constexpr size_t kMaxWarnings = 100;
 
 // Levenshtein distance, for "did you mean" suggestions.
 size_t edit_distance(std::string_view a, std::string_view b);

@@ -5,6 +5,7 @@
 // second. One flag for the process, since a signal is the process's.
 #pragma once
 #include <atomic>
+#include <string>
 
 namespace graphrun {
 
@@ -14,5 +15,8 @@ extern std::atomic<int> g_interrupt_signal;
 // The pending stop request's signal, or 0; cheap enough for any inner loop
 // that polls it every few thousand steps.
 inline int interrupted() { return g_interrupt_signal.load(std::memory_order_relaxed); }
+
+// "SIGINT", "SIGTERM", or "signal N" for another, as messages name it.
+std::string signal_name(int sig);
 
 }  // namespace graphrun

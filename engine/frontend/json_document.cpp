@@ -8,6 +8,7 @@
 #include <memory>
 #include <unordered_map>
 
+#include "engine/base/interrupt.h"
 #include "engine/frontend/text_lexer.h"
 
 namespace graphrun::jsondoc {
@@ -355,6 +356,10 @@ class DocumentBuilder : public nlohmann::json_sax<nlohmann::json> {
     // (and the parse stops) past kMaxJsonValues, so that the document of even
     // a 1 GiB file stays bounded.
     uint32_t add(Type type) {
+        if (interrupted()) {  // a signal: stop reading (the loader reports it)
+            failed_ = true;
+            return kNone;
+        }
         if (++values_ > limits_.json_values) {
             fail(Loc{}, json_value_limit_message(limits_));
             return kNone;
@@ -603,6 +608,7 @@ bool read_document(std::string_view source, Document& doc, const InputLimits& li
     }
     auto builder = std::make_unique<DocumentBuilder>(source, doc, true, limits);
     if (!FastJsonReader(source, *builder).read() || builder->failed()) {
+        if (interrupted()) return false;  // stopped by a signal, which the loader reports
         // Read it again with nlohmann's parser, the reference for errors.
         doc.values.clear();
         doc.members.clear();
@@ -611,6 +617,7 @@ bool read_document(std::string_view source, Document& doc, const InputLimits& li
         builder = std::make_unique<DocumentBuilder>(source, doc, false, limits);
         bool parsed = nlohmann::json::sax_parse(source.data(), source.data() + source.size(), builder.get());
         if (!parsed || builder->failed()) {
+            if (interrupted()) return false;
             if (builder->failed())
                 diag.error(builder->failure().loc, builder->failure().message);
             else

@@ -12,6 +12,7 @@
 #include <optional>
 #include <unordered_map>
 
+#include "engine/base/interrupt.h"
 #include "engine/frontend/json_document.h"
 #include "engine/frontend/text_lexer.h"
 #include "engine/frontend/text_parser.h"
@@ -119,7 +120,9 @@ class JsonReader {
                      const std::vector<std::string>& known, const std::string& hint);
     void error(const Loc& loc, std::string message);
     // True once there are too many errors to be useful; says so once.
+    // Also true once a signal asked graphrun to stop (the loader reports it).
     bool stopped() {
+        if (!stopped_ && interrupted()) stopped_ = true;
         if (!stopped_ && diag_.error_count() >= kMaxErrors) stop_for_errors();
         return stopped_;
     }
@@ -215,6 +218,7 @@ void JsonReader::read_top(JVal root) {
         read_items(*nodes, "/nodes");
     }
     if (outputs && !stopped()) read_outputs(*outputs, "/outputs");
+    if (interrupted()) return;  // a signal stopped the reading: nothing to finish (the loader says why)
     builder_.finish(at("/nodes"));
 }
 
@@ -548,7 +552,7 @@ bool parse_json(std::string_view source, Graph& g, Diagnostics& diag, const Inpu
     if (!read_document(source, doc, limits, diag)) return false;
     JsonReader reader(g, diag, limits);
     reader.read(JVal(doc, doc.root));
-    return !diag.has_errors();
+    return !diag.has_errors() && !interrupted();
 }
 
 }  // namespace graphrun

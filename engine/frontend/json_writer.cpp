@@ -5,14 +5,16 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
+#include "engine/base/printable.h"
+
 namespace graphrun {
 
 namespace {
 
 std::string json_string(std::string_view s) {
-    // Bytes that are not UTF-8 cannot be written as JSON; they only occur in
-    // graphs that failed validation.
-    return nlohmann::json(s).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    // Bytes that are not UTF-8 cannot be written as JSON: they are written as
+    // the text \xHH (printable.h), as every JSON writer of graphrun does.
+    return json_quoted(s);
 }
 
 std::string number_text(const Attr& a) {

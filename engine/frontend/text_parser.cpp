@@ -11,6 +11,7 @@
 #include <limits>
 #include <optional>
 
+#include "engine/base/interrupt.h"
 #include "engine/frontend/text_lexer.h"
 #include "engine/frontend/text_parser_impl.h"
 
@@ -39,6 +40,12 @@ void TextParser::advance() {
         }
     }
     check_limit();
+    if (!stopped_ && interrupted()) {  // a signal: read no further (the loader reports it)
+        stopped_ = true;
+        tok_ = eof_tok_;
+        nl_.reset();
+        return;
+    }
     // A token adds at most a few nodes or one loop, so checking here bounds the graph.
     if (!stopped_ && g_.nodes.size() + g_.repeats.size() > limits_.nodes) stop_at_limit(loc_of(tok_), node_limit_message(limits_));
 }
@@ -255,6 +262,7 @@ void TextParser::run() {
     b_.reserve(std::min(nodes, limits_.nodes + 1), lines);
     advance();
     statements(false);
+    if (interrupted()) return;  // a signal stopped the reading: nothing to finish (the loader says why)
     if (have_output_ && !stopped_) b_.set_outputs(std::move(outputs_), output_loc_);
     b_.finish(lex_.eof_loc());
 }
@@ -489,7 +497,7 @@ void TextParser::output_stmt() {
 bool parse_text(std::string_view source, Graph& g, Diagnostics& diag, const InputLimits& limits) {
     textparse::TextParser parser(source, g, diag, limits);
     parser.run();
-    return !diag.has_errors();
+    return !diag.has_errors() && !interrupted();
 }
 
 }  // namespace graphrun

@@ -2,6 +2,7 @@
 // static peak.
 #include "engine/plan/plan.h"
 #include "engine/plan/plan_walker.h"
+#include "engine/base/interrupt.h"
 #include "engine/ir/device_name.h"
 
 #include <algorithm>
@@ -275,7 +276,9 @@ public:
     }
 
     // PlanWalker's visitor.
-    bool step() { return budget_-- != 0; }
+    // False past the budget, or once a signal asked graphrun to stop (polled
+    // every 4096 steps: the simulation may take seconds).
+    bool step() { return budget_-- != 0 && ((budget_ & 4095) != 0 || !interrupted()); }
     bool run(NodeId id) {
         run_node(id);
         return true;
@@ -409,6 +412,10 @@ private:
 
 std::optional<Plan> compile_plan(const Graph& g, const std::vector<NodeId>& outputs, std::string* error) {
     Plan plan = PlanBuilder(g, outputs).build();
+    if (const int sig = interrupted()) {  // the caller reports it
+        if (error) *error = "interrupted by " + signal_name(sig) + " while planning";
+        return std::nullopt;
+    }
     // Refuse at once what the simulation could not finish: each step runs once
     // per simulated pass (at most 2) of every loop around it.
     double simulated = 0, mult = 1;
@@ -424,7 +431,9 @@ std::optional<Plan> compile_plan(const Graph& g, const std::vector<NodeId>& outp
         simulated += mult;
     }
     if (simulated > static_cast<double>(kMaxSimulatedSteps) || !PeakSimulator(g, plan).simulate(plan.static_peak, plan.close_growth)) {
-        if (error)
+        if (const int sig = interrupted(); sig && error)
+            *error = "interrupted by " + signal_name(sig) + " while planning";
+        else if (error)
             *error = "the static plan needs more than " + std::to_string(kMaxSimulatedSteps) +
                      " simulated steps (repeat loops nested too deeply)";
         return std::nullopt;
