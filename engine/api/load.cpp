@@ -44,7 +44,7 @@ void parse_and_validate(LoadedGraph& lg, const InputLimits& limits = {}) {
     // expressions are skipped without cascading.
     (void)parsed;
     // Constants held in a side file (const(file=, key=)), relative to the script.
-    if (!lg.onnx) resolve_const_files(lg.graph, lg.diag, lg.path);
+    if (!lg.onnx) resolve_const_files(lg.graph, lg.diag, lg.path, limits.memory_limit);
     validate(lg.graph, lg.diag);
 }
 
@@ -61,7 +61,7 @@ std::unique_ptr<LoadedGraph> load_graph_source(const std::string& display, std::
     return lg;
 }
 
-std::unique_ptr<LoadedGraph> load_graph(const std::string& path) {
+std::unique_ptr<LoadedGraph> load_graph(const std::string& path, const InputLimits& limits) {
     auto lg = std::make_unique<LoadedGraph>();
     lg->path = path;
     lg->display = path == "-" ? "<stdin>" : path;
@@ -99,7 +99,7 @@ std::unique_ptr<LoadedGraph> load_graph(const std::string& path) {
     }
     lg->onnx = looks_like_onnx(path);
     lg->json = !lg->onnx && looks_like_json(path, lg->source);
-    parse_and_validate(*lg);
+    parse_and_validate(*lg, limits);
     return lg;
 }
 

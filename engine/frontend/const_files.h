@@ -30,7 +30,9 @@ using ExternalConsts = std::unordered_map<NodeId, ExternalConst>;
 // array's) is reported at the attribute, and the node becomes invalid.
 // `script_path` is the script as given ("-": standard input; paths are then
 // relative to the current directory). Returns whether every one was read.
-bool resolve_const_files(Graph& g, Diagnostics& diag, const std::string& script_path);
+// Files are read with read_array_file's bounds, lowered to `memory_limit`
+// when it is not 0 (the CPU's memory limit: the arrays are host memory).
+bool resolve_const_files(Graph& g, Diagnostics& diag, const std::string& script_path, uint64_t memory_limit = 0);
 
 // The directory part of a path ("" for a bare name).
 std::string directory_of(const std::string& path);
