@@ -103,7 +103,7 @@ bool read_arrays_unguarded(const ArraySource& s, std::vector<NpzEntry>& out, std
             return true;
         }
         std::string names;
-        for (size_t k = 0; k < entries->size() && k < 8; ++k) names += (k ? ", " : "") + quote_bytes((*entries)[k].name);
+        for (size_t k = 0; k < entries->size() && k < 8; ++k) names += (k ? ", " : "") + escape_bytes((*entries)[k].name, 256);
         if (entries->size() > 8) names += " and " + std::to_string(entries->size() - 8) + " more";
         error = s.spelled() + ": " + s.file + " has no member '" + s.name + "' (it holds " +
                 (names.empty() ? std::string("none") : names) + ")";

@@ -359,12 +359,12 @@ NpyHeaderStatus parse_npy_layout(std::string_view b, NpyLayout& out, std::string
     out.fortran = h.fortran;
     out.shape = std::move(h.shape);
     out.numel = *numel;
-    out.descr = excerpt(h.descr);
+    out.descr = escape_bytes(h.descr, 24);
     out.data_at = header_at + static_cast<size_t>(header_len);
     out.data_bytes = static_cast<uint64_t>(*numel) * dtype_size(*dtype);
     if (out.data_bytes > limits.array_cap()) {
         error = "offset " + std::to_string(header_at) + ": header fields 'shape' " + shape_string(out.shape) +
-                " and 'descr' " + out.descr + " declare " + size_text(out.data_bytes) + " of data, more than " +
+                " and 'descr' '" + out.descr + "' declare " + size_text(out.data_bytes) + " of data, more than " +
                 limits.array_cap_text();
         return NpyHeaderStatus::Bad;
     }

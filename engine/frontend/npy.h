@@ -51,6 +51,8 @@ struct ArrayLimits {
 // that is not printable ASCII (and the quote and backslash) escaped as \xNN:
 // a file's bytes never reach the terminal raw.
 std::string quote_bytes(std::string_view s, size_t most = 64);
+// The same without the quotes: "\x1b[31m<f4".
+std::string escape_bytes(std::string_view s, size_t most = 64);
 
 // The NumPy descr of a dtype as graphrun writes it: "<f4", "<f8", "<i4", "<i8", "|b1".
 const char* npy_descr(DType t);

@@ -21,7 +21,7 @@ struct NpyLayout {
     int64_t numel = 0;
     size_t data_at = 0;       // the data's offset in the file
     uint64_t data_bytes = 0;  // numel * dtype_size, at most limits.array_cap()
-    std::string descr;        // as the file spells it, quoted for messages
+    std::string descr;        // as the file spells it, escaped for messages
 };
 
 enum class NpyHeaderStatus {

@@ -85,8 +85,8 @@ std::string size_text(uint64_t bytes) {
     return s + " (" + buf + ")";
 }
 
-std::string quote_bytes(std::string_view s, size_t most) {
-    std::string out = "'";
+std::string escape_bytes(std::string_view s, size_t most) {
+    std::string out;
     for (size_t i = 0; i < s.size() && i < most; ++i) {
         const auto c = static_cast<unsigned char>(s[i]);
         if (c >= 0x20 && c < 0x7f && c != '\'' && c != '\\') {
@@ -98,8 +98,10 @@ std::string quote_bytes(std::string_view s, size_t most) {
         }
     }
     if (s.size() > most) out += "...";
-    return out + "'";
+    return out;
 }
+
+std::string quote_bytes(std::string_view s, size_t most) { return "'" + escape_bytes(s, most) + "'"; }
 
 bool read_regular_file(const std::string& path, std::string& out, std::string& error, const ArrayLimits& limits,
                        bool parse_stop) {
