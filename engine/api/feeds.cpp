@@ -72,18 +72,22 @@ namespace detail {
 
 std::string array_type(const NpyArray& a) { return type_string(a.dtype, a.shape); }
 
-bool read_arrays(const ArraySource& s, std::vector<NpzEntry>& out, std::string& error) {
+namespace {
+
+bool read_arrays_unguarded(const ArraySource& s, std::vector<NpzEntry>& out, std::string& error,
+                           const ArrayLimits& limits) {
     std::string bytes, why;
-    if (!read_whole_file(s.file, bytes, why)) {
+    if (!read_array_file(s.file, bytes, why, limits)) {
         error = s.spelled() + ": " + why;
         return false;
     }
     if (looks_like_zip(bytes)) {
-        auto entries = parse_npz(bytes, why);
+        auto entries = parse_npz(bytes, why, limits);
         if (!entries) {
             error = s.spelled() + ": " + s.file + ": " + why;
             return false;
         }
+        bytes = std::string();  // the arrays are out: the file's bytes are not held beside them
         if (s.name.empty()) {
             out = std::move(*entries);
             return true;
@@ -99,7 +103,8 @@ bool read_arrays(const ArraySource& s, std::vector<NpzEntry>& out, std::string& 
             return true;
         }
         std::string names;
-        for (const NpzEntry& e : *entries) names += (names.empty() ? "" : ", ") + e.name;
+        for (size_t k = 0; k < entries->size() && k < 8; ++k) names += (k ? ", " : "") + escape_bytes((*entries)[k].name, 256);
+        if (entries->size() > 8) names += " and " + std::to_string(entries->size() - 8) + " more";
         error = s.spelled() + ": " + s.file + " has no member '" + s.name + "' (it holds " +
                 (names.empty() ? std::string("none") : names) + ")";
         return false;
@@ -109,13 +114,27 @@ bool read_arrays(const ArraySource& s, std::vector<NpzEntry>& out, std::string& 
                 "=NAME=@" + s.file;
         return false;
     }
-    auto a = parse_npy(bytes, why);
+    auto a = parse_npy(bytes, why, limits);
     if (!a) {
         error = s.spelled() + ": " + s.file + ": " + why;
         return false;
     }
     out.push_back(NpzEntry{s.name, std::move(*a)});
     return true;
+}
+
+}  // namespace
+
+bool read_arrays(const ArraySource& s, std::vector<NpzEntry>& out, std::string& error, const ArrayLimits& limits) {
+    try {
+        return read_arrays_unguarded(s, out, error, limits);
+    } catch (const std::bad_alloc&) {
+        // Every size was checked against the limits; the system still had less to give.
+        out.clear();
+        error = s.spelled() + ": " + s.file + ": out of host memory while reading it (the limit was " +
+                limits.array_cap_text() + ")";
+        return false;
+    }
 }
 
 namespace {
@@ -272,7 +291,8 @@ std::optional<NpyArray> inline_array(const ArraySource& s, DType t, std::string&
 
 std::string unknown_name_message(const ArraySource& s, const std::string& name, const std::string& what,
                                  const std::vector<std::string>& names, const std::string& display) {
-    std::string msg = s.spelled() + ": " + display + " has no " + what + " '" + name + "'";
+    // The name may come from an .npz member: its bytes are escaped, never printed raw.
+    std::string msg = s.spelled() + ": " + display + " has no " + what + " " + quote_bytes(name, 256);
     if (names.empty()) return msg + " (it has none)";
     if (auto near = nearest_name(name, names); !near.empty()) return msg + "; did you mean '" + near + "'?";
     std::string all;
@@ -347,6 +367,8 @@ std::optional<Error> apply_feeds(Graph& g, const FeedOptions& feeds, const std::
             by_name[std::string(n.display())] = &n;
             names.emplace_back(n.display());
         }
+    ArrayLimits limits;
+    limits.memory_limit = feeds.memory_limit;
     std::map<const Node*, std::string> fed;  // by which option
     std::set<std::string> tried;  // named by an option that failed: not "missing" too
     auto feed = [&](const ArraySource& s, const std::string& name, NpyArray a, const std::string& from) {
@@ -357,7 +379,7 @@ std::optional<Error> apply_feeds(Graph& g, const FeedOptions& feeds, const std::
         }
         Node& n = *it->second;
         if (auto prev = fed.find(&n); prev != fed.end()) {
-            fail(s.spelled() + ": input '" + name + "' is already given by " + prev->second);
+            fail(s.spelled() + ": input " + quote_bytes(name, 256) + " is already given by " + prev->second);
             return;
         }
         if (a.dtype != n.dtype || a.shape != n.shape) {
@@ -389,7 +411,7 @@ std::optional<Error> apply_feeds(Graph& g, const FeedOptions& feeds, const std::
             continue;
         }
         std::vector<NpzEntry> entries;
-        if (!detail::read_arrays(s, entries, why)) {
+        if (!detail::read_arrays(s, entries, why, limits)) {
             fail(why);
             tried.insert(s.name);
             continue;

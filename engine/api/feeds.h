@@ -40,6 +40,7 @@ struct FeedOptions {
     std::vector<ArraySource> inputs;  // --input
     FillMode fill = FillMode::None;   // for the inputs no --input gives
     uint64_t seed = 0;                // --fill=random
+    uint64_t memory_limit = 0;        // the CPU's: bounds each file read (ArrayLimits); 0: limits.h's alone
 };
 
 struct OutputFileOptions {
@@ -47,6 +48,7 @@ struct OutputFileOptions {
     std::string save;                   // --save=DIR (NAME.npy each) or --save=FILE.npz
     std::vector<ArraySource> expected;  // --expected-output
     double rtol = 1e-5, atol = 1e-8;    // numpy.allclose: |got - expected| <= atol + rtol * |expected|
+    uint64_t memory_limit = 0;          // the CPU's: bounds each --expected-output file read; 0: limits.h's alone
 };
 
 // The result of comparing one fetched output with its expected value.

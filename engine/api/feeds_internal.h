@@ -11,8 +11,10 @@ namespace graphrun::detail {
 // "f32[2,3]"
 std::string array_type(const NpyArray& a);
 // The arrays of a @FILE source: one for NAME=@FILE.npy or NAME=@FILE.npz
-// (member NAME, or the only member), every member for @FILE.npz.
-bool read_arrays(const ArraySource& s, std::vector<NpzEntry>& out, std::string& error);
+// (member NAME, or the only member), every member for @FILE.npz. The file is
+// read and parsed under `limits` (read_array_file, parse_npz); running out of
+// host memory anyway is an error, not an abort.
+bool read_arrays(const ArraySource& s, std::vector<NpzEntry>& out, std::string& error, const ArrayLimits& limits = {});
 // An inline JSON value (a number or nested list) as an array of t.
 std::optional<NpyArray> inline_array(const ArraySource& s, DType t, std::string& error);
 // "--input=y=@a.npy: m.graph has no input 'y'; did you mean 'x'?"

@@ -55,7 +55,7 @@ void parse_and_validate(LoadedGraph& lg, const InputLimits& limits = {}) {
     (void)parsed;
     if (stop_requested(lg)) return;
     // Constants held in a side file (const(file=, key=)), relative to the script.
-    if (!lg.onnx) resolve_const_files(lg.graph, lg.diag, lg.path, &lg.side_files);
+    if (!lg.onnx) resolve_const_files(lg.graph, lg.diag, lg.path, limits.memory_limit, &lg.side_files);
     if (stop_requested(lg)) return;
     validate(lg.graph, lg.diag);
     stop_requested(lg);
@@ -74,7 +74,7 @@ std::unique_ptr<LoadedGraph> load_graph_source(const std::string& display, std::
     return lg;
 }
 
-std::unique_ptr<LoadedGraph> load_graph(const std::string& path) {
+std::unique_ptr<LoadedGraph> load_graph(const std::string& path, const InputLimits& limits) {
     auto lg = std::make_unique<LoadedGraph>();
     lg->path = path;
     lg->display = path == "-" ? "<stdin>" : path;
@@ -116,7 +116,7 @@ std::unique_ptr<LoadedGraph> load_graph(const std::string& path) {
     }
     lg->onnx = looks_like_onnx(path);
     lg->json = !lg->onnx && looks_like_json(path, lg->source);
-    parse_and_validate(*lg);
+    parse_and_validate(*lg, limits);
     return lg;
 }
 

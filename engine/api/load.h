@@ -33,7 +33,7 @@ bool looks_like_onnx(const std::string& path);
 // Reads, parses and validates `path`. Never throws; errors are in the result's
 // diagnostics. Returned by pointer so that the diagnostics' view of the
 // source stays valid.
-std::unique_ptr<LoadedGraph> load_graph(const std::string& path);
+std::unique_ptr<LoadedGraph> load_graph(const std::string& path, const InputLimits& limits = {});
 // The same for text already in memory (tests, fuzzing).
 std::unique_ptr<LoadedGraph> load_graph_source(const std::string& display, std::string source, bool json,
                                                const InputLimits& limits = {});

@@ -185,7 +185,9 @@ std::optional<Error> load_expected(const Graph& g, const OutputFileOptions& o, c
             continue;
         }
         std::vector<NpzEntry> entries;
-        if (!detail::read_arrays(s, entries, why)) {
+        ArrayLimits limits;
+        limits.memory_limit = o.memory_limit;
+        if (!detail::read_arrays(s, entries, why, limits)) {
             fail(why);
             continue;
         }

@@ -110,7 +110,10 @@ std::optional<Error> plan_prepared(Prepared& p, const PrepareOptions& opts, std:
 }
 
 PrepareResult prepare(const std::string& path, const PrepareOptions& opts, std::ostream& err) {
-    return prepare(load_graph(path), opts, err);
+    // A const's array file is read within the memory limit the run will have.
+    InputLimits limits;
+    if (opts.refuse_over_limit) limits.memory_limit = opts.memory_limit ? opts.memory_limit : default_cpu_memory_limit();
+    return prepare(load_graph(path, limits), opts, err);
 }
 
 PrepareResult prepare(std::unique_ptr<LoadedGraph> lg, const PrepareOptions& opts, std::ostream& err) {

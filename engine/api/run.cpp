@@ -2,6 +2,7 @@
 #include "engine/api/run.h"
 
 #include "engine/api/trace.h"
+#include "engine/api/units.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -27,6 +28,41 @@ uint64_t resident_bytes() {
     return n == 2 ? static_cast<uint64_t>(rss) * static_cast<uint64_t>(sysconf(_SC_PAGESIZE)) : 0;
 }
 
+// The host memory a run holds outside every allocator, beside the CPU's
+// tensors: each fetched output's copy on the host (made for printing, saving
+// and comparing, from whichever device it lives on) and each input's value
+// (copied into a counted buffer every pass, and kept for the next). Both sizes
+// are known from the plan, so a run whose CPU static peak and these together
+// exceed the CPU's memory limit is refused before anything is filled, read or
+// run, instead of growing past the limit (and, at the default limit, into the
+// kernel's OOM killer). The statistics do not count these bytes: they are no
+// allocator's tensors.
+std::optional<Error> check_host_copies(const Prepared& p, int64_t iterations, std::ostream& err) {
+    if (!p.cpu_memory_limit || !p.plan) return std::nullopt;  // nothing to refuse against (check, dot)
+    const Graph& g = p.graph();
+    auto bytes_of = [](const Node& n) {
+        const auto numel = static_cast<uint64_t>(checked_numel(n.shape).value_or(0));
+        return numel * dtype_size(n.dtype);  // numel is at most kMaxElements: no wrap
+    };
+    uint64_t outputs = 0, inputs = 0;
+    if (iterations > 0)
+        for (const Output& o : g.outputs) outputs += bytes_of(g.node(o.id));
+    for (const Node& n : g.nodes)
+        if (n.op == OpKind::Input && n.valid) inputs += bytes_of(n);
+    auto it = p.plan->static_peak.find("cpu");
+    const uint64_t peak = it == p.plan->static_peak.end() ? 0 : it->second;
+    const uint64_t total = peak + outputs + inputs;
+    if (total <= p.cpu_memory_limit) return std::nullopt;
+    auto figure = [](uint64_t b) { return std::to_string(b) + " bytes (" + human_bytes(b) + ")"; };
+    std::string msg = "the run needs " + figure(total) + " of host memory, more than the memory limit of " +
+                      figure(p.cpu_memory_limit) + ": the static plan's peak on cpu " + figure(peak);
+    if (outputs) msg += ", the outputs' host copies " + figure(outputs);
+    if (inputs) msg += ", the inputs' values " + figure(inputs);
+    msg += "; refused before running";
+    err << p.loaded->display << ": error: " << msg << "\n";
+    return Error{ErrorKind::Runtime, msg, 0};
+}
+
 }  // namespace
 
 RunResult run_file(const std::string& path, const RunFileOptions& opts, std::ostream& err) {
@@ -41,11 +77,17 @@ RunResult run_file(const std::string& path, const RunFileOptions& opts, std::ost
     const ReadFiles reads = files_read(*pr.prepared.loaded, "the graph file being run", &opts.feeds, &opts.files);
     if (opts.seen) opts.seen->reads.add_all(reads);
     if (!pr.ok()) return failed(std::move(pr.error));
-    // Feeds, expected values, output names and output files are checked before anything runs.
+    if (auto e = check_host_copies(pr.prepared, opts.iterations, err)) return failed(std::move(e));
+    // Feeds, expected values, output names and output files are checked before
+    // anything runs; the array files are read within the CPU's memory limit.
     Graph& g = pr.prepared.graph();
-    std::optional<Error> e = apply_feeds(g, opts.feeds, pr.file, err);
+    FeedOptions feeds = opts.feeds;
+    feeds.memory_limit = pr.prepared.cpu_memory_limit;
+    std::optional<Error> e = apply_feeds(g, feeds, pr.file, err);
     std::vector<ExpectedValue> expected;
-    if (auto e2 = load_expected(g, opts.files, pr.file, expected, err); !e) e = std::move(e2);
+    OutputFileOptions files = opts.files;
+    files.memory_limit = pr.prepared.cpu_memory_limit;
+    if (auto e2 = load_expected(g, files, pr.file, expected, err); !e) e = std::move(e2);
     if (auto e3 = check_output_names(g, opts.files, pr.file, err); !e) e = std::move(e3);
     if (e) return failed(std::move(e));
     std::vector<OutputPath> outputs;
@@ -98,6 +140,7 @@ RunResult run_prepared(Prepared& p, const RunFileOptions& opts, std::ostream& er
         r.error = Error{ErrorKind::Usage, msg, 0};
         return r;
     }
+    if ((r.error = check_host_copies(p, opts.iterations, err))) return r;
 
     SessionOptions so;
     so.cleanup = opts.cleanup;

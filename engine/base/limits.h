@@ -10,6 +10,20 @@ namespace graphrun {
 // Largest graph file read; a bigger one is refused before it is read whole.
 constexpr uint64_t kMaxFileBytes = uint64_t{1} << 30;
 
+// Largest array file (.npy, .npz: an --input, an --expected-output, a const's
+// file) read. Reading stops at this many bytes, whatever the file's size says
+// (a /proc file says 0), so no file makes graphrun read without bound; a
+// smaller memory limit (--memory-limit, or its default) lowers it for the
+// --input and --expected-output files.
+constexpr uint64_t kMaxArrayFileBytes = uint64_t{4} << 30;
+// The most bytes the members of one .npz may inflate to, all together: every
+// member's array is held at once, and deflate expands up to 1032 times, so a
+// small file could otherwise ask for terabytes. The memory limit lowers it.
+constexpr uint64_t kMaxNpzInflatedBytes = uint64_t{8} << 30;
+// Longest .npy header read (NumPy writes a few hundred bytes; its own reader
+// refuses more than 10000 unless told otherwise).
+constexpr uint64_t kMaxNpyHeaderBytes = uint64_t{1} << 20;
+
 // Deepest nesting of brackets, parentheses, unary operators and blocks (text)
 // or of arrays and objects (JSON) accepted; deeper input gets a "nesting too
 // deep" error instead of exhausting the stack.
@@ -40,6 +54,9 @@ struct InputLimits {
     size_t literal_elements = kMaxLiteralElements;
     size_t nodes = kMaxNodes;
     size_t json_values = kMaxJsonValues;
+    // The CPU's memory limit (--memory-limit, or its default) where the caller
+    // knows it: a const's array file is read within it (0: the bounds above alone).
+    uint64_t memory_limit = 0;
 };
 
 }  // namespace graphrun

@@ -3,11 +3,8 @@
 // it holds; an array's bytes move into the last constant that names it.
 #include "engine/frontend/const_files.h"
 
-#include <sys/stat.h>
-
-#include <cerrno>
-#include <cstring>
 #include <map>
+#include <new>
 #include <optional>
 #include <vector>
 
@@ -17,15 +14,13 @@ namespace graphrun {
 
 namespace {
 
-// Side files over this size are refused (as numpy.savez, the writer stores no zip64).
-constexpr uint64_t kMaxSideFileBytes = uint64_t{4} << 30;
-
 const Loc& value_loc(const NamedAttr& a) {
     return a.value.loc.known() ? a.value.loc : a.loc;
 }
 
+// A key or member name for a message: escaped (it may come from the file).
 std::string quoted(const std::string& s) {
-    return "'" + s + "'";
+    return quote_bytes(s, 256);
 }
 
 // One side file as read: its arrays by name ("" for an .npy), or why not.
@@ -36,36 +31,24 @@ struct SideFile {
     std::map<std::string, int> uses;  // constants still to take each array
 };
 
-SideFile read_side_file(const std::string& path) {
+SideFile read_side_file_unguarded(const std::string& path, const ArrayLimits& limits) {
     SideFile f;
-    struct stat st {};
-    if (::stat(path.c_str(), &st) != 0) {
-        f.error = "cannot read " + path + ": " + std::strerror(errno);
-        return f;
-    }
-    if (!S_ISREG(st.st_mode)) {
-        f.error = "cannot read " + path + ": it is not a regular file";
-        return f;
-    }
-    if (static_cast<uint64_t>(st.st_size) > kMaxSideFileBytes) {
-        f.error = path + " is larger than the limit of " + std::to_string(kMaxSideFileBytes >> 30) + " GiB";
-        return f;
-    }
     std::string bytes, why;
-    if (!read_whole_file(path, bytes, why)) {
+    // A regular file only, read no further than the bytes it has and graphrun's bounds (limits.h).
+    if (!read_array_file(path, bytes, why, limits)) {
         f.error = why;
         return f;
     }
     f.npz = looks_like_zip(bytes);
     if (f.npz) {
-        auto entries = parse_npz(bytes, why);
+        auto entries = parse_npz(bytes, why, limits);
         if (!entries) {
             f.error = path + " is not a valid .npz: " + why;
             return f;
         }
         for (NpzEntry& e : *entries) f.arrays[e.name] = std::move(e.array);
     } else {
-        auto a = parse_npy(bytes, why);
+        auto a = parse_npy(bytes, why, limits);
         if (!a) {
             f.error = path + " is neither an .npz nor a valid .npy: " + why;
             return f;
@@ -73,6 +56,16 @@ SideFile read_side_file(const std::string& path) {
         f.arrays[""] = std::move(*a);
     }
     return f;
+}
+
+SideFile read_side_file(const std::string& path, const ArrayLimits& limits) {
+    try {
+        return read_side_file_unguarded(path, limits);
+    } catch (const std::bad_alloc&) {
+        SideFile f;
+        f.error = "out of host memory while reading " + path;
+        return f;
+    }
 }
 
 // "'a', 'b', 'c' and 9 more"
@@ -96,8 +89,10 @@ struct Request {
 
 class Resolver {
   public:
-    Resolver(Graph& g, Diagnostics& diag, std::string dir, std::vector<std::string>* read_paths)
-        : g_(g), diag_(diag), dir_(std::move(dir)), read_paths_(read_paths) {}
+    Resolver(Graph& g, Diagnostics& diag, std::string dir, uint64_t memory_limit, std::vector<std::string>* read_paths)
+        : g_(g), diag_(diag), dir_(std::move(dir)), read_paths_(read_paths) {
+        limits_.memory_limit = memory_limit;
+    }
 
     bool run() {
         std::vector<Request> requests;
@@ -109,7 +104,7 @@ class Resolver {
         // Every file once; an array's bytes move into the last constant that names it.
         for (const Request& r : requests)
             if (files_.try_emplace(r.path).second && read_paths_) read_paths_->push_back(r.path);
-        for (auto& [path, f] : files_) f = read_side_file(path);
+        for (auto& [path, f] : files_) f = read_side_file(path, limits_);
         for (const Request& r : requests) ++files_[r.path].uses[r.key];
         for (const Request& r : requests) take(r);
         return ok_;
@@ -222,6 +217,7 @@ class Resolver {
     std::string dir_;
     std::vector<std::string>* read_paths_;
     std::map<std::string, SideFile> files_;
+    ArrayLimits limits_;
     bool ok_ = true;
 };
 
@@ -233,9 +229,9 @@ std::string directory_of(const std::string& path) {
     return slash == 0 ? "/" : path.substr(0, slash);
 }
 
-bool resolve_const_files(Graph& g, Diagnostics& diag, const std::string& script_path,
+bool resolve_const_files(Graph& g, Diagnostics& diag, const std::string& script_path, uint64_t memory_limit,
                          std::vector<std::string>* read_paths) {
-    return Resolver(g, diag, script_path == "-" ? "" : directory_of(script_path), read_paths).run();
+    return Resolver(g, diag, script_path == "-" ? "" : directory_of(script_path), memory_limit, read_paths).run();
 }
 
 }  // namespace graphrun

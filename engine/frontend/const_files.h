@@ -31,8 +31,10 @@ using ExternalConsts = std::unordered_map<NodeId, ExternalConst>;
 // array's) is reported at the attribute, and the node becomes invalid.
 // `script_path` is the script as given ("-": standard input; paths are then
 // relative to the current directory). Returns whether every one was read.
+// Files are read with read_array_file's bounds, lowered to `memory_limit`
+// when it is not 0 (the CPU's memory limit: the arrays are host memory).
 // `read_paths`, when given, receives each side file's resolved path, once.
-bool resolve_const_files(Graph& g, Diagnostics& diag, const std::string& script_path,
+bool resolve_const_files(Graph& g, Diagnostics& diag, const std::string& script_path, uint64_t memory_limit = 0,
                          std::vector<std::string>* read_paths = nullptr);
 
 // The directory part of a path ("" for a bare name).

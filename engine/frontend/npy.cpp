@@ -6,12 +6,16 @@
 #include <bit>
 #include <cerrno>
 #include <cstdio>
+#include <cmath>
 #include <cstring>
+#include <fcntl.h>
 #include <limits>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "engine/base/atomic_file.h"
 #include "engine/base/limits.h"
+#include "engine/frontend/npy_internal.h"
 
 #ifdef GRAPHRUN_HAVE_ZLIB
 #include <zlib.h>
@@ -26,22 +30,8 @@ namespace {
 constexpr char kMagic[] = "\x93NUMPY";
 constexpr size_t kMagicSize = 6;
 
-// A printable excerpt of bytes for messages: 'abc\x00...'.
-std::string excerpt(std::string_view s, size_t most = 24) {
-    std::string out = "'";
-    for (size_t i = 0; i < s.size() && i < most; ++i) {
-        const auto c = static_cast<unsigned char>(s[i]);
-        if (c >= 0x20 && c < 0x7f && c != '\'' && c != '\\') {
-            out += static_cast<char>(c);
-        } else {
-            char buf[8];
-            std::snprintf(buf, sizeof buf, "\\x%02x", c);
-            out += buf;
-        }
-    }
-    if (s.size() > most) out += "...";
-    return out + "'";
-}
+// A printable excerpt of header bytes for messages: 'abc\x00...'.
+std::string excerpt(std::string_view s, size_t most = 24) { return quote_bytes(s, most); }
 
 uint64_t read_le(std::string_view b, size_t at, int n) {
     uint64_t v = 0;
@@ -75,7 +65,7 @@ class HeaderParser {
             std::string key;
             if (!string(key, error)) return false;
             skip_space();
-            if (!expect(':', "':' after the key '" + key + "'", error)) return false;
+            if (!expect(':', "':' after the key " + excerpt(key), error)) return false;
             skip_space();
             const size_t value_at = pos_;
             if (key == "descr") {
@@ -103,8 +93,8 @@ class HeaderParser {
                 if (!tuple(h.shape, error)) return false;
                 have_shape = true;
             } else {
-                error = at(key_at) + "unexpected header field '" + key +
-                        "' (a .npy header has exactly 'descr', 'fortran_order' and 'shape')";
+                error = at(key_at) + "unexpected header field " + excerpt(key) +
+                        " (a .npy header has exactly 'descr', 'fortran_order' and 'shape')";
                 return false;
             }
             skip_space();
@@ -244,7 +234,7 @@ std::optional<DType> descr_dtype(const std::string& d, bool& swap, std::string& 
             if (body == code) name = n;
         if (!name && !body.empty() && (body[0] == 'U' || body[0] == 'S')) name = "string";
         if (!name && !body.empty() && (body[0] == 'M' || body[0] == 'm')) name = "datetime";
-        why = "dtype '" + d + "'" + (name ? std::string(" (") + name + ")" : std::string()) +
+        why = "dtype " + excerpt(d) + (name ? std::string(" (") + name + ")" : std::string()) +
               " is not one graphrun has; it reads f32 ('<f4'), f64 ('<f8'), i32 ('<i4'), i64 ('<i8') and bool "
               "('|b1'), in either byte order";
         return std::nullopt;
@@ -304,66 +294,113 @@ const char* npy_descr(DType t) {
     return "|b1";
 }
 
-std::optional<NpyArray> parse_npy(std::string_view b, std::string& error) {
+NpyHeaderStatus parse_npy_layout(std::string_view b, NpyLayout& out, std::string& error, const ArrayLimits& limits) {
     if (b.size() < kMagicSize || b.substr(0, kMagicSize) != std::string_view(kMagic, kMagicSize)) {
-        error = "offset 0: bad magic: expected '\\x93NUMPY' (a .npy file), found " + excerpt(b.substr(0, 8));
-        if (looks_like_zip(b)) error += " (this is a zip archive: an .npz?)";
-        return std::nullopt;
+        // What the file is instead, without quoting it: the bytes may be anything (/etc/passwd).
+        const std::string_view head = b.substr(0, std::min<size_t>(b.size(), 64));
+        const bool text = !head.empty() && std::all_of(head.begin(), head.end(), [](char c) {
+            const auto u = static_cast<unsigned char>(c);
+            return (u >= 0x20 && u < 0x7f) || c == '\n' || c == '\r' || c == '\t';
+        });
+        if (!b.empty() && b.size() < kMagicSize && std::string_view(kMagic, b.size()) == b) {
+            error = "offset " + std::to_string(b.size()) + ": the file ends inside NumPy's magic string (" +
+                    std::to_string(b.size()) + " bytes)";
+            return NpyHeaderStatus::Truncated;
+        }
+        error = "offset 0: bad magic: not a .npy file (a .npy file starts with the bytes '\\x93NUMPY')";
+        if (b.empty()) error += "; the file is empty";
+        else if (looks_like_zip(b)) error += "; it is a zip archive: an .npz?";
+        else if (text) error += "; it starts with text";
+        return NpyHeaderStatus::Bad;
     }
     if (b.size() < 8) {
         error = "offset 6: the file ends inside the format version (" + std::to_string(b.size()) + " bytes)";
-        return std::nullopt;
+        return NpyHeaderStatus::Truncated;
     }
     const int major = static_cast<unsigned char>(b[6]), minor = static_cast<unsigned char>(b[7]);
     if (major < 1 || major > 3 || minor != 0) {
         error = "offset 6: unsupported format version " + std::to_string(major) + "." + std::to_string(minor) +
                 " (graphrun reads 1.0, 2.0 and 3.0)";
-        return std::nullopt;
+        return NpyHeaderStatus::Bad;
     }
     const size_t len_size = major == 1 ? 2 : 4;
     if (b.size() < 8 + len_size) {
         error = "offset 8: the file ends inside the header length (" + std::to_string(b.size()) + " bytes)";
-        return std::nullopt;
+        return NpyHeaderStatus::Truncated;
     }
     const uint64_t header_len = read_le(b, 8, static_cast<int>(len_size));
     const size_t header_at = 8 + len_size;
+    if (header_len > kMaxNpyHeaderBytes) {
+        error = "offset 8: header length " + std::to_string(header_len) + " is more than graphrun reads (" +
+                std::to_string(kMaxNpyHeaderBytes) + " bytes; NumPy writes a few hundred)";
+        return NpyHeaderStatus::Bad;
+    }
     if (header_len > b.size() - header_at) {
         error = "offset 8: header length " + std::to_string(header_len) + " runs past the end of the file (" +
                 std::to_string(b.size()) + " bytes): the file is truncated";
-        return std::nullopt;
+        return NpyHeaderStatus::Truncated;
     }
     std::string_view text = b.substr(header_at, static_cast<size_t>(header_len));
     // Version 3.0 allows UTF-8 in the header; the fields graphrun reads are ASCII either way.
     Header h;
-    if (!HeaderParser(text, header_at).parse(h, error)) return std::nullopt;
-    bool swap = false;
+    if (!HeaderParser(text, header_at).parse(h, error)) return NpyHeaderStatus::Bad;
     std::string why;
-    auto dtype = descr_dtype(h.descr, swap, why);
+    auto dtype = descr_dtype(h.descr, out.swap, why);
     if (!dtype) {
         error = "offset " + std::to_string(header_at) + ": header field 'descr': " + why;
-        return std::nullopt;
+        return NpyHeaderStatus::Bad;
     }
     auto numel = checked_numel(h.shape);
     if (!numel || *numel > kMaxElements) {
         error = "offset " + std::to_string(header_at) + ": header field 'shape' " + shape_string(h.shape) +
                 " has more elements than graphrun holds (at most " + std::to_string(kMaxElements) + ")";
-        return std::nullopt;
+        return NpyHeaderStatus::Bad;
     }
-    const size_t elem = dtype_size(*dtype);
-    const size_t data_at = header_at + static_cast<size_t>(header_len);
-    const uint64_t want = static_cast<uint64_t>(*numel) * elem;
-    if (want > b.size() - data_at) {
-        error = "offset " + std::to_string(data_at) + ": the data is truncated: shape " + shape_string(h.shape) +
+    out.dtype = *dtype;
+    out.fortran = h.fortran;
+    out.shape = std::move(h.shape);
+    out.numel = *numel;
+    out.descr = escape_bytes(h.descr, 24);
+    out.data_at = header_at + static_cast<size_t>(header_len);
+    out.data_bytes = static_cast<uint64_t>(*numel) * dtype_size(*dtype);
+    if (out.data_bytes > limits.array_cap()) {
+        error = "offset " + std::to_string(header_at) + ": header fields 'shape' " + shape_string(out.shape) +
+                " and 'descr' '" + out.descr + "' declare " + size_text(out.data_bytes) + " of data, more than " +
+                limits.array_cap_text();
+        return NpyHeaderStatus::Bad;
+    }
+    return NpyHeaderStatus::Ok;
+}
+
+std::optional<NpyArray> parse_npy(std::string_view b, std::string& error, const ArrayLimits& limits) {
+    return parse_npy_owned(b, nullptr, error, limits);
+}
+
+std::optional<NpyArray> parse_npy_owned(std::string_view b, std::vector<uint8_t>* owner, std::string& error,
+                                        const ArrayLimits& limits) {
+    NpyLayout h;
+    if (parse_npy_layout(b, h, error, limits) != NpyHeaderStatus::Ok) return std::nullopt;
+    const size_t elem = dtype_size(h.dtype);
+    const uint64_t want = h.data_bytes;
+    if (want > b.size() - h.data_at) {
+        error = "offset " + std::to_string(h.data_at) + ": the data is truncated: shape " + shape_string(h.shape) +
                 " of " + h.descr + " needs " + std::to_string(want) + " bytes, the file has " +
-                std::to_string(b.size() - data_at) + " after the header";
+                std::to_string(b.size() - h.data_at) + " after the header";
         return std::nullopt;
     }
     NpyArray a;
-    a.dtype = *dtype;
+    a.dtype = h.dtype;
     a.shape = h.shape;
-    a.data.resize(static_cast<size_t>(want));
-    const auto* src = reinterpret_cast<const uint8_t*>(b.data() + data_at);
-    if (want) to_c_order(src, a.data.data(), a.shape, elem, h.fortran, swap, *numel);
+    if (owner && (!h.fortran || h.shape.size() < 2) && !h.swap) {
+        // Already C order and little-endian: the owner's buffer becomes the array, without a second copy.
+        std::memmove(owner->data(), owner->data() + h.data_at, static_cast<size_t>(want));
+        owner->resize(static_cast<size_t>(want));
+        a.data = std::move(*owner);
+    } else {
+        a.data.resize(static_cast<size_t>(want));
+        const auto* src = reinterpret_cast<const uint8_t*>(b.data() + h.data_at);
+        if (want) to_c_order(src, a.data.data(), a.shape, elem, h.fortran, h.swap, h.numel);
+    }
     if (a.dtype == DType::Bool)
         for (uint8_t& v : a.data) v = v != 0;
     return a;
@@ -394,30 +431,10 @@ std::string encode_npy(DType t, const Shape& shape, const void* data) {
     return out;
 }
 
-bool read_whole_file(const std::string& path, std::string& out, std::string& error) {
-    FILE* f = std::fopen(path.c_str(), "rb");
-    if (!f) {
-        error = "cannot read " + path + ": " + std::strerror(errno);
-        return false;
-    }
-    struct stat st {};
-    if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
-        std::fclose(f);
-        error = "cannot read " + path + ": it is a directory";
-        return false;
-    }
-    out.clear();
-    if (st.st_size > 0) out.reserve(static_cast<size_t>(st.st_size));
-    char buf[1 << 16];
-    size_t n;
-    while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) out.append(buf, n);
-    const bool failed = std::ferror(f);
-    std::fclose(f);
-    if (failed) {
-        error = "cannot read " + path + ": read error";
-        return false;
-    }
-    return true;
+bool read_whole_file(const std::string& path, std::string& out, std::string& error, uint64_t max_bytes) {
+    ArrayLimits limits;
+    limits.file_bytes = max_bytes;
+    return read_regular_file(path, out, error, limits, false);
 }
 
 bool write_npy_file(const std::string& path, DType t, const Shape& shape, const void* data, std::string& error) {

@@ -12,6 +12,7 @@
 #include <string_view>
 #include <vector>
 
+#include "engine/base/limits.h"
 #include "engine/ir/dtype.h"
 
 namespace graphrun {
@@ -29,20 +30,52 @@ struct NpzEntry {
     NpyArray array;
 };
 
+// The bounds one array file is read under. No size a file states is trusted
+// for an allocation: the reader counts the bytes it has read, and the parsers
+// check every declared size against these before allocating it. A memory
+// limit (run_file sets the CPU's: --memory-limit or its default) lowers both
+// bounds, since the file's bytes and its arrays are held in host memory.
+struct ArrayLimits {
+    uint64_t file_bytes = kMaxArrayFileBytes;     // bytes read from one file at most
+    uint64_t array_bytes = kMaxNpzInflatedBytes;  // the file's arrays together (an .npz's members inflated)
+    uint64_t memory_limit = 0;                    // 0: none
+
+    uint64_t file_cap() const;
+    uint64_t array_cap() const;
+    // How a message names each bound: "the memory limit of 16777216 bytes (16 MiB)".
+    std::string file_cap_text() const;
+    std::string array_cap_text() const;
+};
+
+// `s` in single quotes for a message, at most `most` bytes of it, every byte
+// that is not printable ASCII (and the quote and backslash) escaped as \xNN:
+// a file's bytes never reach the terminal raw.
+std::string quote_bytes(std::string_view s, size_t most = 64);
+// The same without the quotes: "\x1b[31m<f4".
+std::string escape_bytes(std::string_view s, size_t most = 64);
+
 // The NumPy descr of a dtype as graphrun writes it: "<f4", "<f8", "<i4", "<i8", "|b1".
 const char* npy_descr(DType t);
 
 // Parses the bytes of one .npy file. On failure, nullopt and `error` says what
 // is wrong and where ("offset 8: header length 70000 runs past the end of the
-// file (120 bytes)"), without the file's name.
-std::optional<NpyArray> parse_npy(std::string_view bytes, std::string& error);
+// file (120 bytes)"), without the file's name. An array of more bytes than
+// `limits.array_cap()` is refused from its header, before it is allocated.
+// Messages describe the file by offset and header field; they never quote
+// bytes outside the header dict, and escape those they show.
+std::optional<NpyArray> parse_npy(std::string_view bytes, std::string& error, const ArrayLimits& limits = {});
 
 // Whether `bytes` look like a zip archive (an .npz) rather than an .npy.
 bool looks_like_zip(std::string_view bytes);
 
 // Parses an .npz: every member must be an .npy file, stored or (when graphrun
 // was built with zlib) deflated. Errors name the member and the offset.
-std::optional<std::vector<NpzEntry>> parse_npz(std::string_view bytes, std::string& error);
+// Every member is checked before it is inflated: its declared size, added to
+// the members before it, must stay within `limits.array_cap()`; two members
+// may not share or overlap their bytes, nor a name, and a member's data must
+// end before the central directory starts.
+std::optional<std::vector<NpzEntry>> parse_npz(std::string_view bytes, std::string& error,
+                                               const ArrayLimits& limits = {});
 
 // The header of an .npy file holding `shape` of `t`, C order, little-endian:
 // version 1.0 (2.0 for a header over 65535 bytes), padded so that the data
@@ -66,8 +99,21 @@ bool write_npy_file(const std::string& path, DType t, const Shape& shape, const 
 // numpy.savez does; an archive over 4 GiB is refused (no zip64 writer).
 bool write_npz_file(const std::string& path, const std::vector<NpzMember>& members, std::string& error);
 
-// Reads a whole file; false with `error` ("cannot read FILE: reason").
-bool read_whole_file(const std::string& path, std::string& out, std::string& error);
+// Reads an array file (.npy or .npz) for parse_npy/parse_npz; false with
+// `error` ("cannot read FILE: reason"). Only a regular file is read: a FIFO,
+// a device, a socket or a directory is refused before anything is read (a
+// FIFO is opened without waiting for a writer). Reading is bounded by the
+// bytes actually read, never by the size the file states (a /proc file states
+// 0): past `limits.file_cap()` it stops with an error naming that bound. It
+// also stops once the parser has what it needs: an .npy's header and the data
+// it declares (or a header the parser will refuse), or the first bytes of a
+// file that is neither an .npy nor a zip archive.
+bool read_array_file(const std::string& path, std::string& out, std::string& error, const ArrayLimits& limits = {});
+
+// Reads a whole regular file of at most `max_bytes`, counted as read;
+// false with `error` ("cannot read FILE: reason").
+bool read_whole_file(const std::string& path, std::string& out, std::string& error,
+                     uint64_t max_bytes = kMaxArrayFileBytes);
 
 // The CRC-32 of zip archives (polynomial 0xEDB88320), continuing from `crc`.
 uint32_t crc32_update(uint32_t crc, const void* data, size_t size);

@@ -2,13 +2,16 @@
 // numpy.savez_compressed deflates them). The reader walks the central
 // directory (zip64 fields included, as NumPy writes them) and checks every
 // size, offset and CRC; the writer stores members uncompressed.
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <limits>
+#include <map>
 
 #include "engine/base/atomic_file.h"
 #include "engine/frontend/npy.h"
+#include "engine/frontend/npy_internal.h"
 
 #ifdef GRAPHRUN_HAVE_ZLIB
 #include <zlib.h>
@@ -42,29 +45,63 @@ std::optional<uint64_t> find_end_record(std::string_view b) {
 }
 
 #ifdef GRAPHRUN_HAVE_ZLIB
-bool inflate_raw(std::string_view in, std::string& out, uint64_t size, std::string& error) {
-    out.assign(static_cast<size_t>(size), '\0');
+// Inflates raw deflate data into exactly `size` bytes (fed to zlib in pieces:
+// its counters are 32-bit).
+bool inflate_raw(std::string_view in, std::vector<uint8_t>& out, uint64_t size, std::string& error) {
+    out.assign(static_cast<size_t>(size), 0);
     z_stream z{};
     if (inflateInit2(&z, -MAX_WBITS) != Z_OK) {
         error = "zlib could not start";
         return false;
     }
-    z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(in.data()));
-    z.avail_in = static_cast<uInt>(in.size());
-    z.next_out = reinterpret_cast<Bytef*>(out.data());
-    z.avail_out = static_cast<uInt>(out.size());
-    const int rc = inflate(&z, Z_FINISH);
-    const uint64_t produced = z.total_out;
+    constexpr uint64_t kPiece = uint64_t{1} << 30;
+    uint64_t in_at = 0, out_at = 0;
+    int rc = Z_OK;
+    while (rc == Z_OK) {
+        if (z.avail_in == 0 && in_at < in.size()) {
+            const uint64_t n = std::min<uint64_t>(kPiece, in.size() - in_at);
+            z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(in.data() + in_at));
+            z.avail_in = static_cast<uInt>(n);
+            in_at += n;
+        }
+        if (z.avail_out == 0 && out_at < size) {
+            const uint64_t n = std::min<uint64_t>(kPiece, size - out_at);
+            z.next_out = reinterpret_cast<Bytef*>(out.data() + out_at);
+            z.avail_out = static_cast<uInt>(n);
+            out_at += n;
+        }
+        const bool last_in = in_at == in.size();
+        rc = inflate(&z, last_in ? Z_FINISH : Z_NO_FLUSH);
+        if (rc == Z_BUF_ERROR && z.avail_out == 0 && out_at < size) rc = Z_OK;  // room for more output
+        else if (rc == Z_BUF_ERROR && z.avail_in == 0 && !last_in) rc = Z_OK;   // more input to give
+    }
+    const uint64_t produced = out_at - z.avail_out;
+    const char* msg = z.msg;
     inflateEnd(&z);
     if (rc != Z_STREAM_END || produced != size) {
         error = rc == Z_STREAM_END || rc == Z_BUF_ERROR
                     ? "the deflated data does not give the " + std::to_string(size) + " bytes its header states"
-                    : std::string("the deflated data is corrupt (") + (z.msg ? z.msg : "zlib error") + ")";
+                    : std::string("the deflated data is corrupt (") + (msg ? msg : "zlib error") + ")";
         return false;
     }
     return true;
 }
 #endif
+
+// One member as the central directory and its local header describe it, checked.
+struct Member {
+    std::string name;      // as stored ("x.npy")
+    std::string shown;     // "member 'x.npy'", escaped, for messages
+    uint64_t entry = 0;    // the central directory entry's offset
+    uint64_t local = 0;    // the local header's offset
+    uint64_t data_at = 0;  // the data's offset
+    uint64_t csize = 0, usize = 0, method = 0, crc = 0;
+};
+
+// The name without ".npy": the key an .npz member is known by.
+std::string key_of(const std::string& name) {
+    return name.size() >= 4 && name.compare(name.size() - 4, 4, ".npy") == 0 ? name.substr(0, name.size() - 4) : name;
+}
 
 }  // namespace
 
@@ -72,7 +109,7 @@ bool looks_like_zip(std::string_view b) {
     return b.size() >= 4 && (le(b, 0, 4) == kLocalSig || le(b, 0, 4) == kEndSig);
 }
 
-std::optional<std::vector<NpzEntry>> parse_npz(std::string_view b, std::string& error) {
+std::optional<std::vector<NpzEntry>> parse_npz(std::string_view b, std::string& error, const ArrayLimits& limits) {
     auto end = find_end_record(b);
     if (!end) {
         error = "offset " + std::to_string(b.size()) +
@@ -101,7 +138,8 @@ std::optional<std::vector<NpzEntry>> parse_npz(std::string_view b, std::string& 
                 " bytes): truncated";
         return std::nullopt;
     }
-    std::vector<NpzEntry> entries;
+    // First every member's place and sizes, checked, before any is inflated.
+    std::vector<Member> members;
     uint64_t at = cd_at;
     for (uint64_t i = 0; i < count; ++i) {
         if (!fits(b, at, 46) || le(b, at, 4) != kCentralSig) {
@@ -109,25 +147,31 @@ std::optional<std::vector<NpzEntry>> parse_npz(std::string_view b, std::string& 
                     " is missing or has a bad signature";
             return std::nullopt;
         }
-        const uint64_t flags = le(b, at + 8, 2), method = le(b, at + 10, 2), crc = le(b, at + 16, 4);
-        uint64_t csize = le(b, at + 20, 4), usize = le(b, at + 24, 4), local = le(b, at + 42, 4);
+        Member m;
+        m.entry = at;
+        const uint64_t flags = le(b, at + 8, 2);
+        m.method = le(b, at + 10, 2);
+        m.crc = le(b, at + 16, 4);
+        m.csize = le(b, at + 20, 4);
+        m.usize = le(b, at + 24, 4);
+        m.local = le(b, at + 42, 4);
         const uint64_t name_len = le(b, at + 28, 2), extra_len = le(b, at + 30, 2), comment_len = le(b, at + 32, 2);
         if (!fits(b, at + 46, name_len + extra_len + comment_len)) {
             error = off(at) + "central directory entry " + std::to_string(i) + " runs past the end of the file";
             return std::nullopt;
         }
-        std::string name(b.substr(static_cast<size_t>(at + 46), static_cast<size_t>(name_len)));
-        const std::string member = "member '" + name + "'";
+        m.name = std::string(b.substr(static_cast<size_t>(at + 46), static_cast<size_t>(name_len)));
+        m.shown = "member " + quote_bytes(m.name);
         // The zip64 extra field holds, in order, the 32-bit fields that are all ones.
         for (uint64_t e = at + 46 + name_len; e + 4 <= at + 46 + name_len + extra_len;) {
             const uint64_t id = le(b, e, 2), len = le(b, e + 2, 2);
             if (e + 4 + len > at + 46 + name_len + extra_len) break;
             if (id == 1) {
                 uint64_t p = e + 4;
-                for (uint64_t* f : {&usize, &csize, &local}) {
+                for (uint64_t* f : {&m.usize, &m.csize, &m.local}) {
                     if (*f != 0xffffffff) continue;
                     if (p + 8 > e + 4 + len) {
-                        error = off(e) + member + ": its zip64 extra field is too short";
+                        error = off(e) + m.shown + ": its zip64 extra field is too short";
                         return std::nullopt;
                     }
                     *f = le(b, p, 8);
@@ -137,62 +181,113 @@ std::optional<std::vector<NpzEntry>> parse_npz(std::string_view b, std::string& 
             e += 4 + len;
         }
         if (flags & 1) {
-            error = off(at) + member + " is encrypted";
+            error = off(at) + m.shown + " is encrypted";
             return std::nullopt;
         }
-        if (!fits(b, local, 30) || le(b, local, 4) != kLocalSig) {
-            error = off(local) + member + ": no local file header where the central directory says it starts";
+        if (!fits(b, m.local, 30) || le(b, m.local, 4) != kLocalSig) {
+            error = off(m.local) + m.shown + ": no local file header where the central directory says it starts";
             return std::nullopt;
         }
-        const uint64_t data_at = local + 30 + le(b, local + 26, 2) + le(b, local + 28, 2);
-        if (!fits(b, data_at, csize)) {
-            error = off(data_at) + member + ": its " + std::to_string(csize) +
+        m.data_at = m.local + 30 + le(b, m.local + 26, 2) + le(b, m.local + 28, 2);
+        if (!fits(b, m.data_at, m.csize)) {
+            error = off(m.data_at) + m.shown + ": its " + std::to_string(m.csize) +
                     " bytes of data run past the end of the file (" + std::to_string(b.size()) + " bytes): truncated";
             return std::nullopt;
         }
-        std::string_view data = b.substr(static_cast<size_t>(data_at), static_cast<size_t>(csize));
-        std::string inflated;
-        if (method == 8) {
+        if (m.data_at + m.csize > cd_at) {
+            error = off(m.local) + m.shown + ": its bytes (offsets " + std::to_string(m.local) + " to " +
+                    std::to_string(m.data_at + m.csize) + ") run into the central directory, which starts at offset " +
+                    std::to_string(cd_at);
+            return std::nullopt;
+        }
+        if (m.method == 8) {
 #ifdef GRAPHRUN_HAVE_ZLIB
             // Deflate expands at most about 1032 to 1: a larger claim is a lie, not an allocation to make.
-            if (usize > csize * 1032 + 1024) {
-                error = off(at + 24) + member + " claims " + std::to_string(usize) + " bytes from " +
-                        std::to_string(csize) + " deflated ones, more than deflate can give";
+            if (m.usize > m.csize * 1032 + 1024) {
+                error = off(at + 24) + m.shown + " claims " + std::to_string(m.usize) + " bytes from " +
+                        std::to_string(m.csize) + " deflated ones, more than deflate can give";
                 return std::nullopt;
             }
-            std::string why;
-            if (!inflate_raw(data, inflated, usize, why)) {
-                error = off(data_at) + member + ": " + why;
-                return std::nullopt;
-            }
-            data = inflated;
 #else
-            error = off(at + 10) + member + " is deflated (numpy.savez_compressed), and this graphrun was built "
+            error = off(at + 10) + m.shown + " is deflated (numpy.savez_compressed), and this graphrun was built "
                     "without zlib; save it with numpy.savez";
             return std::nullopt;
 #endif
-        } else if (method != 0) {
-            error = off(at + 10) + member + " uses compression method " + std::to_string(method) +
+        } else if (m.method != 0) {
+            error = off(at + 10) + m.shown + " uses compression method " + std::to_string(m.method) +
                     "; graphrun reads stored (0) and deflated (8) members";
             return std::nullopt;
-        } else if (usize != csize) {
-            error = off(at + 20) + member + " is stored, but its sizes differ (" + std::to_string(csize) + " and " +
-                    std::to_string(usize) + ")";
+        } else if (m.usize != m.csize) {
+            error = off(at + 20) + m.shown + " is stored, but its sizes differ (" + std::to_string(m.csize) + " and " +
+                    std::to_string(m.usize) + ")";
             return std::nullopt;
         }
-        if (crc32_update(0, data.data(), data.size()) != crc) {
-            error = off(data_at) + member + ": CRC-32 mismatch: the data is corrupt";
+        members.push_back(std::move(m));
+        at += 46 + name_len + extra_len + comment_len;
+    }
+    // No two members share a name or bytes: an archive whose entries point at one
+    // member, or overlap, would make a small file inflate many times over.
+    std::vector<const Member*> by_place;
+    for (const Member& m : members) by_place.push_back(&m);
+    std::stable_sort(by_place.begin(), by_place.end(),
+                     [](const Member* x, const Member* y) { return x->local < y->local; });
+    for (size_t k = 1; k < by_place.size(); ++k) {
+        const Member& p = *by_place[k - 1];
+        const Member& m = *by_place[k];
+        if (m.local == p.local) {
+            error = off(m.entry) + m.shown + " starts at offset " + std::to_string(m.local) + ", as " + p.shown +
+                    " does: two central directory entries for one member's bytes";
+            return std::nullopt;
+        }
+        if (m.local < p.data_at + p.csize) {
+            error = off(m.local) + m.shown + "'s local header overlaps the bytes of " + p.shown + " (offsets " +
+                    std::to_string(p.local) + " to " + std::to_string(p.data_at + p.csize) + ")";
+            return std::nullopt;
+        }
+    }
+    std::map<std::string, const Member*> by_key;
+    for (const Member& m : members)
+        if (auto [it, fresh] = by_key.emplace(key_of(m.name), &m); !fresh) {
+            error = off(m.entry) + m.shown + " has the name of " + it->second->shown + " (at offset " +
+                    std::to_string(it->second->local) + "): two members for one array";
+            return std::nullopt;
+        }
+    // Every array is held at once: the members' declared sizes together stay within the bound.
+    uint64_t total = 0;
+    for (const Member& m : members) {
+        total += m.usize;  // members do not overlap: at most 1032 times the file's bytes, no wrap
+        if (total > limits.array_cap()) {
+            error = off(m.entry + 24) + m.shown +
+                    (&m == &members.front() ? " declares " : " brings the members' declared sizes to ") +
+                    size_text(total) + " uncompressed, more than " + limits.array_cap_text() + "; nothing was inflated";
+            return std::nullopt;
+        }
+    }
+    std::vector<NpzEntry> entries;
+    for (const Member& m : members) {
+        std::string_view data = b.substr(static_cast<size_t>(m.data_at), static_cast<size_t>(m.csize));
+        std::vector<uint8_t> inflated;
+#ifdef GRAPHRUN_HAVE_ZLIB
+        if (m.method == 8) {
+            std::string why;
+            if (!inflate_raw(data, inflated, m.usize, why)) {
+                error = off(m.data_at) + m.shown + ": " + why;
+                return std::nullopt;
+            }
+            data = std::string_view(reinterpret_cast<const char*>(inflated.data()), inflated.size());
+        }
+#endif
+        if (crc32_update(0, data.data(), data.size()) != m.crc) {
+            error = off(m.data_at) + m.shown + ": CRC-32 mismatch: the data is corrupt";
             return std::nullopt;
         }
         std::string why;
-        auto array = parse_npy(data, why);
+        auto array = parse_npy_owned(data, m.method == 8 ? &inflated : nullptr, why, limits);
         if (!array) {
-            error = member + " (at offset " + std::to_string(data_at) + "): " + why;
+            error = m.shown + " (at offset " + std::to_string(m.data_at) + "): " + why;
             return std::nullopt;
         }
-        if (name.size() >= 4 && name.compare(name.size() - 4, 4, ".npy") == 0) name.resize(name.size() - 4);
-        entries.push_back(NpzEntry{std::move(name), std::move(*array)});
-        at += 46 + name_len + extra_len + comment_len;
+        entries.push_back(NpzEntry{key_of(m.name), std::move(*array)});
     }
     return entries;
 }

@@ -2,6 +2,13 @@
 // bytes either parse or give an error, never a crash, a leak or an allocation
 // beyond what the bytes justify; an array that parsed writes back (encode_npy)
 // to bytes that parse to the same array.
+//
+// The .npz reader runs under bounds small enough for the fuzzer's memory
+// limit (an archive may declare gigabytes; a deflate bomb may hold them), once
+// with graphrun's bound on one file's arrays lowered and once with a memory
+// limit, so that both messages are reached; a refusal must name its bound.
+// Seeds: tests/fuzz/seeds/npy/ (.npy files; .npz archives stored, deflated,
+// with several members, and ones whose members share or overlap their bytes).
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -19,21 +26,36 @@ void check_round_trip(const NpyArray& a) {
     if (!again || again->dtype != a.dtype || again->shape != a.shape || again->data != a.data) __builtin_trap();
 }
 
+// The arrays that parsed stay within the bound they were read under.
+void check_within(const std::vector<NpzEntry>& entries, uint64_t cap) {
+    uint64_t total = 0;
+    for (const NpzEntry& e : entries) total += e.array.data.size();
+    if (total > cap) __builtin_trap();
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     std::string_view bytes(reinterpret_cast<const char*>(data), size);
+    ArrayLimits small;
+    small.array_bytes = uint64_t{64} << 20;
     std::string error;
-    if (auto a = parse_npy(bytes, error)) {
+    if (auto a = parse_npy(bytes, error, small)) {
         check_round_trip(*a);
+        if (a->data.size() > small.array_cap()) __builtin_trap();
     } else if (error.empty()) {
         __builtin_trap();  // a refusal always says why
     }
-    error.clear();
-    if (auto entries = parse_npz(bytes, error)) {
-        for (const NpzEntry& e : *entries) check_round_trip(e.array);
-    } else if (error.empty()) {
-        __builtin_trap();
+    ArrayLimits memory;
+    memory.memory_limit = uint64_t{1} << 20;
+    for (const ArrayLimits& limits : {small, memory}) {
+        error.clear();
+        if (auto entries = parse_npz(bytes, error, limits)) {
+            check_within(*entries, limits.array_cap());
+            for (const NpzEntry& e : *entries) check_round_trip(e.array);
+        } else if (error.empty()) {
+            __builtin_trap();
+        }
     }
     return 0;
 }

@@ -8,6 +8,7 @@
 #include <limits>
 #include <sstream>
 #include <string>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <vector>
 
@@ -188,6 +189,173 @@ TEST_CASE("npz: the CRC-32 of zip, and an archive that reads back") {
     CHECK(error.find("no zip end-of-central-directory record") != std::string::npos);
     CHECK_FALSE(parse_npz(bytes.substr(bytes.size() - 22), error).has_value());
     CHECK(error.find("lies past the end of the file") != std::string::npos);
+}
+
+namespace {
+
+// A zip archive by hand: local headers and data, then the central directory,
+// whose entries may lie (a shared offset, sizes that overlap the next member).
+struct ZipBuilder {
+    struct Entry {
+        std::string name;
+        uint32_t crc = 0, csize = 0, usize = 0, offset = 0;
+        uint16_t method = 0;
+    };
+    std::string body;
+    std::vector<Entry> entries;
+
+    static void put(std::string& s, uint64_t v, int n) {
+        for (int i = 0; i < n; ++i) s += static_cast<char>((v >> (8 * i)) & 0xff);
+    }
+    void add(const std::string& name, const std::string& data) {
+        Entry e{name, crc32_update(0, data.data(), data.size()), static_cast<uint32_t>(data.size()),
+                static_cast<uint32_t>(data.size()), static_cast<uint32_t>(body.size()), 0};
+        put(body, 0x04034b50, 4), put(body, 20, 2), put(body, 0, 2), put(body, 0, 2), put(body, 0, 2);
+        put(body, 33, 2), put(body, e.crc, 4), put(body, e.csize, 4), put(body, e.usize, 4);
+        put(body, name.size(), 2), put(body, 0, 2);
+        body += name + data;
+        entries.push_back(e);
+    }
+    std::string bytes() const {
+        std::string cd;
+        for (const Entry& e : entries) {
+            put(cd, 0x02014b50, 4), put(cd, 20, 2), put(cd, 20, 2), put(cd, 0, 2), put(cd, e.method, 2);
+            put(cd, 0, 2), put(cd, 33, 2), put(cd, e.crc, 4), put(cd, e.csize, 4), put(cd, e.usize, 4);
+            put(cd, e.name.size(), 2), put(cd, 0, 2), put(cd, 0, 2), put(cd, 0, 2), put(cd, 0, 2), put(cd, 0, 4);
+            put(cd, e.offset, 4);
+            cd += e.name;
+        }
+        std::string out = body + cd;
+        put(out, 0x06054b50, 4), put(out, 0, 2), put(out, 0, 2), put(out, entries.size(), 2);
+        put(out, entries.size(), 2), put(out, cd.size(), 4), put(out, body.size(), 4), put(out, 0, 2);
+        return out;
+    }
+};
+
+std::string npz_error(const std::string& bytes, const ArrayLimits& limits = {}) {
+    std::string error;
+    CHECK_FALSE(parse_npz(bytes, error, limits).has_value());
+    return error;
+}
+
+}  // namespace
+
+TEST_CASE("npz: members that share, overlap or repeat, and sizes past the bounds, are refused before inflating") {
+    const std::string member = npy_bytes("{'descr': '<f4', 'fortran_order': False, 'shape': (2,), }",
+                                         raw(std::vector<float>{1, 2}));
+    ZipBuilder ok;
+    ok.add("a.npy", member);
+    ok.add("b.npy", member);
+    std::string error;
+    auto entries = parse_npz(ok.bytes(), error);
+    REQUIRE_MESSAGE(entries.has_value(), error);
+    CHECK(entries->size() == 2);
+
+    ZipBuilder shared = ok;
+    shared.entries[1].offset = shared.entries[0].offset;
+    CHECK(npz_error(shared.bytes()).find("member 'b.npy' starts at offset 0, as member 'a.npy' does") !=
+          std::string::npos);
+
+    ZipBuilder overlap = ok;
+    overlap.entries[0].csize = overlap.entries[0].usize += 40;
+    CHECK(npz_error(overlap.bytes()).find("member 'b.npy''s local header overlaps the bytes of member 'a.npy'") !=
+          std::string::npos);
+
+    ZipBuilder past = ok;
+    past.entries[1].csize = past.entries[1].usize += 20;
+    CHECK(npz_error(past.bytes()).find("run into the central directory") != std::string::npos);
+
+    ZipBuilder same_name;
+    same_name.add("a.npy", member);
+    same_name.add("a", member);
+    CHECK(npz_error(same_name.bytes()).find("member 'a' has the name of member 'a.npy'") != std::string::npos);
+
+    // The members' declared sizes together, against the bound on one file's arrays and the memory limit.
+    ArrayLimits small;
+    small.array_bytes = member.size() + 10;
+    const std::string total = npz_error(ok.bytes(), small);
+    CHECK(total.find("member 'b.npy' brings the members' declared sizes to " + std::to_string(2 * member.size()) +
+                     " bytes uncompressed, more than graphrun's limit of " + std::to_string(member.size() + 10) +
+                     " bytes on the arrays of one file; nothing was inflated") != std::string::npos);
+    ArrayLimits memory;
+    memory.memory_limit = 50;
+    CHECK(npz_error(ok.bytes(), memory).find("member 'a.npy' declares " + std::to_string(member.size()) +
+                                             " bytes uncompressed, more than the memory limit of 50 bytes") !=
+          std::string::npos);
+
+    // Names from the file are escaped in messages.
+    ZipBuilder esc;
+    esc.add(std::string("\x1b[2J\x07.npy"), member);
+    esc.entries[0].crc ^= 1;
+    const std::string e = npz_error(esc.bytes());
+    CHECK(e.find("member '\\x1b[2J\\x07.npy'") != std::string::npos);
+    CHECK(e.find('\x1b') == std::string::npos);
+}
+
+TEST_CASE("npy: an array over the bounds is refused from its header; messages quote no file contents") {
+    ArrayLimits limits;
+    limits.memory_limit = 1000;
+    std::string error;
+    const std::string big = npy_bytes("{'descr': '<f8', 'fortran_order': False, 'shape': (200,), }", "");
+    CHECK_FALSE(parse_npy(big, error, limits).has_value());
+    CHECK(error == "offset 10: header fields 'shape' [200] and 'descr' '<f8' declare 1600 bytes (1.6 KiB) of data, "
+                   "more than the memory limit of 1000 bytes");
+    // A text file: what it is, not what it says.
+    const std::string text = parse_error("root:x:0:0:root:/root:/bin/bash\n");
+    CHECK(text.find("root") == std::string::npos);
+    CHECK(text.find("it starts with text") != std::string::npos);
+    CHECK(parse_error(npy_bytes("{'descr': '\x1b[31m', 'fortran_order': False, 'shape': (2,)}", ""))
+              .find("dtype '\\x1b[31m'") != std::string::npos);
+    CHECK(parse_error(npy_bytes("{'descr': '<f4', 'fortran_order': False, 'shape': (2,)}", "", 2).replace(8, 4,
+                                                                                                       "\xff\xff\xff\x7f"))
+              .find("header length 2147483647 is more than graphrun reads") != std::string::npos);
+    CHECK(quote_bytes("a'b\\c\n", 64) == "'a\\x27b\\x5cc\\x0a'");
+    CHECK(quote_bytes("abcdef", 3) == "'abc...'");
+}
+
+TEST_CASE("read_array_file: regular files only, bounded by the bytes read") {
+    std::string out, error;
+    const std::string fifo = temp_path(".fifo");
+    REQUIRE(mkfifo(fifo.c_str(), 0600) == 0);
+    CHECK_FALSE(read_array_file(fifo, out, error));  // opened without waiting for a writer
+    CHECK(error == "cannot read " + fifo + ": it is a FIFO (named pipe); array files are read from regular files only");
+    std::remove(fifo.c_str());
+    CHECK_FALSE(read_array_file("/tmp", out, error));
+    CHECK(error.find("it is a directory") != std::string::npos);
+    CHECK_FALSE(read_array_file("/dev/zero", out, error));
+    CHECK(error.find("it is a character device") != std::string::npos);
+    // /proc files state a size of 0: read only until the first bytes show no array file.
+    REQUIRE(read_array_file("/proc/self/pagemap", out, error));
+    CHECK(out.size() <= (size_t{1} << 20));
+
+    // A file over the bound stops there, and the message names the bound.
+    const std::string path = temp_path(".npz");
+    FILE* f = std::fopen(path.c_str(), "wb");
+    REQUIRE(f);
+    const std::string zip = "PK\x03\x04" + std::string(4000, 'z');
+    std::fwrite(zip.data(), 1, zip.size(), f);
+    std::fclose(f);
+    ArrayLimits limits;
+    limits.file_bytes = 1000;
+    CHECK_FALSE(read_array_file(path, out, error, limits));
+    CHECK(error == "cannot read " + path + ": it holds more than graphrun's limit of 1000 bytes on an array file; "
+                   "reading stopped there");
+    limits.memory_limit = 500;
+    CHECK_FALSE(read_array_file(path, out, error, limits));
+    CHECK(error.find("more than the memory limit of 500 bytes") != std::string::npos);
+    // An .npy is read up to the end of the data its header declares (in reads of 1 MiB).
+    const std::string npy = npy_bytes("{'descr': '<f4', 'fortran_order': False, 'shape': (2,), }",
+                                      raw(std::vector<float>{1, 2})) +
+                            std::string(size_t{3} << 20, 't');
+    f = std::fopen(path.c_str(), "wb");
+    std::fwrite(npy.data(), 1, npy.size(), f);
+    std::fclose(f);
+    REQUIRE(read_array_file(path, out, error));
+    CHECK(out.size() <= (size_t{1} << 20));
+    auto a = parse_npy(out, error);
+    REQUIRE_MESSAGE(a.has_value(), error);
+    CHECK(values<float>(*a) == std::vector<float>{1, 2});
+    std::remove(path.c_str());
 }
 
 TEST_CASE("feeds: option forms") {
