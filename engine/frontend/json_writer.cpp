@@ -15,6 +15,27 @@ std::string json_string(std::string_view s) {
     return nlohmann::json(s).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
+bool is_identifier(std::string_view w) {
+    for (const char* k : {"with", "repeat", "output", "true", "false", "nan", "inf"})
+        if (w == k) return false;
+    for (size_t i = 0; i < w.size(); ++i) {
+        const char c = w[i];
+        const bool letter = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
+        if (!letter && !(i > 0 && c >= '0' && c <= '9')) return false;
+    }
+    return !w.empty();
+}
+
+// The name an output is written under: as requested when that name is bound
+// to the output's node, else the node's own identifier (an ONNX output `4`
+// is written as v_4), so that what convert writes always loads.
+std::string_view output_name(const Graph& g, const Output& o) {
+    auto b = g.bindings.find(o.name);
+    if (is_identifier(o.name) && b != g.bindings.end() && b->second == o.id) return o.name;
+    if (o.id >= 0 && static_cast<size_t>(o.id) < g.nodes.size()) return g.node(o.id).name;
+    return o.name;
+}
+
 std::string number_text(const Attr& a) {
     if (a.is_int) return std::to_string(a.i);
     if (std::isnan(a.f)) return "\"nan\"";
@@ -68,7 +89,7 @@ class JsonWriter {
         out_ += "],\n  \"outputs\": [";
         for (size_t i = 0; i < g_.outputs.size(); ++i) {
             if (i > 0) out_ += ", ";
-            out_ += json_string(g_.outputs[i].name);
+            out_ += json_string(output_name(g_, g_.outputs[i]));
         }
         out_ += "]\n}\n";
         return std::move(out_);
