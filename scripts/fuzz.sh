@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Coverage-guided fuzzing (libFuzzer, clang 14): builds build-fuzz with
 # GRAPHRUN_FUZZ=ON, replays tests/fuzz/regressions/, then runs each target
-# (text front end, JSON front end, whole pipeline, .npy/.npz readers) for
-# SECONDS_PER_TARGET on a corpus seeded from scripts/examples and tests/scripts
-# (tests/fuzz/seeds/npy for the array readers).
+# (text front end, JSON front end, whole pipeline, .npy/.npz readers, ONNX
+# reader) for SECONDS_PER_TARGET on a corpus seeded from scripts/examples and
+# tests/scripts (tests/fuzz/seeds/npy and seeds/onnx for the binary readers).
 # Usage: scripts/fuzz.sh [SECONDS_PER_TARGET]   (default 60)
 # Exits non-zero when a target finds a crash, leak or timeout, and prints the
 # reproducer's path (run it with: build-fuzz/tests/fuzz/fuzz_TARGET FILE).
@@ -33,13 +33,14 @@ scripts/deps.sh
 build=build-fuzz
 CC=clang-14 CXX=clang++-14 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DGRAPHRUN_FUZZ=ON -DGRAPHRUN_TESTS=OFF >/dev/null
-cmake --build "$build" -j"$(nproc)" --target fuzz_text fuzz_json fuzz_pipeline fuzz_npy
+cmake --build "$build" -j"$(nproc)" --target fuzz_text fuzz_json fuzz_pipeline fuzz_npy fuzz_onnx
 
 work="$build/fuzz-run"
 rm -rf "$work"
 mkdir -p "$work/artifacts"
-for t in text json pipeline npy; do mkdir -p "$work/corpus-$t"; done
+for t in text json pipeline npy onnx; do mkdir -p "$work/corpus-$t"; done
 cp tests/fuzz/seeds/npy/* "$work/corpus-npy/"
+cp tests/fuzz/seeds/onnx/* "$work/corpus-onnx/"
 cat tests/fuzz/dict/text.dict tests/fuzz/dict/json.dict >"$work/pipeline.dict"
 
 # Seeds. The pipeline's first byte picks the format (bit 0: JSON), the cleanup
@@ -62,7 +63,7 @@ done
 
 options=(-rss_limit_mb=2048 -timeout=10 -max_len=16384 -print_final_stats=1)
 status=0
-for t in text json pipeline npy; do
+for t in text json pipeline npy onnx; do
     bin="$build/tests/fuzz/fuzz_$t"
     dict="tests/fuzz/dict/$t.dict"
     [ "$t" = pipeline ] && dict="$work/pipeline.dict"

@@ -301,6 +301,19 @@ def constant_attribute_lies():
 
 
 @test
+def short_raw_data_that_onnx_reads():
+    # ONNX's shape inference reads a Slice's ends (and a Reshape's shape) itself,
+    # trusting the declared size: 3 bytes for one int64 crashed inside ONNX.
+    ends = lying_tensor("en", [1], elem=TensorProto.INT64, raw=b"\x01\x02\x03")
+    nodes = [helper.make_node("Slice", ["c", "st", "en"], ["y"], name="slice")]
+    refused(model("short_ends", nodes, [], [out("y", shape=[1])], [i64("c", [1, 2, 3]), i64("st", [0]), ends]),
+            "'en'", "3 bytes")
+    shape = lying_tensor("shape", [2], elem=TensorProto.INT64, raw=b"\x01" * 9)
+    nodes = [helper.make_node("Reshape", ["c", "shape"], ["y"], name="reshape")]
+    refused(model("short_shape", nodes, [], [out("y", shape=[3, 1])], [i64("c", [1, 2, 3]), shape]), "'shape'")
+
+
+@test
 def too_many_dimensions():
     p = initializer_model("rank40", lying_tensor("w", [1] * 40, raw=b"\0" * 4))
     refused(p, "'w'")

@@ -136,6 +136,49 @@ std::optional<int64_t> numel(const Shape& s) {
     return element_count(s, why);
 }
 
+std::string tensor_size_problem(const onnx::TensorProto& t) {
+    if (t.data_location() == onnx::TensorProto::EXTERNAL) return "";  // refused where it is read
+    if (t.dims_size() > kMaxRank)
+        return "it has " + std::to_string(t.dims_size()) + " dimensions; at most " + std::to_string(kMaxRank) +
+               " are supported";
+    std::string why;
+    const std::optional<int64_t> count = element_count(Shape(t.dims().begin(), t.dims().end()), why);
+    if (!count) return why;
+    const auto n = static_cast<uint64_t>(*count);
+    using T = onnx::TensorProto;
+    uint64_t size = 0;        // bytes per element in raw_data
+    int64_t field = -1;       // values in the typed field that holds this type
+    uint64_t per = 1;         // typed values per element (complex: 2)
+    switch (t.data_type()) {
+        case T::FLOAT: size = 4; field = t.float_data_size(); break;
+        case T::COMPLEX64: size = 8; field = t.float_data_size(); per = 2; break;
+        case T::DOUBLE: size = 8; field = t.double_data_size(); break;
+        case T::COMPLEX128: size = 16; field = t.double_data_size(); per = 2; break;
+        case T::INT64: size = 8; field = t.int64_data_size(); break;
+        case T::UINT32: size = 4; field = t.uint64_data_size(); break;
+        case T::UINT64: size = 8; field = t.uint64_data_size(); break;
+        case T::INT32: size = 4; field = t.int32_data_size(); break;
+        case T::INT8: case T::UINT8: case T::BOOL: size = 1; field = t.int32_data_size(); break;
+        case T::INT16: case T::UINT16: case T::FLOAT16: case T::BFLOAT16: size = 2; field = t.int32_data_size(); break;
+        case T::STRING:
+            if (static_cast<uint64_t>(t.string_data_size()) != n)
+                return "it has " + std::to_string(t.string_data_size()) + " strings for " + std::to_string(n) + " elements";
+            return "";
+        default: return "its element type " + onnx_type_name(t.data_type()) + " is not an ONNX tensor type";
+    }
+    if (t.has_raw_data()) {
+        if (t.raw_data().size() != n * size)
+            return "its raw data has " + std::to_string(t.raw_data().size()) + " bytes where shape " +
+                   shape_string(Shape(t.dims().begin(), t.dims().end())) + " of " + onnx_type_name(t.data_type()) +
+                   " needs " + std::to_string(n * size);
+        return "";
+    }
+    if (static_cast<uint64_t>(field) != n * per)
+        return "it has " + std::to_string(field) + " values for shape " +
+               shape_string(Shape(t.dims().begin(), t.dims().end())) + " (" + std::to_string(n) + " elements)";
+    return "";
+}
+
 const onnx::AttributeProto* find_attr(const onnx::NodeProto& n, const char* name) {
     for (const auto& a : n.attribute())
         if (a.name() == name) return &a;

@@ -37,6 +37,10 @@ std::optional<DType> dtype_of(int32_t onnx_type);
 std::string onnx_type_name(int32_t onnx_type);
 // A tensor proto's values (raw_data or the typed fields); nullopt with `why`.
 std::optional<HostValue> tensor_value(const onnx::TensorProto& t, std::string& why);
+// What is wrong with a tensor proto of any element type whose declared shape
+// is not what its data holds ("" when nothing): checked before ONNX's own
+// shape inference reads it, which trusts the declared size.
+std::string tensor_size_problem(const onnx::TensorProto& t);
 
 // The element count of a shape a file declares, or nullopt with `why` when it
 // has more than kMaxRank dimensions, a negative one, or more than kMaxElements

@@ -98,6 +98,7 @@ class Importer {
             return false;
         }
         if (!read_opset()) return false;
+        if (!screen_tensors()) return false;
         try {
             onnx::checker::check_model(model_);
         } catch (const std::exception& e) {
@@ -150,6 +151,52 @@ class Importer {
         if (!sig) return false;
         diag_.error({}, "interrupted by signal " + std::to_string(sig) + " while reading the model");
         return true;
+    }
+
+    // ONNX's checker and shape inference (1.12) trust a tensor's declared
+    // size when they read its data (a Reshape's shape, a Slice's ends): every
+    // tensor in the model, subgraphs included, is checked against what it
+    // holds before they see it. Sparse initializers are refused here.
+    bool screen_tensors() {
+        bool ok = true;
+        auto check = [&](const onnx::TensorProto& t, const std::string& where, const std::string& what) {
+            const std::string problem = onnx_fold::tensor_size_problem(t);
+            if (problem.empty()) return;
+            diag_.error(pointer_loc(where), what + ": " + problem);
+            ok = false;
+        };
+        std::function<void(const onnx::GraphProto&, const std::string&, int)> graph =
+            [&](const onnx::GraphProto& gr, const std::string& at, int depth) {
+                if (depth > 8) {
+                    diag_.error(pointer_loc(at), "subgraphs nest more than 8 deep");
+                    ok = false;
+                    return;
+                }
+                for (int i = 0; i < gr.initializer_size(); ++i)
+                    check(gr.initializer(i), at + "/initializer/" + std::to_string(i),
+                          "initializer '" + gr.initializer(i).name() + "'");
+                if (gr.sparse_initializer_size() > 0) {
+                    diag_.error(pointer_loc(at + "/sparse_initializer"), "sparse initializers are not supported");
+                    ok = false;
+                }
+                for (int k = 0; k < gr.node_size(); ++k) {
+                    const auto& n = gr.node(k);
+                    const std::string node_at = at + "/node/" + std::to_string(k);
+                    for (const auto& a : n.attribute()) {
+                        const std::string what = n.op_type() + " node '" + n.name() + "', attribute '" + a.name() + "'";
+                        if (a.has_t()) check(a.t(), node_at, what);
+                        for (const auto& t : a.tensors()) check(t, node_at, what);
+                        if (a.has_sparse_tensor() || a.sparse_tensors_size() > 0) {
+                            diag_.error(pointer_loc(node_at), what + ": sparse tensors are not supported");
+                            ok = false;
+                        }
+                        if (a.has_g()) graph(a.g(), node_at + "/" + a.name(), depth + 1);
+                        for (const auto& g : a.graphs()) graph(g, node_at + "/" + a.name(), depth + 1);
+                    }
+                }
+            };
+        graph(model_.graph(), "/graph", 0);
+        return ok;
     }
 
     // ONNX's own data propagation (1.12) steps a Slice's indices by its
