@@ -30,10 +30,16 @@ bool is_identifier(std::string_view w) {
 // to the output's node, else the node's own identifier (an ONNX output `4`
 // is written as v_4), so that what convert writes always loads.
 std::string_view output_name(const Graph& g, const Output& o) {
+    if (o.id < 0 || static_cast<size_t>(o.id) >= g.nodes.size()) return o.name;
+    const std::string& node = g.node(o.id).name;
     auto b = g.bindings.find(o.name);
     if (is_identifier(o.name) && b != g.bindings.end() && b->second == o.id) return o.name;
-    if (o.id >= 0 && static_cast<size_t>(o.id) < g.nodes.size()) return g.node(o.id).name;
-    return o.name;
+    // `x#2`, the builder's name for a rebinding of x, is made again on reading.
+    const std::string_view req = o.name;
+    if (req.size() > node.size() + 1 && req.compare(0, node.size(), node) == 0 && req[node.size()] == '#' &&
+        req.find_first_not_of("0123456789", node.size() + 1) == std::string_view::npos)
+        return o.name;
+    return node;
 }
 
 std::string number_text(const Attr& a) {
