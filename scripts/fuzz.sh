@@ -16,7 +16,7 @@
 set -euo pipefail
 
 # The targets (tests/fuzz/fuzz_TARGET.cpp): add a new one here only.
-targets=(text json pipeline npy)
+targets=(text json pipeline npy onnx)
 
 seconds="${1:-${GRAPHRUN_FUZZ_SECONDS:-25}}"
 case "$seconds" in

@@ -117,12 +117,13 @@ def run_time_vectors():
     vec = lambda name, dt=TensorProto.INT64, n=2: helper.make_tensor_value_info(name, dt, [n])  # noqa: E731
     feeds = {"x": X, "s": np.array([-1, 1], np.int64), "e": np.array([np.iinfo(np.int64).min, 100], np.int64),
              "a": np.array([3, -3], np.int64), "st": np.array([-2, 1], np.int64),
-             "s32": np.array([1, 0], np.int32), "e32": np.array([3, -1], np.int32),
+             "s32": np.array([1, 0], np.int32), "e32": np.array([3, -1], np.int32), "st32": np.array([-2, 1], np.int32),
              "p": np.array([0, 1, 0, 2, 0, 0, 0, 1], np.int64),
              "cv": np.array(-7.5, np.float32)}
     nodes = [helper.make_node("Slice", ["x", "s", "e", "a", "st"], ["y1"]),
              helper.make_node("Slice", ["x", "s32", "e32"], ["y2"]),
-             helper.make_node("Slice", ["x", "s32", "e32", "", "st"], ["y3"]),  # axes left out, steps given
+             # axes left out, steps given (of the one index type ONNX requires: int32 as starts/ends)
+             helper.make_node("Slice", ["x", "s32", "e32", "", "st32"], ["y3"]),
              helper.make_node("Pad", ["x", "p", "cv"], ["pc"]),  # (Pad's axes input is opset 18's)
              helper.make_node("Pad", ["x", "p"], ["pz"]),
              helper.make_node("Pad", ["x", "p", "cv"], ["pr"], mode="reflect"),
@@ -133,7 +134,7 @@ def run_time_vectors():
             "pc": np.pad(X, width, constant_values=-7.5), "pz": np.pad(X, width), "pr": np.pad(X, width, "reflect"),
             "pe": np.pad(X, [(0, 1), (1, 0), (0, 1), (2, 0)], "edge")}
     inputs = [vec("s"), vec("e"), vec("a"), vec("st"), vec("s32", TensorProto.INT32),
-              vec("e32", TensorProto.INT32), vec("p", n=8),
+              vec("e32", TensorProto.INT32), vec("st32", TensorProto.INT32), vec("p", n=8),
               helper.make_tensor_value_info("cv", TensorProto.FLOAT, []), vec("p8", n=8)]
     path = model("run_time_vectors", nodes, [], want, extra_inputs=inputs)
     expect("slice/pad with run-time vectors", path, feeds, want)

@@ -372,6 +372,10 @@ def save_file_not_folder(d):
     expect(rc == 0 and os.path.isfile(os.path.join(d, "v1.2", "y.npy")), err)
     rc, _, err = run("run", "m.graph", "--fill=ones", "--save=v1.2", cwd=d)
     expect(rc == 0, err)
+    # Only a file's extension is refused: other dotted names are folders, as before.
+    rc, _, err = run("run", "m.graph", "--fill=ones", "--save=run.out", cwd=d)
+    expect(rc == 0 and os.path.isfile(os.path.join(d, "run.out", "y.npy")), err)
+    refused(d, ["run", "m.graph", "--fill=ones", "--save=r.JSON"], 2, "--save=r.JSON: --save writes a folder")
 
 
 @test

@@ -46,7 +46,8 @@ void parse_and_validate(LoadedGraph& lg, const InputLimits& limits = {}) {
     lg.graph.file = lg.display;
     lg.graph.from_json = lg.json;
     lg.graph.from_onnx = lg.onnx;
-    bool parsed = lg.onnx   ? parse_onnx(lg.source, lg.graph, lg.diag, limits)
+    // A model's bytes go to its reader, which frees them once parsed.
+    bool parsed = lg.onnx   ? parse_onnx(std::move(lg.source), lg.graph, lg.diag, limits)
                   : lg.json ? parse_json(lg.source, lg.graph, lg.diag, limits)
                             : parse_text(lg.source, lg.graph, lg.diag, limits);
     // Validation also runs after parse errors, on what did parse, so that one

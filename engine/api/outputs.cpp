@@ -1,6 +1,7 @@
 // Outputs to files (--output, --save) and checked against expected values
 // (--expected-output with numpy.allclose's rule).
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <charconv>
 #include <cmath>
@@ -86,13 +87,19 @@ std::string save_path(const std::string& dir, const std::string& file) {
     return dir + (ends_with(dir, "/") ? "" : "/") + file;
 }
 
-// --save=result.npy would make a folder of that name: a name with an
-// extension other than .npz is refused unless it ends in '/' or is a folder.
+// --save=result.npy would make a folder of that name: a name whose extension
+// is a file's (an array, graph or data file's: .npy, .json, ...) is refused
+// unless it ends in '/' or is a folder. Other dotted names (run.out, v1.2)
+// are folders, as they always were.
 std::string save_name_problem(const std::string& save) {
     if (save.empty() || ends_with(save, ".npz") || ends_with(save, "/")) return {};
     const std::string base = save.substr(save.rfind('/') == std::string::npos ? 0 : save.rfind('/') + 1);
     const size_t dot = base.rfind('.');
     if (dot == std::string::npos || dot == 0 || dot + 1 == base.size()) return {};
+    std::string ext = base.substr(dot + 1);
+    for (char& c : ext) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    static const std::set<std::string> file_extensions = {"npy", "json", "graph", "onnx", "pb", "txt", "csv", "svg"};
+    if (!file_extensions.count(ext)) return {};
     struct stat st {};
     if (::stat(save.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) return {};
     return "--save=" + save + ": --save writes a folder (DIR/NAME.npy for each output) or one .npz file, and " +

@@ -4,6 +4,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
+
+#include "engine/base/interrupt.h"
+#include "engine/base/limits.h"
 
 namespace graphrun::onnx_fold {
 
@@ -38,27 +42,30 @@ std::optional<HostValue> tensor_value(const onnx::TensorProto& t, std::string& w
     }
     HostValue v;
     v.dtype = *dt;
-    for (int64_t d : t.dims()) {
-        if (d < 0) {
-            why = "it has a negative dimension " + std::to_string(d);
-            return std::nullopt;
-        }
-        v.shape.push_back(d);
+    if (t.dims_size() > kMaxRank) {
+        why = "it has " + std::to_string(t.dims_size()) + " dimensions; at most " + std::to_string(kMaxRank) +
+              " are supported";
+        return std::nullopt;
     }
-    const int64_t n = onnx_fold::numel(v.shape);
+    v.shape.assign(t.dims().begin(), t.dims().end());
+    // The declared size is checked, and compared with what the proto really
+    // holds, before anything is allocated for it.
+    const std::optional<int64_t> count = element_count(v.shape, why);
+    if (!count) return std::nullopt;
+    const int64_t n = *count;
     const size_t size = dtype_size(v.dtype);
-    v.bytes.resize(static_cast<size_t>(n) * size);
+    const uint64_t want = static_cast<uint64_t>(n) * size;  // n <= kMaxElements: no wrap
     auto wrong_count = [&](int64_t got) {
         why = "it has " + std::to_string(got) + " values for shape " + shape_string(v.shape) + " (" +
               std::to_string(n) + " elements)";
     };
     if (t.has_raw_data()) {
-        if (t.raw_data().size() != v.bytes.size()) {
+        if (t.raw_data().size() != want) {
             why = "its raw data has " + std::to_string(t.raw_data().size()) + " bytes where shape " +
-                  shape_string(v.shape) + " of " + dtype_name(v.dtype) + " needs " + std::to_string(v.bytes.size());
+                  shape_string(v.shape) + " of " + dtype_name(v.dtype) + " needs " + std::to_string(want);
             return std::nullopt;
         }
-        if (!v.bytes.empty()) std::memcpy(v.bytes.data(), t.raw_data().data(), v.bytes.size());
+        v.bytes.assign(t.raw_data().begin(), t.raw_data().end());
         return v;
     }
     auto fill = [&](const auto& field, auto convert) -> bool {
@@ -66,7 +73,14 @@ std::optional<HostValue> tensor_value(const onnx::TensorProto& t, std::string& w
             wrong_count(field.size());
             return false;
         }
-        for (int64_t i = 0; i < n; ++i) convert(static_cast<size_t>(i), field.Get(static_cast<int>(i)));
+        v.bytes.resize(static_cast<size_t>(want));
+        for (int64_t i = 0; i < n; ++i) {
+            if ((i & 4095) == 0 && interrupted()) {
+                why = "interrupted while reading its values";
+                return false;
+            }
+            convert(static_cast<size_t>(i), field.Get(static_cast<int>(i)));
+        }
         return true;
     };
     bool ok = true;
@@ -91,10 +105,78 @@ std::optional<HostValue> tensor_value(const onnx::TensorProto& t, std::string& w
     return v;
 }
 
-int64_t numel(const Shape& s) {
+std::optional<int64_t> element_count(const Shape& s, std::string& why) {
+    if (s.size() > static_cast<size_t>(kMaxRank)) {
+        why = "shape " + shape_string(s) + " has " + std::to_string(s.size()) + " dimensions; at most " +
+              std::to_string(kMaxRank) + " are supported";
+        return std::nullopt;
+    }
+    for (int64_t d : s)
+        if (d < 0) {
+            why = "shape " + shape_string(s) + " has a negative dimension " + std::to_string(d);
+            return std::nullopt;
+        }
+    // The product of the nonzero dimensions is bounded too, so that every
+    // partial product (outer and inner extents) of a checked shape fits.
     int64_t n = 1;
-    for (int64_t d : s) n *= d;
-    return n;
+    bool empty = false;
+    for (int64_t d : s) {
+        empty = empty || d == 0;
+        if (d != 0 && (__builtin_mul_overflow(n, d, &n) || n > kMaxElements)) {
+            why = "shape " + shape_string(s) + " has more elements than graphrun holds (at most " +
+                  std::to_string(kMaxElements) + ")";
+            return std::nullopt;
+        }
+    }
+    return empty ? 0 : n;
+}
+
+std::optional<int64_t> numel(const Shape& s) {
+    std::string why;
+    return element_count(s, why);
+}
+
+std::string tensor_size_problem(const onnx::TensorProto& t) {
+    if (t.data_location() == onnx::TensorProto::EXTERNAL) return "";  // refused where it is read
+    if (t.dims_size() > kMaxRank)
+        return "it has " + std::to_string(t.dims_size()) + " dimensions; at most " + std::to_string(kMaxRank) +
+               " are supported";
+    std::string why;
+    const std::optional<int64_t> count = element_count(Shape(t.dims().begin(), t.dims().end()), why);
+    if (!count) return why;
+    const auto n = static_cast<uint64_t>(*count);
+    using T = onnx::TensorProto;
+    uint64_t size = 0;        // bytes per element in raw_data
+    int64_t field = -1;       // values in the typed field that holds this type
+    uint64_t per = 1;         // typed values per element (complex: 2)
+    switch (t.data_type()) {
+        case T::FLOAT: size = 4; field = t.float_data_size(); break;
+        case T::COMPLEX64: size = 8; field = t.float_data_size(); per = 2; break;
+        case T::DOUBLE: size = 8; field = t.double_data_size(); break;
+        case T::COMPLEX128: size = 16; field = t.double_data_size(); per = 2; break;
+        case T::INT64: size = 8; field = t.int64_data_size(); break;
+        case T::UINT32: size = 4; field = t.uint64_data_size(); break;
+        case T::UINT64: size = 8; field = t.uint64_data_size(); break;
+        case T::INT32: size = 4; field = t.int32_data_size(); break;
+        case T::INT8: case T::UINT8: case T::BOOL: size = 1; field = t.int32_data_size(); break;
+        case T::INT16: case T::UINT16: case T::FLOAT16: case T::BFLOAT16: size = 2; field = t.int32_data_size(); break;
+        case T::STRING:
+            if (static_cast<uint64_t>(t.string_data_size()) != n)
+                return "it has " + std::to_string(t.string_data_size()) + " strings for " + std::to_string(n) + " elements";
+            return "";
+        default: return "its element type " + onnx_type_name(t.data_type()) + " is not an ONNX tensor type";
+    }
+    if (t.has_raw_data()) {
+        if (t.raw_data().size() != n * size)
+            return "its raw data has " + std::to_string(t.raw_data().size()) + " bytes where shape " +
+                   shape_string(Shape(t.dims().begin(), t.dims().end())) + " of " + onnx_type_name(t.data_type()) +
+                   " needs " + std::to_string(n * size);
+        return "";
+    }
+    if (static_cast<uint64_t>(field) != n * per)
+        return "it has " + std::to_string(field) + " values for shape " +
+               shape_string(Shape(t.dims().begin(), t.dims().end())) + " (" + std::to_string(n) + " elements)";
+    return "";
 }
 
 const onnx::AttributeProto* find_attr(const onnx::NodeProto& n, const char* name) {
@@ -121,9 +203,19 @@ std::optional<std::vector<int64_t>> attr_ints(const onnx::NodeProto& n, const ch
 
 namespace {
 
-// Folding is for shape arithmetic and small constants: a bigger computation
-// on constants is left to the graph (it runs where the graph runs, counted).
-constexpr int64_t kMaxFoldElements = int64_t{1} << 20;
+// Stops a fold's loop, every 4096 steps, once a signal asked graphrun to stop.
+bool stop_requested(int64_t step, std::string& why) {
+    if ((step & 4095) != 0 || !interrupted()) return false;
+    why = "interrupted while folding constants";
+    return true;
+}
+
+// A double as an integer without undefined behaviour: NaN and values out of
+// int64's range give INT64_MIN, as x86's conversion does.
+int64_t to_int64(double d) {
+    if (!(d >= -9223372036854775808.0 && d < 9223372036854775808.0)) return std::numeric_limits<int64_t>::min();
+    return static_cast<int64_t>(d);
+}
 
 double get(const HostValue& v, size_t i) {
     const uint8_t* p = v.bytes.data() + i * dtype_size(v.dtype);
@@ -143,10 +235,7 @@ int64_t get_int(const HostValue& v, size_t i) {
         case DType::I32: { int32_t x; std::memcpy(&x, p, 4); return x; }
         case DType::I64: { int64_t x; std::memcpy(&x, p, 8); return x; }
         case DType::Bool: return *p ? 1 : 0;
-        default: {
-            double d = get(v, i);
-            return std::isfinite(d) ? static_cast<int64_t>(d) : 0;
-        }
+        default: return to_int64(get(v, i));
     }
 }
 
@@ -155,22 +244,35 @@ void put(HostValue& v, size_t i, double x, int64_t xi, bool integral) {
     switch (v.dtype) {
         case DType::F32: { float f = static_cast<float>(x); std::memcpy(p, &f, 4); break; }
         case DType::F64: std::memcpy(p, &x, 8); break;
-        case DType::I32: { int32_t k = static_cast<int32_t>(integral ? xi : static_cast<int64_t>(x)); std::memcpy(p, &k, 4); break; }
-        case DType::I64: { int64_t k = integral ? xi : static_cast<int64_t>(x); std::memcpy(p, &k, 8); break; }
+        case DType::I32: { int32_t k = static_cast<int32_t>(integral ? xi : to_int64(x)); std::memcpy(p, &k, 4); break; }
+        case DType::I64: { int64_t k = integral ? xi : to_int64(x); std::memcpy(p, &k, 8); break; }
         case DType::Bool: *p = integral ? xi != 0 : x != 0; break;
     }
 }
 
-HostValue make(DType t, Shape shape) {
+// A value of a shape whose element count `count` was checked (at most kMaxFoldElements).
+HostValue make(DType t, Shape shape, int64_t count) {
     HostValue v;
     v.dtype = t;
     v.shape = std::move(shape);
-    v.bytes.resize(static_cast<size_t>(numel(v.shape)) * dtype_size(t));
+    v.bytes.resize(static_cast<size_t>(count) * dtype_size(t));
     return v;
 }
 
+// The element count of a fold's result, if it is one folding makes: nullopt
+// with `why` empty when it is too large to fold (left to the graph), with
+// `why` set when the shape is wrong.
+std::optional<int64_t> fold_count(const Shape& s, std::string& why) {
+    std::optional<int64_t> n = element_count(s, why);
+    if (n && *n > kMaxFoldElements) return std::nullopt;
+    return n;
+}
+
+// Elements a value holds (its bytes are its shape's count, always).
+size_t count_of(const HostValue& v) { return v.bytes.size() / dtype_size(v.dtype); }
+
 HostValue i64(const std::vector<int64_t>& xs, Shape shape) {
-    HostValue v = make(DType::I64, std::move(shape));
+    HostValue v = make(DType::I64, std::move(shape), static_cast<int64_t>(xs.size()));
     if (!xs.empty()) std::memcpy(v.bytes.data(), xs.data(), xs.size() * 8);
     return v;
 }
@@ -189,7 +291,7 @@ std::optional<HostValue> constant(const onnx::NodeProto& n, std::string& why) {
     if (const auto* a = find_attr(n, "value_float")) return scalar(a->f(), DType::F32);
     if (const auto* a = find_attr(n, "value_int")) return i64({a->i()}, {});
     if (const auto* a = find_attr(n, "value_floats")) {
-        HostValue v = make(DType::F32, {a->floats_size()});
+        HostValue v = make(DType::F32, {a->floats_size()}, a->floats_size());
         for (int i = 0; i < a->floats_size(); ++i) put(v, static_cast<size_t>(i), a->floats(i), 0, false);
         return v;
     }
@@ -198,6 +300,11 @@ std::optional<HostValue> constant(const onnx::NodeProto& n, std::string& why) {
     why = "its value (sparse or string) is not supported";
     return std::nullopt;
 }
+
+// Integer arithmetic of a fold, wrapping as the machine does (never undefined).
+int64_t wrap_add(int64_t x, int64_t y) { return static_cast<int64_t>(static_cast<uint64_t>(x) + static_cast<uint64_t>(y)); }
+int64_t wrap_sub(int64_t x, int64_t y) { return static_cast<int64_t>(static_cast<uint64_t>(x) - static_cast<uint64_t>(y)); }
+int64_t wrap_mul(int64_t x, int64_t y) { return static_cast<int64_t>(static_cast<uint64_t>(x) * static_cast<uint64_t>(y)); }
 
 // Elementwise binary op on constants with NumPy broadcasting.
 std::optional<HostValue> binary(const std::string& op, const HostValue& a, const HostValue& b, std::string& why) {
@@ -212,8 +319,9 @@ std::optional<HostValue> binary(const std::string& op, const HostValue& a, const
         }
         out[i] = da == 1 ? db : da;
     }
-    if (numel(out) > kMaxFoldElements) return std::nullopt;
-    HostValue r = make(a.dtype, out);
+    const std::optional<int64_t> total = fold_count(out, why);
+    if (!total) return std::nullopt;
+    HostValue r = make(a.dtype, out, *total);
     const bool integral = is_int(a.dtype) || a.dtype == DType::Bool;
     std::vector<int64_t> idx(rank, 0);
     auto offset = [&](const HostValue& v) {
@@ -224,8 +332,8 @@ std::optional<HostValue> binary(const std::string& op, const HostValue& a, const
         }
         return off;
     };
-    const int64_t total = numel(out);
-    for (int64_t k = 0; k < total; ++k) {
+    for (int64_t k = 0; k < *total; ++k) {
+        if (stop_requested(k, why)) return std::nullopt;
         int64_t rem = k;
         for (size_t i = rank; i-- > 0;) {
             idx[i] = out[i] ? rem % out[i] : 0;
@@ -234,15 +342,15 @@ std::optional<HostValue> binary(const std::string& op, const HostValue& a, const
         const size_t ia = offset(a), ib = offset(b);
         if (integral) {
             int64_t x = get_int(a, ia), y = get_int(b, ib), z = 0;
-            if (op == "Add") z = x + y;
-            else if (op == "Sub") z = x - y;
-            else if (op == "Mul") z = x * y;
+            if (op == "Add") z = wrap_add(x, y);
+            else if (op == "Sub") z = wrap_sub(x, y);
+            else if (op == "Mul") z = wrap_mul(x, y);
             else {
                 if (y == 0) {
                     why = "integer division by zero in a constant";
                     return std::nullopt;
                 }
-                z = x / y;
+                z = y == -1 ? wrap_sub(0, x) : x / y;  // INT64_MIN / -1 wraps
             }
             put(r, static_cast<size_t>(k), 0, z, true);
         } else {
@@ -265,17 +373,21 @@ std::optional<HostValue> gather(const HostValue& data, const HostValue& indices,
     Shape out(data.shape.begin(), data.shape.begin() + axis);
     out.insert(out.end(), indices.shape.begin(), indices.shape.end());
     out.insert(out.end(), data.shape.begin() + axis + 1, data.shape.end());
-    if (numel(out) > kMaxFoldElements) return std::nullopt;
+    const std::optional<int64_t> total = fold_count(out, why);
+    if (!total) return std::nullopt;
+    // data's shape was checked when it was made, so these products hold.
     int64_t outer = 1, inner = 1;
     for (int64_t d = 0; d < axis; ++d) outer *= data.shape[static_cast<size_t>(d)];
     for (int64_t d = axis + 1; d < rank; ++d) inner *= data.shape[static_cast<size_t>(d)];
     const int64_t dim = data.shape[static_cast<size_t>(axis)];
     const size_t es = dtype_size(data.dtype);
-    HostValue r = make(data.dtype, out);
-    const int64_t n_idx = numel(indices.shape);
+    HostValue r = make(data.dtype, out, *total);
+    const auto n_idx = static_cast<int64_t>(count_of(indices));
+    if (*total == 0) return r;
     size_t w = 0;
     for (int64_t o = 0; o < outer; ++o)
         for (int64_t j = 0; j < n_idx; ++j) {
+            if (stop_requested(o * n_idx + j, why)) return std::nullopt;
             int64_t k = get_int(indices, static_cast<size_t>(j));
             if (k < -dim || k >= dim) {
                 why = "index " + std::to_string(k) + " is out of range for a dimension of " + std::to_string(dim);
@@ -283,8 +395,9 @@ std::optional<HostValue> gather(const HostValue& data, const HostValue& indices,
             }
             if (k < 0) k += dim;
             const size_t src = static_cast<size_t>((o * dim + k) * inner) * es;
-            if (inner) std::memcpy(r.bytes.data() + w, data.bytes.data() + src, static_cast<size_t>(inner) * es);
-            w += static_cast<size_t>(inner) * es;
+            const size_t len = static_cast<size_t>(inner) * es;
+            if (len) std::memcpy(r.bytes.data() + w, data.bytes.data() + src, len);
+            w += len;
         }
     return r;
 }
@@ -292,26 +405,44 @@ std::optional<HostValue> gather(const HostValue& data, const HostValue& indices,
 std::optional<HostValue> concat(const std::vector<const HostValue*>& ins, int64_t axis, std::string& why) {
     if (ins.empty() || !ins[0]) return std::nullopt;
     const auto rank = static_cast<int64_t>(ins[0]->shape.size());
-    if (!normalize_axis(axis, std::max<int64_t>(rank, 1), why)) return std::nullopt;
-    Shape out = ins[0]->shape;
-    if (rank == 0) return std::nullopt;
-    out[static_cast<size_t>(axis)] = 0;
-    for (const HostValue* v : ins) {
-        if (!v || v->dtype != ins[0]->dtype || v->shape.size() != out.size()) return std::nullopt;
-        out[static_cast<size_t>(axis)] += v->shape[static_cast<size_t>(axis)];
+    if (rank == 0) {
+        why = "its inputs are scalars";
+        return std::nullopt;
     }
-    if (numel(out) > kMaxFoldElements) return std::nullopt;
+    if (!normalize_axis(axis, rank, why)) return std::nullopt;
+    const auto ax = static_cast<size_t>(axis);
+    Shape out = ins[0]->shape;
+    out[ax] = 0;
+    for (const HostValue* v : ins) {
+        if (!v || v->dtype != ins[0]->dtype) return std::nullopt;
+        bool same = v->shape.size() == out.size();
+        for (size_t d = 0; same && d < out.size(); ++d) same = d == ax || v->shape[d] == out[d];
+        if (!same) {
+            why = "shapes " + shape_string(ins[0]->shape) + " and " + shape_string(v->shape) +
+                  " differ outside axis " + std::to_string(axis);
+            return std::nullopt;
+        }
+        if (__builtin_add_overflow(out[ax], v->shape[ax], &out[ax])) {
+            why = "the result's dimension " + std::to_string(axis) + " overflows";
+            return std::nullopt;
+        }
+    }
+    const std::optional<int64_t> total = fold_count(out, why);
+    if (!total) return std::nullopt;
+    HostValue r = make(ins[0]->dtype, out, *total);
+    if (*total == 0) return r;
     int64_t outer = 1;
-    for (int64_t d = 0; d < axis; ++d) outer *= out[static_cast<size_t>(d)];
-    HostValue r = make(ins[0]->dtype, out);
+    for (size_t d = 0; d < ax; ++d) outer *= out[d];
     size_t w = 0;
-    for (int64_t o = 0; o < outer; ++o)
+    for (int64_t o = 0; o < outer; ++o) {
+        if (stop_requested(o, why)) return std::nullopt;
         for (const HostValue* v : ins) {
-            const size_t chunk = v->bytes.size() / static_cast<size_t>(std::max<int64_t>(outer, 1));
+            const size_t chunk = v->bytes.size() / static_cast<size_t>(outer);
             if (chunk)  // an empty input (a 0 in its shape) has no bytes, and memcpy no null source
                 std::memcpy(r.bytes.data() + w, v->bytes.data() + static_cast<size_t>(o) * chunk, chunk);
             w += chunk;
         }
+    }
     return r;
 }
 
@@ -343,105 +474,163 @@ std::optional<HostValue> slice(const onnx::NodeProto& n, const std::vector<const
         why = "a step of 0";
         return std::nullopt;
     }
+    // ONNX's clamping: negative positions count from the end (dim <= 2^40,
+    // so adding it never wraps a position that can matter).
     auto clamp = [&](int64_t v, int64_t lo, int64_t hi) {
-        if (v < 0) v += dim;
+        if (v < 0) v = v < -dim ? -dim - 1 : v + dim;
         return std::clamp(v, lo, hi);
     };
-    int64_t start = step > 0 ? clamp(starts[0], 0, dim) : clamp(starts[0], -1, dim - 1);
-    int64_t end = step > 0 ? clamp(ends[0], 0, dim) : clamp(ends[0], -1, dim - 1);
-    if (ends[0] < -dim && step < 0) end = -1;
-    std::vector<size_t> picks;
-    for (int64_t i = start; step > 0 ? i < end : i > end; i += step) picks.push_back(static_cast<size_t>(i));
-    HostValue r = make(data.dtype, {static_cast<int64_t>(picks.size())});
+    const int64_t start = step > 0 ? clamp(starts[0], 0, dim) : clamp(starts[0], -1, dim - 1);
+    const int64_t end = step > 0 ? clamp(ends[0], 0, dim) : clamp(ends[0], -1, dim - 1);
+    // The count of picks, without stepping past int64 (a step of -2^63 is legal).
+    const uint64_t span = step > 0 ? (end > start ? static_cast<uint64_t>(end - start) : 0)
+                                   : (start > end ? static_cast<uint64_t>(start - end) : 0);
+    const uint64_t stride = step > 0 ? static_cast<uint64_t>(step) : uint64_t{0} - static_cast<uint64_t>(step);
+    const uint64_t count = span == 0 ? 0 : (span - 1) / stride + 1;
+    HostValue r = make(data.dtype, {static_cast<int64_t>(count)}, static_cast<int64_t>(count));
     const size_t es = dtype_size(data.dtype);
-    for (size_t i = 0; i < picks.size(); ++i) std::memcpy(r.bytes.data() + i * es, data.bytes.data() + picks[i] * es, es);
+    for (uint64_t i = 0; i < count; ++i) {
+        const uint64_t at = step > 0 ? static_cast<uint64_t>(start) + i * stride : static_cast<uint64_t>(start) - i * stride;
+        std::memcpy(r.bytes.data() + i * es, data.bytes.data() + at * es, es);
+    }
     return r;
+}
+
+// Squeeze/Unsqueeze axes: in range for `rank`, each once; nullopt with `why`.
+std::optional<std::vector<bool>> axis_set(const std::vector<int64_t>& axes, int64_t rank, std::string& why) {
+    std::vector<bool> set(static_cast<size_t>(rank), false);
+    for (int64_t a : axes) {
+        const int64_t given = a;
+        if (!normalize_axis(a, rank, why)) return std::nullopt;
+        if (set[static_cast<size_t>(a)]) {
+            why = "axis " + std::to_string(given) + " is given twice in " + shape_string(axes);
+            return std::nullopt;
+        }
+        set[static_cast<size_t>(a)] = true;
+    }
+    return set;
 }
 
 }  // namespace
 
 HostValue scalar(double x, DType t) {
-    HostValue v = make(t, {});
-    put(v, 0, x, static_cast<int64_t>(x), is_int(t));
+    HostValue v = make(t, {}, 1);
+    put(v, 0, x, to_int64(x), is_int(t));
     return v;
 }
 
 std::vector<int64_t> ints(const HostValue& v) {
-    std::vector<int64_t> r(static_cast<size_t>(numel(v.shape)));
+    std::vector<int64_t> r(count_of(v));
     for (size_t i = 0; i < r.size(); ++i) r[i] = get_int(v, i);
     return r;
 }
 
 std::vector<double> doubles(const HostValue& v) {
-    std::vector<double> r(static_cast<size_t>(numel(v.shape)));
+    std::vector<double> r(count_of(v));
     for (size_t i = 0; i < r.size(); ++i) r[i] = get(v, i);
     return r;
 }
 
 std::optional<Shape> reshape_target(const onnx::NodeProto& n, const std::optional<Shape>& in, const HostValue* second,
-                                    int64_t opset) {
+                                    int64_t opset, std::string& why) {
     if (!in) return std::nullopt;
     const std::string& op = n.op_type();
     const auto rank = static_cast<int64_t>(in->size());
+    const std::optional<int64_t> in_count = element_count(*in, why);
+    if (!in_count) return std::nullopt;
     if (op == "Flatten") {
         int64_t axis = attr_int(n, "axis", 1);
+        if (axis < -rank || axis > rank) {
+            why = "axis " + std::to_string(axis) + " is out of range for rank " + std::to_string(rank);
+            return std::nullopt;
+        }
         if (axis < 0) axis += rank;
-        if (axis < 0 || axis > rank) return std::nullopt;
-        int64_t outer = 1, inner = 1;
+        int64_t outer = 1, inner = 1;  // each at most in_count: no wrap
         for (int64_t d = 0; d < rank; ++d) (d < axis ? outer : inner) *= (*in)[static_cast<size_t>(d)];
         return Shape{outer, inner};
     }
     if (op == "Reshape") {
         if (!second) return std::nullopt;
         std::vector<int64_t> target = ints(*second);
+        if (target.size() > static_cast<size_t>(kMaxRank)) {
+            why = "its target shape has " + std::to_string(target.size()) + " dimensions; at most " +
+                  std::to_string(kMaxRank) + " are supported";
+            return std::nullopt;
+        }
         const bool allowzero = attr_int(n, "allowzero", 0) != 0;
-        int64_t known = 1, infer_at = -1;
+        const std::string given = shape_string(target);
+        int64_t infer_at = -1;
         for (size_t i = 0; i < target.size(); ++i) {
             if (target[i] == 0 && !allowzero) {
-                if (static_cast<int64_t>(i) >= rank) return std::nullopt;
+                if (static_cast<int64_t>(i) >= rank) {
+                    why = "its target shape " + given + " copies dimension " + std::to_string(i) +
+                          " of an input of rank " + std::to_string(rank);
+                    return std::nullopt;
+                }
                 target[i] = (*in)[i];
             }
-            if (target[i] == -1) {
-                if (infer_at >= 0) return std::nullopt;
+            if (target[i] == -1 && infer_at < 0) {
                 infer_at = static_cast<int64_t>(i);
             } else if (target[i] < 0) {
+                why = "its target shape " + given + " has " +
+                      (target[i] == -1 ? std::string("more than one -1") : "a negative dimension " + std::to_string(target[i]));
                 return std::nullopt;
-            } else {
-                known *= target[i];
             }
         }
         if (infer_at >= 0) {
-            if (known == 0) return std::nullopt;
-            target[static_cast<size_t>(infer_at)] = numel(*in) / known;
+            Shape known = target;
+            known[static_cast<size_t>(infer_at)] = 1;
+            const std::optional<int64_t> k = checked_numel(known);
+            if (!k || *k == 0 || *in_count % *k != 0) {
+                why = "its target shape " + given + " cannot hold the " + std::to_string(*in_count) +
+                      " elements of its input " + shape_string(*in);
+                return std::nullopt;
+            }
+            target[static_cast<size_t>(infer_at)] = *in_count / *k;
         }
-        if (numel(target) != numel(*in)) return std::nullopt;
+        const std::optional<int64_t> out_count = checked_numel(target);
+        if (!out_count || *out_count != *in_count) {
+            why = "its target shape " + given + " has " +
+                  (out_count ? std::to_string(*out_count) : std::string("more than 2^63")) +
+                  " elements where its input " + shape_string(*in) + " has " + std::to_string(*in_count);
+            return std::nullopt;
+        }
         return target;
     }
     std::optional<std::vector<int64_t>> axes = opset >= 13 ? (second ? std::optional(ints(*second)) : std::nullopt)
                                                            : attr_ints(n, "axes");
     if (op == "Squeeze") {
+        std::vector<bool> drop(static_cast<size_t>(rank), false);
+        if (axes) {
+            auto set = axis_set(*axes, rank, why);
+            if (!set) return std::nullopt;
+            drop = *set;
+        }
         Shape out;
         for (int64_t d = 0; d < rank; ++d) {
-            bool drop = false;
-            if (!axes) drop = (*in)[static_cast<size_t>(d)] == 1;
-            else
-                for (int64_t a : *axes) drop = drop || (a < 0 ? a + rank : a) == d;
-            if (!drop) out.push_back((*in)[static_cast<size_t>(d)]);
+            const int64_t dim = (*in)[static_cast<size_t>(d)];
+            if (!axes) drop[static_cast<size_t>(d)] = dim == 1;
+            if (drop[static_cast<size_t>(d)] && dim != 1) {
+                why = "it squeezes dimension " + std::to_string(d) + " of " + shape_string(*in) + ", which is not 1";
+                return std::nullopt;
+            }
+            if (!drop[static_cast<size_t>(d)]) out.push_back(dim);
         }
         return out;
     }
     if (op == "Unsqueeze") {
         if (!axes) return std::nullopt;
-        const int64_t out_rank = rank + static_cast<int64_t>(axes->size());
-        std::vector<bool> is_new(static_cast<size_t>(out_rank), false);
-        for (int64_t a : *axes) {
-            if (a < 0) a += out_rank;
-            if (a < 0 || a >= out_rank) return std::nullopt;
-            is_new[static_cast<size_t>(a)] = true;
+        if (axes->size() > static_cast<size_t>(kMaxRank) || rank + static_cast<int64_t>(axes->size()) > kMaxRank) {
+            why = "the result would have " + std::to_string(rank + static_cast<int64_t>(axes->size())) +
+                  " dimensions; at most " + std::to_string(kMaxRank) + " are supported";
+            return std::nullopt;
         }
+        const int64_t out_rank = rank + static_cast<int64_t>(axes->size());
+        auto is_new = axis_set(*axes, out_rank, why);
+        if (!is_new) return std::nullopt;
         Shape out;
         size_t k = 0;
-        for (int64_t d = 0; d < out_rank; ++d) out.push_back(is_new[static_cast<size_t>(d)] ? 1 : (*in)[k++]);
+        for (int64_t d = 0; d < out_rank; ++d) out.push_back((*is_new)[static_cast<size_t>(d)] ? 1 : (*in)[k++]);
         return out;
     }
     return std::nullopt;
@@ -457,34 +646,93 @@ std::optional<std::vector<HostValue>> evaluate(const onnx::NodeProto& n, const s
         return r;
     };
     if (op == "Constant") return one(constant(n, why));
-    if (op == "Shape") {
+    if (op == "Shape" || op == "Size") {
+        const std::optional<int64_t> count = element_count(*in_shape, why);
+        if (!count) return std::nullopt;
+        if (op == "Size") return one(i64({*count}, {}));  // a scalar: the element count
         const auto rank = static_cast<int64_t>(in_shape->size());
         int64_t start = attr_int(n, "start", 0), end = attr_int(n, "end", rank);
+        start = std::clamp<int64_t>(start, -rank, rank);
+        end = std::clamp<int64_t>(end, -rank, rank);
         if (start < 0) start += rank;
         if (end < 0) end += rank;
-        start = std::clamp<int64_t>(start, 0, rank);
-        end = std::clamp<int64_t>(end, start, rank);
+        end = std::max(end, start);
         std::vector<int64_t> dims(in_shape->begin() + start, in_shape->begin() + end);
         return one(i64(dims, {static_cast<int64_t>(dims.size())}));
     }
-    if (op == "Size") return one(i64({numel(*in_shape)}, {}));  // a scalar: the element count
     if (ins.empty() || !ins[0]) return std::nullopt;
     const HostValue& x = *ins[0];
-    if (numel(x.shape) > kMaxFoldElements) return std::nullopt;
-    if (op == "Identity") return one(x);
+    const auto x_count = static_cast<int64_t>(count_of(x));
     if (op == "Reshape" || op == "Flatten" || op == "Squeeze" || op == "Unsqueeze") {
-        auto target = reshape_target(n, x.shape, ins.size() > 1 ? ins[1] : nullptr, opset);
-        if (!target) return std::nullopt;
+        auto target = reshape_target(n, x.shape, ins.size() > 1 ? ins[1] : nullptr, opset, why);
+        if (!target || x_count > kMaxFoldElements) return std::nullopt;
         HostValue r = x;
         r.shape = *target;
         return one(r);
     }
+    if (op == "ConstantOfShape") {
+        Shape shape = ints(x);
+        const std::optional<int64_t> count = element_count(shape, why);
+        if (!count) return std::nullopt;
+        if (*count > kMaxFoldElements) {
+            why = "its result " + shape_string(shape) + " has " + std::to_string(*count) +
+                  " elements; graphrun folds constants of at most " + std::to_string(kMaxFoldElements);
+            return std::nullopt;
+        }
+        HostValue fill = scalar(0, DType::F32);
+        if (const auto* a = find_attr(n, "value")) {
+            auto v = tensor_value(a->t(), why);
+            if (!v) return std::nullopt;
+            if (v->bytes.size() != dtype_size(v->dtype)) {
+                why = "its value has " + std::to_string(count_of(*v)) + " elements where it needs 1";
+                return std::nullopt;
+            }
+            fill = std::move(*v);
+        }
+        HostValue r = make(fill.dtype, shape, *count);
+        const size_t es = dtype_size(fill.dtype);
+        for (int64_t i = 0; i < *count; ++i) {
+            if (stop_requested(i, why)) return std::nullopt;
+            std::memcpy(r.bytes.data() + static_cast<size_t>(i) * es, fill.bytes.data(), es);
+        }
+        return one(r);
+    }
+    if (op == "Range") {
+        if (ins.size() < 3 || !ins[1] || !ins[2] || x.bytes.empty() || ins[1]->bytes.empty() || ins[2]->bytes.empty())
+            return std::nullopt;
+        const double start = get(x, 0), limit = get(*ins[1], 0), delta = get(*ins[2], 0);
+        if (delta == 0) {
+            why = "a delta of 0";
+            return std::nullopt;
+        }
+        const double q = std::ceil((limit - start) / delta);
+        if (!(q <= static_cast<double>(kMaxFoldElements))) {  // NaN and infinities too
+            why = "its result of " + std::to_string(q) + " elements (from " + std::to_string(start) + " to " +
+                  std::to_string(limit) + " by " + std::to_string(delta) + ") is more than graphrun folds (at most " +
+                  std::to_string(kMaxFoldElements) + ")";
+            return std::nullopt;
+        }
+        const auto count = static_cast<int64_t>(std::max(0.0, q));
+        HostValue r = make(x.dtype, {count}, count);
+        const bool integral = is_int(x.dtype);
+        const int64_t istart = get_int(x, 0), idelta = get_int(*ins[2], 0);
+        for (int64_t i = 0; i < count; ++i)
+            put(r, static_cast<size_t>(i), start + static_cast<double>(i) * delta,
+                wrap_add(istart, wrap_mul(i, idelta)), integral);
+        return one(r);
+    }
+    // Each op below makes a result of x's size at most (Gather and Concat check theirs).
+    if (x_count > kMaxFoldElements) return std::nullopt;
+    if (op == "Identity") return one(x);
     if (op == "Cast") {
         auto to = dtype_of(static_cast<int32_t>(attr_int(n, "to", 0)));
         if (!to) return std::nullopt;
-        HostValue r = make(*to, x.shape);
+        HostValue r = make(*to, x.shape, x_count);
         const bool integral = is_int(x.dtype) || x.dtype == DType::Bool;
-        for (size_t i = 0; i < static_cast<size_t>(numel(x.shape)); ++i) put(r, i, get(x, i), get_int(x, i), integral);
+        for (int64_t i = 0; i < x_count; ++i) {
+            if (stop_requested(i, why)) return std::nullopt;
+            put(r, static_cast<size_t>(i), get(x, static_cast<size_t>(i)), get_int(x, static_cast<size_t>(i)), integral);
+        }
         return one(r);
     }
     if (op == "Gather") {
@@ -497,44 +745,12 @@ std::optional<std::vector<HostValue>> evaluate(const onnx::NodeProto& n, const s
         return one(binary(op, x, *ins[1], why));
     }
     if (op == "Slice") return one(slice(n, ins, why));
-    if (op == "ConstantOfShape") {
-        Shape shape = ints(x);
-        for (int64_t d : shape)
-            if (d < 0) {
-                why = "a negative dimension " + std::to_string(d);
-                return std::nullopt;
-            }
-        if (numel(shape) > kMaxFoldElements) return std::nullopt;
-        HostValue fill = scalar(0, DType::F32);
-        if (const auto* a = find_attr(n, "value")) {
-            auto v = tensor_value(a->t(), why);
-            if (!v) return std::nullopt;
-            fill = *v;
-        }
-        HostValue r = make(fill.dtype, shape);
-        const size_t es = dtype_size(fill.dtype);
-        for (size_t i = 0; i < static_cast<size_t>(numel(shape)); ++i) std::memcpy(r.bytes.data() + i * es, fill.bytes.data(), es);
-        return one(r);
-    }
-    if (op == "Range") {
-        if (ins.size() < 3 || !ins[1] || !ins[2]) return std::nullopt;
-        const double start = get(x, 0), limit = get(*ins[1], 0), delta = get(*ins[2], 0);
-        if (delta == 0) {
-            why = "a delta of 0";
-            return std::nullopt;
-        }
-        const auto count = static_cast<int64_t>(std::max(0.0, std::ceil((limit - start) / delta)));
-        if (count > kMaxFoldElements) return std::nullopt;
-        HostValue r = make(x.dtype, {count});
-        const bool integral = is_int(x.dtype);
-        for (int64_t i = 0; i < count; ++i)
-            put(r, static_cast<size_t>(i), start + static_cast<double>(i) * delta,
-                get_int(x, 0) + i * get_int(*ins[2], 0), integral);
-        return one(r);
-    }
     if (op == "Neg" && (is_int(x.dtype))) {
         HostValue r = x;
-        for (size_t i = 0; i < static_cast<size_t>(numel(x.shape)); ++i) put(r, i, 0, -get_int(x, i), true);
+        for (int64_t i = 0; i < x_count; ++i) {
+            if (stop_requested(i, why)) return std::nullopt;
+            put(r, static_cast<size_t>(i), 0, wrap_sub(0, get_int(x, static_cast<size_t>(i))), true);
+        }
         return one(r);
     }
     return std::nullopt;

@@ -1,7 +1,10 @@
 // Constant folding for the ONNX front end: the shape arithmetic exporters
 // write (Shape -> Gather -> Unsqueeze -> Concat -> Reshape and the like) and
 // Constant nodes are evaluated on the host when the model is read, so that
-// the graph graphrun runs holds only the tensor computation.
+// the graph graphrun runs holds only the tensor computation. Every shape a
+// file declares is checked (rank, no wrapped product, engine/base/limits.h)
+// before anything is allocated for it, every loop runs over bytes that are
+// really there, and the loops poll graphrun::interrupted().
 #pragma once
 #include <onnx/onnx_pb.h>
 
@@ -14,7 +17,15 @@
 
 namespace graphrun::onnx_fold {
 
-// A tensor known before anything runs: dense, row-major, little-endian.
+// Folding is for shape arithmetic and small constants: a bigger computation
+// on constants is left to the graph (it runs where the graph runs, counted).
+constexpr int64_t kMaxFoldElements = int64_t{1} << 20;
+// What the folds of one model may create in all (bytes): the values live on
+// the host, outside any allocator, like a filled literal (limits.h).
+constexpr uint64_t kMaxFoldTotalBytes = uint64_t{1} << 27;
+
+// A tensor known before anything runs: dense, row-major, little-endian;
+// bytes.size() is always the element count of `shape` times the dtype's size.
 struct HostValue {
     DType dtype = DType::F32;
     Shape shape;
@@ -26,8 +37,17 @@ std::optional<DType> dtype_of(int32_t onnx_type);
 std::string onnx_type_name(int32_t onnx_type);
 // A tensor proto's values (raw_data or the typed fields); nullopt with `why`.
 std::optional<HostValue> tensor_value(const onnx::TensorProto& t, std::string& why);
+// What is wrong with a tensor proto of any element type whose declared shape
+// is not what its data holds ("" when nothing): checked before ONNX's own
+// shape inference reads it, which trusts the declared size.
+std::string tensor_size_problem(const onnx::TensorProto& t);
 
-int64_t numel(const Shape& s);
+// The element count of a shape a file declares, or nullopt with `why` when it
+// has more than kMaxRank dimensions, a negative one, or more than kMaxElements
+// elements (a product that would wrap included).
+std::optional<int64_t> element_count(const Shape& s, std::string& why);
+// The same without the reason.
+std::optional<int64_t> numel(const Shape& s);
 
 // A node's attribute, or its value with a default.
 const onnx::AttributeProto* find_attr(const onnx::NodeProto& n, const char* name);
@@ -48,8 +68,10 @@ std::optional<std::vector<HostValue>> evaluate(const onnx::NodeProto& n, const s
 
 // The output shape of Reshape/Flatten/Squeeze/Unsqueeze given the input's
 // static shape and (Reshape, and Squeeze/Unsqueeze from opset 13) the
-// constant second input; nullopt when it cannot be told.
+// constant second input; nullopt when it cannot be told, nullopt with `why`
+// set when the node is wrong (a target whose element count differs from the
+// input's, a duplicate or out-of-range axis, too many dimensions).
 std::optional<Shape> reshape_target(const onnx::NodeProto& n, const std::optional<Shape>& in,
-                                    const HostValue* second, int64_t opset);
+                                    const HostValue* second, int64_t opset, std::string& why);
 
 }  // namespace graphrun::onnx_fold

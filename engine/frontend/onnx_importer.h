@@ -17,6 +17,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "engine/base/interrupt.h"
+#include "engine/base/limits.h"
 #include "engine/frontend/onnx_fold.h"
 #include "engine/frontend/onnx_ops.h"
 #include "engine/ir/graph.h"
@@ -34,11 +36,30 @@ using onnx_fold::find_attr;
 
 constexpr int kMinOpset = 1, kMaxOpset = 17;
 
-// A graphrun name for an ONNX value name ("input.1", "/conv1/Conv_output_0").
-inline std::string identifier(const std::string& s) {
+// Whether an ONNX value name is already a graphrun identifier (letters,
+// digits and '_', not starting with a digit, not a keyword): such a name is
+// its own identifier, so that --fetch and the outputs find it under itself.
+inline bool is_identifier(std::string_view s) {
+    if (s.empty() || s.size() > 256) return false;
+    for (const char* k : {"with", "repeat", "output", "true", "false", "nan", "inf"})
+        if (s == k) return false;
+    for (size_t i = 0; i < s.size(); ++i) {
+        const char c = s[i];
+        const bool letter = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
+        if (!letter && !(i > 0 && c >= '0' && c <= '9')) return false;
+    }
+    return true;
+}
+
+// The identifier an ONNX value name that is not one starts from ("input.1"
+// -> input_1, "4" -> v_4, "output" -> v_output); fresh_name() makes it unique.
+inline std::string identifier(std::string_view s) {
     std::string out;
-    for (char c : s) out += (std::isalnum(static_cast<unsigned char>(c)) || c == '_') ? c : '_';
-    if (out.empty() || std::isdigit(static_cast<unsigned char>(out[0]))) out = "v_" + out;
+    for (char c : s.substr(0, 64)) {
+        const bool word = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+        out += word ? c : '_';
+    }
+    if (out.empty() || (out[0] >= '0' && out[0] <= '9') || !is_identifier(out)) out = "v_" + out;
     return out;
 }
 
@@ -51,8 +72,8 @@ inline Attr int_list(const std::vector<int64_t>& v) {
 
 // One ONNX value as the importer knows it.
 struct Value {
-    NodeId id = kNoNode;                        // its node, once it has one
-    std::shared_ptr<const HostValue> folded;    // known here, before anything runs
+    NodeId id = kNoNode;                  // its node, once it has one
+    std::shared_ptr<HostValue> folded;    // known here, before anything runs (small, or not yet a node)
     std::optional<DType> dtype;
     std::optional<Shape> shape;                 // when static
 };
@@ -61,7 +82,8 @@ class Importer {
   public:
     Importer(Graph& g, Diagnostics& diag) : g_(g), diag_(diag), b_(g, diag) {}
 
-    bool run(std::string_view bytes) {
+    // `parsed` runs once the bytes are parsed (and no longer needed).
+    bool run(std::string_view bytes, const std::function<void()>& parsed = {}) {
         if (bytes.size() > static_cast<size_t>(INT32_MAX)) {
             diag_.error({}, "the model is larger than 2 GiB; graphrun reads models up to 2 GiB");
             return false;
@@ -70,11 +92,13 @@ class Importer {
             diag_.error({}, "not an ONNX model: the file does not parse as an ONNX ModelProto");
             return false;
         }
+        if (parsed) parsed();
         if (!model_.has_graph() || model_.graph().node_size() + model_.graph().output_size() == 0) {
             diag_.error({}, "not an ONNX model: the file holds no graph (empty, or not a model file)");
             return false;
         }
         if (!read_opset()) return false;
+        if (!screen_tensors()) return false;
         try {
             onnx::checker::check_model(model_);
         } catch (const std::exception& e) {
@@ -82,21 +106,30 @@ class Importer {
             return false;
         }
         fix_free_dimensions();
+        if (!screen_slice_steps()) return false;
         try {
-            // Data propagation carries shapes through Shape -> Gather -> Concat
-            // -> Reshape chains, which exporters write for every flatten.
-            const onnx::ShapeInferenceOptions options(false, 0, true);
+            // Strict (errors on): a model ONNX's inference calls invalid is
+            // refused with ONNX's message. Its type-constraint check stays off:
+            // it refuses models exporters write and ONNX's own backend tests
+            // run (an int64 Constant at opset 6, whose schema lists floats only:
+            // pytorch-operator/test_operator_repeat), and graphrun checks every
+            // dtype itself. Data propagation carries shapes through Shape ->
+            // Gather -> Concat -> Reshape chains, written for every flatten.
+            const onnx::ShapeInferenceOptions options(false, 1, true);
             onnx::shape_inference::InferShapes(model_, onnx::OpSchemaRegistry::Instance(), options);
         } catch (const std::exception& e) {
             diag_.error({}, std::string("ONNX shape inference fails on the model: ") + first_line(e.what()));
             return false;
         }
+        if (stopped()) return false;
         collect_types();
         if (!check_supported()) return false;
+        reserve_identifiers();
         read_initializers();
         read_inputs();
         const auto& nodes = model_.graph().node();
         for (int k = 0; k < nodes.size(); ++k) {
+            if (stopped()) return false;
             node_index_ = k;
             import_node(nodes.Get(k));
         }
@@ -110,6 +143,107 @@ class Importer {
     static std::string first_line(const std::string& s) {
         auto nl = s.find('\n');
         return nl == std::string::npos ? s : s.substr(0, nl);
+    }
+
+    // A signal asked graphrun to stop: reading ends here with an error.
+    bool stopped() {
+        const int sig = interrupted();
+        if (!sig) return false;
+        diag_.error({}, "interrupted by signal " + std::to_string(sig) + " while reading the model");
+        return true;
+    }
+
+    // ONNX's checker and shape inference (1.12) trust a tensor's declared
+    // size when they read its data (a Reshape's shape, a Slice's ends): every
+    // tensor in the model, subgraphs included, is checked against what it
+    // holds before they see it. Sparse initializers are refused here.
+    bool screen_tensors() {
+        bool ok = true;
+        auto check = [&](const onnx::TensorProto& t, const std::string& where, const std::string& what) {
+            const std::string problem = onnx_fold::tensor_size_problem(t);
+            if (problem.empty()) return;
+            diag_.error(pointer_loc(where), what + ": " + problem);
+            ok = false;
+        };
+        std::function<void(const onnx::GraphProto&, const std::string&, int)> graph =
+            [&](const onnx::GraphProto& gr, const std::string& at, int depth) {
+                if (depth > 8) {
+                    diag_.error(pointer_loc(at), "subgraphs nest more than 8 deep");
+                    ok = false;
+                    return;
+                }
+                for (int i = 0; i < gr.initializer_size(); ++i)
+                    check(gr.initializer(i), at + "/initializer/" + std::to_string(i),
+                          "initializer '" + gr.initializer(i).name() + "'");
+                if (gr.sparse_initializer_size() > 0) {
+                    diag_.error(pointer_loc(at + "/sparse_initializer"), "sparse initializers are not supported");
+                    ok = false;
+                }
+                for (int k = 0; k < gr.node_size(); ++k) {
+                    const auto& n = gr.node(k);
+                    const std::string node_at = at + "/node/" + std::to_string(k);
+                    for (const auto& a : n.attribute()) {
+                        const std::string what = n.op_type() + " node '" + n.name() + "', attribute '" + a.name() + "'";
+                        if (a.has_t()) check(a.t(), node_at, what);
+                        for (const auto& t : a.tensors()) check(t, node_at, what);
+                        if (a.has_sparse_tensor() || a.sparse_tensors_size() > 0) {
+                            diag_.error(pointer_loc(node_at), what + ": sparse tensors are not supported");
+                            ok = false;
+                        }
+                        if (a.has_g()) graph(a.g(), node_at + "/" + a.name(), depth + 1);
+                        for (const auto& g : a.graphs()) graph(g, node_at + "/" + a.name(), depth + 1);
+                    }
+                }
+            };
+        graph(model_.graph(), "/graph", 0);
+        return ok;
+    }
+
+    // ONNX's own data propagation (1.12) steps a Slice's indices by its
+    // step without checking for overflow, and never ends on a step near
+    // -2^63: a constant step past +-kMaxElements (which no dimension
+    // graphrun holds needs) is refused before ONNX sees it.
+    bool screen_slice_steps() {
+        std::map<std::string, const onnx::TensorProto*> consts;
+        const auto& gr = model_.graph();
+        for (const auto& t : gr.initializer()) consts[t.name()] = &t;
+        for (const auto& n : gr.node())
+            if (n.op_type() == "Constant" && n.output_size() == 1)
+                if (const auto* a = find_attr(n, "value")) consts[n.output(0)] = &a->t();
+        bool ok = true;
+        for (int k = 0; k < gr.node_size(); ++k) {
+            const auto& n = gr.node(k);
+            if (n.op_type() != "Slice" || n.input_size() < 5) continue;
+            auto it = consts.find(n.input(4));
+            if (it == consts.end()) continue;
+            std::string why;
+            auto steps = tensor_value(*it->second, why);
+            if (!steps) continue;  // reported where the value is read
+            for (int64_t step : onnx_fold::ints(*steps))
+                if (step > kMaxElements || step < -kMaxElements) {
+                    diag_.error(pointer_loc("/graph/node/" + std::to_string(k)),
+                                "Slice node '" + n.name() + "': a step of " + std::to_string(step) +
+                                    " is out of range (at most " + std::to_string(kMaxElements) + " either way)");
+                    ok = false;
+                    break;
+                }
+        }
+        return ok;
+    }
+
+    // ONNX names that are identifiers are their own graphrun names: no other
+    // value's identifier may take one (`y.1` -> y_1 would shadow a value
+    // named `y_1`, and both outputs would print one value).
+    void reserve_identifiers() {
+        const auto& gr = model_.graph();
+        auto note = [&](const std::string& name) {
+            if (is_identifier(name)) reserved_.insert(name);
+        };
+        for (const auto& t : gr.initializer()) note(t.name());
+        for (const auto& vi : gr.input()) note(vi.name());
+        for (const auto& vi : gr.output()) note(vi.name());
+        for (const auto& n : gr.node())
+            for (const auto& o : n.output()) note(o);
     }
 
     bool read_opset() {
@@ -214,10 +348,16 @@ class Importer {
     }
     Loc input_loc(int i) const { return pointer_loc("/graph/input/" + std::to_string(i)); }
 
-    // A fresh graphrun name for an ONNX value name.
+    // The graphrun identifier of an ONNX value name: the name itself when it
+    // is an identifier, else one made from it that is no other value's (an
+    // ONNX name or an identifier given before). One-to-one: distinct values
+    // keep distinct names, and each is found again under its ONNX name.
     std::string fresh_name(const std::string& onnx_name) {
-        std::string base = identifier(onnx_name), name = base;
-        for (int k = 2; used_names_.count(name); ++k) name = base + "_" + std::to_string(k);
+        if (is_identifier(onnx_name) && used_names_.insert(onnx_name).second) return onnx_name;
+        const std::string base = identifier(onnx_name);
+        std::string name = base;
+        for (int k = 2; used_names_.count(name) || (reserved_.count(name) && name != onnx_name); ++k)
+            name = base + "_" + std::to_string(k);
         used_names_.insert(name);
         return name;
     }
@@ -232,13 +372,18 @@ class Importer {
     }
 
     NodeId const_node(const HostValue& hv, const Loc& loc) {
+        HostValue copy = hv;
+        return const_node(std::move(copy), loc);
+    }
+    // The same, taking the bytes (a weight is not copied again).
+    NodeId const_node(HostValue&& hv, const Loc& loc) {
         std::vector<NamedAttr> attrs;
         attrs.push_back(NamedAttr{"shape", int_list(hv.shape), {}});
         attrs.push_back(NamedAttr{"dtype", Attr::ident(dtype_name(hv.dtype)), {}});
         NodeId id = b_.add_node(OpKind::Const, {}, std::move(attrs), loc);
         Node& n = g_.node(id);
         n.host_literal = true;
-        n.literal = hv.bytes;
+        n.literal = std::move(hv.bytes);
         return id;
     }
 
@@ -251,7 +396,13 @@ class Importer {
         }
         Value& v = it->second;
         if (v.id == kNoNode) {
-            NodeId id = const_node(*v.folded, node_loc());
+            // A value too big for any fold to read (a weight) moves into its
+            // node: the model's weights are held once, not twice.
+            const bool big = v.folded->bytes.size() / dtype_size(v.folded->dtype) >
+                             static_cast<size_t>(onnx_fold::kMaxFoldElements);
+            NodeId id = big && v.folded.use_count() == 1 ? const_node(std::move(*v.folded), node_loc())
+                                                         : const_node(*v.folded, node_loc());
+            if (big) v.folded.reset();
             std::string gname = fresh_name(name);
             id = b_.assign(gname, id, node_loc());
             if (gname != name) g_.node(id).set_display(name);
@@ -276,9 +427,10 @@ class Importer {
     }
 
     void read_initializers() {
-        const auto& inits = model_.graph().initializer();
-        for (int i = 0; i < inits.size(); ++i) {
-            const auto& t = inits.Get(i);
+        auto* graph = model_.mutable_graph();
+        for (int i = 0; i < graph->initializer_size(); ++i) {
+            if (stopped()) return;
+            auto& t = *graph->mutable_initializer(i);
             std::string why;
             auto hv = tensor_value(t, why);
             if (!hv) {
@@ -286,6 +438,12 @@ class Importer {
                             "initializer '" + t.name() + "': " + why);
                 continue;
             }
+            // The proto's copy of the values is no longer needed (its
+            // checks and shape inference have run): freed now, so that a
+            // weight is not held twice while the model is read.
+            onnx::TensorProto emptied;
+            emptied.set_name(t.name());
+            t.Swap(&emptied);
             Value& v = values_[t.name()];
             v.dtype = hv->dtype;
             v.shape = hv->shape;
@@ -392,6 +550,10 @@ class Importer {
         const auto& t = onnx_op_table();
         auto it = t.find(n.op_type());
         if (it != t.end() && it->second.build) return it->second.build(*this, n);
+        if (fold_budget_spent_)
+            return fail(n, "the model's folded constants would take more than " +
+                               std::to_string(onnx_fold::kMaxFoldTotalBytes) + " bytes; graphrun folds " +
+                               n.op_type() + " only on constants");
         fail(n, "its inputs must be constants here (graphrun folds " + n.op_type() + " only on constants)");
     }
 
@@ -424,6 +586,13 @@ class Importer {
             }
             return false;  // not an op the folder evaluates: built as nodes
         }
+        uint64_t bytes = 0;
+        for (const HostValue& v : *out) bytes += v.bytes.size();
+        if (n.op_type() != "Constant" && folded_bytes_ + bytes > onnx_fold::kMaxFoldTotalBytes) {
+            fold_budget_spent_ = true;
+            return false;  // built as nodes where the op has a mapping; else refused (import_node)
+        }
+        if (n.op_type() != "Constant") folded_bytes_ += bytes;
         for (int i = 0; i < n.output_size() && i < static_cast<int>(out->size()); ++i) {
             Value& v = values_[n.output(i)];
             v.dtype = (*out)[static_cast<size_t>(i)].dtype;
@@ -440,7 +609,10 @@ class Importer {
     int64_t opset_ = 0;
     int node_index_ = 0;
     std::unordered_map<std::string, Value> values_;
-    std::set<std::string> used_names_;
+    std::set<std::string> used_names_;  // graphrun identifiers given
+    std::set<std::string> reserved_;    // ONNX names that are identifiers (each its own)
+    uint64_t folded_bytes_ = 0;         // made by folds so far (kMaxFoldTotalBytes)
+    bool fold_budget_spent_ = false;
 };
 
 }  // namespace graphrun::onnx_import

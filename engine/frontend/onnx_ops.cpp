@@ -80,8 +80,13 @@ void transpose(Importer& im, const onnx::NodeProto& n) {
 void reshape_like(Importer& im, const onnx::NodeProto& n) {
     auto ins = im.nodes_of(n, 1);
     if (!ins) return;
-    std::optional<Shape> out = im.static_shape(n.output(0));
-    if (!out) out = onnx_fold::reshape_target(n, im.static_shape(n.input(0)), n.input_size() > 1 ? im.folded(n.input(1)) : nullptr, im.opset());
+    // The target is checked whenever it can be told (a count that differs from
+    // the input's, or wraps, is refused here), then the static shape taken.
+    std::string why;
+    std::optional<Shape> target = onnx_fold::reshape_target(
+        n, im.static_shape(n.input(0)), n.input_size() > 1 ? im.folded(n.input(1)) : nullptr, im.opset(), why);
+    if (!why.empty()) return im.fail(n, why);
+    std::optional<Shape> out = target ? target : im.static_shape(n.output(0));
     if (!out) return im.fail(n, "the shape of its output '" + n.output(0) + "' is not static");
     im.value_slot(n.output(0)).shape = out;  // for what reads it, where ONNX's inference had none
     auto in = im.static_shape(n.input(0));
@@ -90,7 +95,10 @@ void reshape_like(Importer& im, const onnx::NodeProto& n) {
         // Expand broadcasts: multiply by ones of the target shape.
         const Value* v = im.value(n.input(0));
         const DType t = v && v->dtype ? *v->dtype : DType::F32;
-        if (onnx_fold::numel(*in) == onnx_fold::numel(*out)) {
+        const std::optional<int64_t> in_count = onnx_fold::numel(*in), out_count = onnx_fold::numel(*out);
+        if (!in_count || !out_count) return im.fail(n, "its input " + shape_string(*in) + " or output " +
+                                                           shape_string(*out) + " has too many elements");
+        if (*in_count == *out_count) {
             im.bind(n.output(0), im.add(OpKind::Reshape, *ins, {im.named("shape", int_list(*out))}));
             return;
         }
@@ -174,7 +182,9 @@ void softmax(Importer& im, const onnx::NodeProto& n) {
         im.bind(n.output(0), im.add(op, *ins, {im.named("axis", Attr::integer(-1))}));
         return;
     }
-    int64_t outer = 1, inner = 1;
+    std::string why;
+    if (!onnx_fold::element_count(*shape, why)) return im.fail(n, "its input: " + why);
+    int64_t outer = 1, inner = 1;  // each at most the (checked) element count
     for (int64_t d = 0; d < rank; ++d) (d < axis ? outer : inner) *= (*shape)[static_cast<size_t>(d)];
     NodeId flat = im.add(OpKind::Reshape, *ins, {im.named("shape", int_list({outer, inner}))});
     NodeId s = im.add(op, {flat}, {im.named("axis", Attr::integer(-1))});

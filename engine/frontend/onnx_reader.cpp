@@ -17,4 +17,12 @@ bool parse_onnx(std::string_view bytes, Graph& g, Diagnostics& diag, const Input
     return !diag.has_errors();
 }
 
+bool parse_onnx(std::string&& bytes, Graph& g, Diagnostics& diag, const InputLimits& limits) {
+    (void)limits;
+    std::string owned = std::move(bytes);
+    onnx_import::Importer importer(g, diag);
+    importer.run(owned, [&owned] { std::string().swap(owned); });
+    return !diag.has_errors();
+}
+
 }  // namespace graphrun

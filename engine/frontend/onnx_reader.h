@@ -11,6 +11,7 @@
 // Every unsupported op, attribute or dtype is reported, with the names of the
 // nodes, before anything runs.
 #pragma once
+#include <string>
 #include <string_view>
 
 #include "engine/base/diagnostics.h"
@@ -26,5 +27,8 @@ bool onnx_supported();
 // "/graph/node/K" (the K-th node of the model's graph) or the initializer or
 // input they concern. Returns !diag.has_errors().
 bool parse_onnx(std::string_view bytes, Graph& g, Diagnostics& diag, const InputLimits& limits = {});
+// The same, taking the file's bytes: they are freed as soon as the model is
+// parsed, so that a model's weights are not held three times at once.
+bool parse_onnx(std::string&& bytes, Graph& g, Diagnostics& diag, const InputLimits& limits = {});
 
 }  // namespace graphrun

@@ -7,6 +7,8 @@
 #include <string>
 
 #include "engine/frontend/text_parser.h"
+#include "engine/frontend/json_reader.h"
+#include "engine/frontend/json_writer.h"
 #include "engine/frontend/text_writer.h"
 
 using namespace graphrun;
@@ -226,4 +228,46 @@ TEST_CASE("text writer: round trips") {
         check_round_trip(
             "a = [9223372036854775807, -9223372036854775808, 9223372036854775808]\nb = a * 0.0\n");
     }
+}
+
+TEST_CASE("text and json writers: outputs whose names are not identifiers are written by their identifiers") {
+    // As the ONNX importer builds a graph: values bound under identifiers with
+    // their ONNX names as display names, outputs requested by those names
+    // (torch.onnx.export's `4` and `output.1`), and one that is an identifier.
+    Graph g;
+    Diagnostics diag;
+    GraphBuilder b(g, diag);
+    Loc loc;
+    loc.line = 1;
+    NodeId x = b.add_node(OpKind::Ones, {}, {NamedAttr{"shape", Attr::make_list({Attr::integer(3)}), loc}}, loc);
+    x = b.assign("x", x, loc);
+    NodeId relu = b.assign("v_4", b.add_node(OpKind::Relu, {Input{x, loc}}, {}, loc), loc);
+    g.node(relu).set_display("4");
+    NodeId neg = b.assign("output_1", b.add_node(OpKind::Neg, {Input{relu, loc}}, {}, loc), loc);
+    g.node(neg).set_display("output.1");
+    b.assign("y_1", b.add_node(OpKind::Abs, {Input{x, loc}}, {}, loc), loc);
+    b.set_outputs({{"4", loc}, {"output.1", loc}, {"y_1", loc}}, loc);
+    b.finish(loc);
+    REQUIRE_FALSE(diag.has_errors());
+
+    const std::string text = write_text(g);
+    CHECK(text.find("output v_4, output_1, y_1\n") != std::string::npos);
+    auto back = parse(text);
+    INFO(text);
+    INFO(all_errors(*back));
+    REQUIRE(back->ok);
+    REQUIRE(back->g.outputs.size() == 3);
+    CHECK(back->g.node(back->g.outputs[0].id).op == OpKind::Relu);
+    CHECK(back->g.node(back->g.outputs[1].id).op == OpKind::Neg);
+    CHECK(back->g.node(back->g.outputs[2].id).op == OpKind::Abs);
+
+    const std::string json = write_json(g);
+    CHECK(json.find(R"("outputs": ["v_4", "output_1", "y_1"])") != std::string::npos);
+    Graph jg;
+    Diagnostics jd("t.json", json);
+    INFO(json);
+    REQUIRE(parse_json(json, jg, jd));
+    REQUIRE(jg.outputs.size() == 3);
+    CHECK(jg.node(jg.outputs[0].id).op == OpKind::Relu);
+    CHECK(jg.node(jg.outputs[1].id).op == OpKind::Neg);
 }
