@@ -6,11 +6,16 @@
 #include <cmath>
 #include <cstdio>
 
+#include "engine/api/output_text.h"
+
 namespace graphrun::cli {
 
 namespace {
 
-std::string xml_escape(const std::string& s) {
+// SVG is XML in UTF-8: a byte of a name that is not UTF-8 is written as
+// \xHH, as in JSON (output_text.h), before XML's own escapes.
+std::string xml_escape(const std::string& raw) {
+    const std::string s = json_safe_text(raw);
     std::string out;
     for (char c : s) {
         switch (c) {

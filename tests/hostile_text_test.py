@@ -22,6 +22,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import xml.dom.minidom
 
 if "onnx" not in sys.modules and os.path.exists("/usr/bin/python3") and \
         os.path.realpath(sys.executable) != os.path.realpath("/usr/bin/python3"):
@@ -106,6 +107,15 @@ def json_writers_survive_a_file_name_that_is_not_utf8():
     names = [e["args"]["name"] for e in trace["traceEvents"] if e.get("name") == "process_name"]
     expect(names and unescape(names[0]) == b"graphrun " + path(BAD_FILE), f"--trace: process name {names}")
     terminal_safe(out, "run text stdout")
+    # The SVG plot (XML in UTF-8) titles itself with the file's name: escaped the same way.
+    code, _, err = run("compare", path(BAD_FILE), "--plot=bad.svg")
+    expect(code == 0, f"compare --plot: exit {code}: {err[-400:]!r}")
+    svg = open(path("bad.svg"), "rb").read()
+    try:
+        xml.dom.minidom.parseString(svg)
+    except Exception as e:  # an XML parser refuses bytes that are not UTF-8
+        expect(False, f"the plot is not well-formed XML: {e}")
+    expect(b"\\x" in svg, f"the plot does not show the file name escaped: {svg[:400]!r}")
 
 
 @test
@@ -218,6 +228,15 @@ if onnx_supported():
             terminal_safe(err, f"{cmd} stderr")
         code, out, _ = run("run", "bad.onnx", "--input=x=[1,-2]", "--no-progress")
         expect(b"y\\xff\\xfe: f32[2] (cpu)" in out, f"the output's name is not shown escaped: {out[:300]!r}")
+        # DOT is UTF-8 text too: the same \\xHH form, never the raw bytes.
+        code, out, err = run("dot", "bad.onnx")
+        expect(code == 0, f"dot: exit {code}: {err[-400:]!r}")
+        try:
+            text = out.decode("utf-8")
+        except UnicodeDecodeError as e:
+            expect(False, f"dot output is not UTF-8: {e}")
+        else:
+            expect("y\\\\xff\\\\xfe" in text, f"dot does not show the name escaped: {text[:400]!r}")
 
     @test
     def warnings_alike_are_capped():

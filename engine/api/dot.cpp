@@ -4,6 +4,7 @@
 #include <map>
 
 #include "engine/api/units.h"
+#include "engine/base/printable.h"
 #include "engine/ir/device_name.h"
 
 namespace graphrun {
@@ -99,7 +100,10 @@ private:
 
 }  // namespace
 
-std::string dot_escape(std::string_view s) {
+// DOT files are UTF-8: a byte that is not (an ONNX name's) is written as
+// \xHH, as in JSON (printable.h), before DOT's own quoting.
+std::string dot_escape(std::string_view raw) {
+    const std::string s = json_safe_text(raw);
     std::string out;
     out.reserve(s.size());
     for (char c : s) {

@@ -149,7 +149,7 @@ class Importer {
     bool stopped() {
         const int sig = interrupted();
         if (!sig) return false;
-        diag_.error({}, "interrupted by signal " + std::to_string(sig) + " while reading the model");
+        diag_.error({}, "interrupted by " + signal_name(sig) + " while reading the model; nothing ran");
         return true;
     }
 
