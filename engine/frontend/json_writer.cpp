@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/base/printable.h"
+#include "engine/frontend/identifiers.h"
 
 namespace graphrun {
 
@@ -15,33 +16,6 @@ std::string json_string(std::string_view s) {
     // Bytes that are not UTF-8 cannot be written as JSON: they are written as
     // the text \xHH (printable.h), as every JSON writer of graphrun does.
     return json_quoted(s);
-}
-
-bool is_identifier(std::string_view w) {
-    for (const char* k : {"with", "repeat", "output", "true", "false", "nan", "inf"})
-        if (w == k) return false;
-    for (size_t i = 0; i < w.size(); ++i) {
-        const char c = w[i];
-        const bool letter = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
-        if (!letter && !(i > 0 && c >= '0' && c <= '9')) return false;
-    }
-    return !w.empty();
-}
-
-// The name an output is written under: as requested when that name is bound
-// to the output's node, else the node's own identifier (an ONNX output `4`
-// is written as v_4), so that what convert writes always loads.
-std::string_view output_name(const Graph& g, const Output& o) {
-    if (o.id < 0 || static_cast<size_t>(o.id) >= g.nodes.size()) return o.name;
-    const std::string& node = g.node(o.id).name;
-    auto b = g.bindings.find(o.name);
-    if (is_identifier(o.name) && b != g.bindings.end() && b->second == o.id) return o.name;
-    // `x#2`, the builder's name for a rebinding of x, is made again on reading.
-    const std::string_view req = o.name;
-    if (req.size() > node.size() + 1 && req.compare(0, node.size(), node) == 0 && req[node.size()] == '#' &&
-        req.find_first_not_of("0123456789", node.size() + 1) == std::string_view::npos)
-        return o.name;
-    return node;
 }
 
 std::string number_text(const Attr& a) {
@@ -97,7 +71,7 @@ class JsonWriter {
         out_ += "],\n  \"outputs\": [";
         for (size_t i = 0; i < g_.outputs.size(); ++i) {
             if (i > 0) out_ += ", ";
-            out_ += json_string(output_name(g_, g_.outputs[i]));
+            out_ += json_string(written_output_name(g_, g_.outputs[i]));
         }
         out_ += "]\n}\n";
         return std::move(out_);

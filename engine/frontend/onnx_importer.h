@@ -19,6 +19,7 @@
 
 #include "engine/base/interrupt.h"
 #include "engine/base/limits.h"
+#include "engine/frontend/identifiers.h"
 #include "engine/frontend/onnx_fold.h"
 #include "engine/frontend/onnx_ops.h"
 #include "engine/ir/graph.h"
@@ -36,20 +37,10 @@ using onnx_fold::find_attr;
 
 constexpr int kMinOpset = 1, kMaxOpset = 17;
 
-// Whether an ONNX value name is already a graphrun identifier (letters,
-// digits and '_', not starting with a digit, not a keyword): such a name is
-// its own identifier, so that --fetch and the outputs find it under itself.
-inline bool is_identifier(std::string_view s) {
-    if (s.empty() || s.size() > 256) return false;
-    for (const char* k : {"with", "repeat", "output", "true", "false", "nan", "inf"})
-        if (s == k) return false;
-    for (size_t i = 0; i < s.size(); ++i) {
-        const char c = s[i];
-        const bool letter = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
-        if (!letter && !(i > 0 && c >= '0' && c <= '9')) return false;
-    }
-    return true;
-}
+// Whether an ONNX value name is already a graphrun identifier (identifiers.h;
+// at most 256 bytes here): such a name is its own identifier, so that --fetch
+// and the outputs find it under itself.
+inline bool is_onnx_identifier(std::string_view s) { return s.size() <= 256 && is_identifier(s); }
 
 // The identifier an ONNX value name that is not one starts from ("input.1"
 // -> input_1, "4" -> v_4, "output" -> v_output); fresh_name() makes it unique.
@@ -237,7 +228,7 @@ class Importer {
     void reserve_identifiers() {
         const auto& gr = model_.graph();
         auto note = [&](const std::string& name) {
-            if (is_identifier(name)) reserved_.insert(name);
+            if (is_onnx_identifier(name)) reserved_.insert(name);
         };
         for (const auto& t : gr.initializer()) note(t.name());
         for (const auto& vi : gr.input()) note(vi.name());
@@ -353,7 +344,7 @@ class Importer {
     // ONNX name or an identifier given before). One-to-one: distinct values
     // keep distinct names, and each is found again under its ONNX name.
     std::string fresh_name(const std::string& onnx_name) {
-        if (is_identifier(onnx_name) && used_names_.insert(onnx_name).second) return onnx_name;
+        if (is_onnx_identifier(onnx_name) && used_names_.insert(onnx_name).second) return onnx_name;
         const std::string base = identifier(onnx_name);
         std::string name = base;
         for (int k = 2; used_names_.count(name) || (reserved_.count(name) && name != onnx_name); ++k)

@@ -14,6 +14,8 @@
 #include <charconv>
 #include <cmath>
 
+#include "engine/frontend/identifiers.h"
+
 namespace graphrun {
 
 namespace {
@@ -21,38 +23,6 @@ namespace {
 // Deepest chain of inlined calls in one statement; deeper chains are split
 // into statements (the parser refuses nesting past kMaxNesting).
 constexpr int kMaxInlineDepth = 32;
-
-bool is_keyword(std::string_view w) {
-    return w == "with" || w == "repeat" || w == "output" || w == "true" || w == "false" ||
-           w == "nan" || w == "inf";
-}
-
-bool is_identifier(std::string_view w) {
-    if (w.empty() || is_keyword(w)) return false;
-    for (size_t i = 0; i < w.size(); ++i) {
-        char c = w[i];
-        bool letter = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
-        if (!letter && !(i > 0 && c >= '0' && c <= '9')) return false;
-    }
-    return true;
-}
-
-// The name an output is written under: as requested when that name is bound
-// to the output's node (a script's `output x`), else the node's own
-// identifier (an ONNX output `4` or `output.1`, whose identifier is v_4 or
-// output_1), so that what convert writes always loads.
-std::string_view output_name(const Graph& g, const Output& o) {
-    if (o.id < 0 || static_cast<size_t>(o.id) >= g.nodes.size()) return o.name;
-    const std::string& node = g.node(o.id).name;
-    auto b = g.bindings.find(o.name);
-    if (is_identifier(o.name) && b != g.bindings.end() && b->second == o.id) return o.name;
-    // `x#2`, the builder's name for a rebinding of x, is made again on reading.
-    const std::string_view req = o.name;
-    if (req.size() > node.size() + 1 && req.compare(0, node.size(), node) == 0 && req[node.size()] == '#' &&
-        req.find_first_not_of("0123456789", node.size() + 1) == std::string_view::npos)
-        return o.name;
-    return node;
-}
 
 void write_number(std::string& out, const Attr& a) {
     if (a.is_int) {
@@ -159,7 +129,7 @@ class TextWriter {
             out_ += "output ";
             for (size_t i = 0; i < g_.outputs.size(); ++i) {
                 if (i > 0) out_ += ", ";
-                out_ += output_name(g_, g_.outputs[i]);
+                out_ += written_output_name(g_, g_.outputs[i]);
             }
             out_ += '\n';
         }
