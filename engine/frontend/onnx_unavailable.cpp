@@ -11,4 +11,8 @@ bool parse_onnx(std::string_view, Graph&, Diagnostics& diag, const InputLimits&)
     return false;
 }
 
+bool parse_onnx(std::string&& bytes, Graph& g, Diagnostics& diag, const InputLimits& limits) {
+    return parse_onnx(std::string_view(bytes), g, diag, limits);
+}
+
 }  // namespace graphrun
