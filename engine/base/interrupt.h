@@ -16,6 +16,10 @@ extern std::atomic<int> g_interrupt_signal;
 // that polls it every few thousand steps.
 inline int interrupted() { return g_interrupt_signal.load(std::memory_order_relaxed); }
 
+// Forgets the stop request: an interactive session (`graphrun repl`) whose
+// Ctrl-C stopped one statement goes on with the next.
+inline void clear_interrupt() { g_interrupt_signal.store(0, std::memory_order_relaxed); }
+
 // "SIGINT", "SIGTERM", or "signal N" for another, as messages name it.
 std::string signal_name(int sig);
 
