@@ -101,6 +101,20 @@ def main():
             check(peak and int(peak.group(1)) > 0 and int(peak.group(2)) > 0, f"run {i + 1}: no statistics:\n{block}")
             check("cpu after teardown: in_use 0, live 0" in block, f"run {i + 1}: memory left after teardown:\n{block}")
 
+        # Where the CUDA plugin is built, the library finds it beside itself
+        # (LIBDIR/graphrun/) and loads it: RTLD_NOW resolves every engine
+        # symbol the plugin takes from the library, or the load fails.
+        plugins = [os.path.join(prefix, d, "graphrun", "libgraphrun_cuda.so") for d in ("lib", "lib64")]
+        plugin = next((p for p in plugins if os.path.isfile(p)), None)
+        if plugin:
+            env = dict(os.environ, LD_DEBUG="files")
+            env.pop("GRAPHRUN_CUDA_PLUGIN", None)
+            p = subprocess.run([exe], capture_output=True, text=True, timeout=120, env=env)
+            check(p.returncode == 0 and f"calling init: {plugin}" in p.stderr,
+                  f"run_graph did not load the installed plugin {plugin}:\n{p.stderr[-1500:]}")
+        else:
+            print("(no CUDA plugin in this build: its lookup from the library is not checked)")
+
         # A graph with an error: the kind, and the diagnostic with its line and column.
         bad = os.path.join(tmp, "bad.graph")
         with open(bad, "w") as f:
