@@ -1,7 +1,8 @@
 // The library API (include/graphrun/graphrun.h) over the engine API:
 // compile_* is prepare() with its messages kept as data, Session::run is
 // run_prepared() with the feeds put into the graph's input nodes for the
-// length of one run and taken out again before it returns.
+// length of one run and taken out again before it returns, and LiveSession
+// is the engine's live session (live.h) with its results converted.
 #define GRAPHRUN_LIBRARY_IMPLEMENTATION  // graphrun:: names the engine's types here (see the header's end)
 #include "graphrun/graphrun.h"
 
@@ -11,6 +12,7 @@
 #include <thread>
 
 #include "engine/api/error.h"
+#include "engine/api/live.h"
 #include "engine/api/load.h"
 #include "engine/api/prepare.h"
 #include "engine/api/run.h"
@@ -87,10 +89,11 @@ Diagnostic from_printed(const std::string& file, const std::string& printed) {
     return out;
 }
 
-// The engine's error as the library's: every error diagnostic with its place.
-Error from_engine(const graphrun::Error& e, const LoadedGraph* lg) {
+// The engine's error as the library's: every error diagnostic with its place
+// (`file`: the name the diagnostics were printed with).
+Error from_engine(const graphrun::Error& e, const LoadedGraph* lg, std::string file = {}) {
     std::vector<Diagnostic> ds;
-    const std::string file = lg ? lg->display : std::string();
+    if (lg) file = lg->display;
     if (lg && lg->diag.has_errors()) {
         for (const graphrun::Diagnostic& d : lg->diag.all())
             if (d.severity == graphrun::Severity::Error) ds.push_back(from_engine(lg->diag, d));
@@ -373,5 +376,88 @@ void Session::close() {
     impl_->closed = true;
     for (auto& [dev, s] : impl_->now) s = MemoryStats{};
 }
+
+// ----- LiveSession ------------------------------------------------------------
+
+struct LiveSession::Impl {
+    std::unique_ptr<graphrun::LiveSession> live;
+};
+
+namespace {
+LiveOptions live_options(const SessionOptions& o) {
+    LiveOptions lo;
+    lo.cleanup = static_cast<graphrun::CleanupStrategy>(o.cleanup);
+    lo.placement.device = o.device.empty() ? "auto" : o.device;
+    lo.memory_limit = o.memory_limit;
+    lo.threads = o.threads;
+    lo.allow_tf32 = o.allow_tf32;
+    return lo;
+}
+
+Array from_engine(HostTensor&& t) { return Array{from_engine(t.dtype), t.shape, std::move(t.data)}; }
+
+Released from_engine(const ReleaseReport& r) { return Released{r.names, r.buffers, r.bytes}; }
+}  // namespace
+
+LiveSession::LiveSession(SessionOptions options) : impl_(std::make_unique<Impl>()) {
+    impl_->live = std::make_unique<graphrun::LiveSession>(live_options(options));
+}
+LiveSession::~LiveSession() = default;
+LiveSession::LiveSession(LiveSession&&) noexcept = default;
+LiveSession& LiveSession::operator=(LiveSession&&) noexcept = default;
+
+StatementResult LiveSession::execute(std::string_view text, const std::string& name, uint32_t first_line) {
+    graphrun::StatementResult r = impl_->live->execute(text, name, first_line);
+    if (r.error) throw from_engine(*r.error, nullptr, name);
+    StatementResult out;
+    out.bound = std::move(r.bound);
+    if (r.shown) out.shown = from_engine(std::move(*r.shown));
+    for (const std::string& w : r.warnings) {
+        out.warnings.push_back(from_printed(name, w));
+        out.warnings.back().severity = Severity::Warning;
+    }
+    out.statements = r.statements;
+    out.ms = r.ms;
+    return out;
+}
+
+bool LiveSession::needs_more(std::string_view text) { return graphrun::LiveSession::needs_more(text); }
+
+std::vector<Variable> LiveSession::variables() const {
+    std::vector<Variable> out;
+    for (const LiveVar& v : impl_->live->vars())
+        out.push_back(Variable{v.name, from_engine(v.dtype), v.shape, v.device, v.bytes});
+    return out;
+}
+
+Array LiveSession::value(std::string_view name) const {
+    std::string why;
+    std::optional<HostTensor> t = impl_->live->value(name, &why);
+    if (!t) throw Error(ErrorKind::Usage, why.empty() ? "no name '" + std::string(name) + "'" : why);
+    return from_engine(std::move(*t));
+}
+
+Released LiveSession::del(std::string_view name) {
+    std::optional<ReleaseReport> r = impl_->live->del(name);
+    if (!r) throw Error(ErrorKind::Usage, "no name '" + std::string(name) + "'");
+    return from_engine(*r);
+}
+
+Released LiveSession::reset() { return from_engine(impl_->live->reset()); }
+
+void LiveSession::save(const std::vector<std::string>& names, const std::string& file) {
+    if (std::optional<graphrun::Error> e = impl_->live->save(names, file)) throw from_engine(*e, nullptr, file);
+}
+
+std::map<std::string, MemoryStats> LiveSession::stats() const { return from_engine(impl_->live->stats()); }
+
+Teardown LiveSession::close() {
+    TeardownReport r = impl_->live->close();
+    return Teardown{from_engine(r.before), from_engine(r.after), r.teardown_ms};
+}
+
+void LiveSession::set_cleanup(Cleanup c) { impl_->live->set_cleanup(static_cast<graphrun::CleanupStrategy>(c)); }
+
+Cleanup LiveSession::cleanup() const { return static_cast<Cleanup>(impl_->live->cleanup()); }
 
 }  // namespace graphrun::lib

@@ -6,7 +6,10 @@
 //     graphrun::Session session({.cleanup = graphrun::Cleanup::Safepoint});
 //     graphrun::Executable exe = session.compile_source("x = input([3])\ny = x * 2\n");
 //     graphrun::RunResult r = session.run(exe, {{"x", graphrun::Array::of<float>({3}, {1, 2, 3})}});
-//     std::vector<float> y = r.output("y").values<float>();   // {2, 4, 6}
+//     std::vector<float> y = r.output("y").value.values<float>();   // {2, 4, 6}
+//
+// LiveSession runs statements one at a time in a session that stays open
+// (eager mode), with names bound between calls.
 //
 // Installed with graphrun (`cmake --install`); use it with
 // `find_package(graphrun REQUIRED)` and `target_link_libraries(app PRIVATE graphrun::graphrun)`.
@@ -16,6 +19,7 @@
 #include <cstring>
 #include <map>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -272,6 +276,76 @@ public:
     uint64_t runs() const;  // runs completed, failed ones included
     // Ends the session: afterwards stats() is zero and run() throws (Usage).
     void close();
+
+private:
+    struct Impl;
+    std::unique_ptr<Impl> impl_;
+};
+
+// ----- the live session ------------------------------------------------------
+
+// A bound name of a LiveSession.
+struct Variable {
+    std::string name;
+    DType dtype = DType::F32;
+    std::vector<int64_t> shape;
+    std::string device;
+    uint64_t bytes = 0;  // of its buffer (64-byte rounded, as the statistics count it)
+};
+
+struct StatementResult {
+    std::vector<std::string> bound;  // the names the text bound at its top level, in order
+    std::optional<Array> shown;      // the text was a bare expression or name: its value
+    std::vector<Diagnostic> warnings;
+    uint64_t statements = 0;  // statements executed (repeat passes multiplied out)
+    double ms = 0;
+};
+
+// What `del` or reset() released.
+struct Released {
+    uint64_t names = 0, buffers = 0, bytes = 0;
+};
+
+// A session's figures at teardown, per device: before and after it.
+struct Teardown {
+    std::map<std::string, MemoryStats> before, after;
+    double teardown_ms = 0;
+};
+
+// A session that stays open between statements, as TensorFlow's
+// EagerSession (SPEC section 8; `graphrun repl` is built on it): each
+// execute() runs text statement by statement against the names already bound;
+// values stay in memory while a name refers to them, and the cleanup strategy
+// decides when unreferenced ones go back. A failed execute() throws Error
+// (with its place) and leaves the session and every name as they were.
+class LiveSession {
+public:
+    explicit LiveSession(SessionOptions options = {});
+    ~LiveSession();  // closes
+    LiveSession(LiveSession&&) noexcept;
+    LiveSession& operator=(LiveSession&&) noexcept;
+    LiveSession(const LiveSession&) = delete;
+    LiveSession& operator=(const LiveSession&) = delete;
+
+    // Runs complete statements (the text format; `del NAME` unbinds). `name`
+    // names the text in diagnostics, its lines numbered from `first_line`.
+    StatementResult execute(std::string_view text, const std::string& name = "<live>", uint32_t first_line = 1);
+    // True when `text` cannot be complete yet (an open bracket, a trailing operator).
+    static bool needs_more(std::string_view text);
+
+    std::vector<Variable> variables() const;  // sorted by name
+    Array value(std::string_view name) const;  // a bound name's value (Error, Usage, for an unknown name)
+    Released del(std::string_view name);       // unbinds it (Error, Usage, for an unknown name)
+    Released reset();                          // unbinds every name (Keras' clear_session)
+    // Writes the named values into one .npz file.
+    void save(const std::vector<std::string>& names, const std::string& file);
+
+    std::map<std::string, MemoryStats> stats() const;  // per device opened, now
+    // Teardown: every value released; the figures before and after. The
+    // session then starts afresh (no names, zero statistics), same options.
+    Teardown close();
+    void set_cleanup(Cleanup c);  // takes effect at once
+    Cleanup cleanup() const;
 
 private:
     struct Impl;

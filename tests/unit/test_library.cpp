@@ -204,3 +204,54 @@ TEST_CASE("library: arrays convert to and from typed values") {
     CHECK(std::string(graphrun::cleanup_name(graphrun::Cleanup::Safepoint)) == "safepoint");
     CHECK(std::string(graphrun::version()).find('.') != std::string::npos);
 }
+
+TEST_CASE("library: a live session keeps names between statements, and an error leaves them as they were") {
+    graphrun::LiveSession live(options(graphrun::Cleanup::Safepoint, 1));
+    graphrun::StatementResult r = live.execute("x = [1, 2, 3]\ny = x * 2 + 1");
+    CHECK(r.bound == std::vector<std::string>{"x", "y"});
+    CHECK_FALSE(r.shown);
+    r = live.execute("x @ y");
+    REQUIRE(r.shown);
+    CHECK(r.shown->values<float>() == std::vector<float>{1 * 3 + 2 * 5 + 3 * 7});
+    CHECK(live.value("y").values<float>() == std::vector<float>{3, 5, 7});
+    const uint64_t held = live.stats().at("cpu").in_use;
+    try {
+        live.execute("y = y @ [[1, 2]]", "cell", 7);
+        FAIL("executed");
+    } catch (const graphrun::Error& e) {
+        CHECK(e.kind() == graphrun::ErrorKind::InvalidGraph);
+        REQUIRE_FALSE(e.diagnostics().empty());
+        CHECK(e.diagnostics()[0].file == "cell");
+        CHECK(e.diagnostics()[0].line == 7);
+        CHECK(e.diagnostics()[0].column > 0);
+    }
+    CHECK(live.value("y").values<float>() == std::vector<float>{3, 5, 7});
+    CHECK(live.stats().at("cpu").in_use == held);
+    CHECK_THROWS_AS(live.value("nosuch"), graphrun::Error);
+    CHECK(graphrun::LiveSession::needs_more("repeat 3 {"));
+    CHECK_FALSE(graphrun::LiveSession::needs_more("x = 1"));
+}
+
+TEST_CASE("library: a live session's memory: del releases, close tears down to zero") {
+    graphrun::LiveSession live(options(graphrun::Cleanup::Safepoint, 1));
+    live.execute("a = ones([16])\nb = ones([32])");  // 64 and 128 bytes
+    std::vector<graphrun::Variable> vars = live.variables();
+    REQUIRE(vars.size() == 2);
+    CHECK(vars[0].name == "a");
+    CHECK(vars[0].bytes == 64);
+    CHECK(vars[1].shape == std::vector<int64_t>{32});
+    CHECK(live.stats().at("cpu").in_use == 64 + 128);
+    graphrun::Released gone = live.del("b");
+    CHECK(gone.names == 1);
+    CHECK(gone.bytes == 128);
+    live.execute("c = a + 1");  // the statement boundary gives b back under safepoint
+    CHECK(live.stats().at("cpu").in_use == 64 + 64);
+    CHECK_THROWS_AS(live.del("b"), graphrun::Error);
+    graphrun::Teardown t = live.close();
+    CHECK(t.before.at("cpu").in_use == 128);
+    CHECK(nothing_held(t.after));
+    CHECK(live.variables().empty());
+    for (const auto& [dev, s] : live.stats()) CHECK(s.in_use == 0);
+    live.set_cleanup(graphrun::Cleanup::Close);
+    CHECK(live.cleanup() == graphrun::Cleanup::Close);
+}
