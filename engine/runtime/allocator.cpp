@@ -9,8 +9,6 @@
 
 namespace graphrun {
 
-std::atomic<int64_t> g_fail_allocation_countdown{0};
-
 CpuAllocator::~CpuAllocator() {
     std::lock_guard<BriefMutex> lock(mu_);
     trim_locked();

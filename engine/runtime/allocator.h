@@ -79,17 +79,25 @@ public:
     // that no peak figure counts teardown's own releases (SPEC section 4).
     // `peak` moves only on an allocation, and teardown allocates nothing.
     virtual void freeze_peaks() {}
+
+    // Test hook (Lua's Memcontrol): while `*countdown` > 0, every allocation
+    // the hook may refuse counts it down, and the one that brings it to zero
+    // fails. Allocators may share one countdown (a session gives every
+    // device's allocator its SessionOptions::fail_allocation_countdown), so a
+    // test arms one session, never the process. nullptr (the default): none.
+    // Set before the allocator is used.
+    void set_failure_countdown(std::atomic<int64_t>* countdown) { fail_countdown_ = countdown; }
+
+protected:
+    // Whether the hook makes this allocation fail (and counts it).
+    bool injected_allocation_failure() {
+        return fail_countdown_ && fail_countdown_->load(std::memory_order_relaxed) > 0 &&
+               fail_countdown_->fetch_sub(1) == 1;
+    }
+
+private:
+    std::atomic<int64_t>* fail_countdown_ = nullptr;
 };
-
-// Test hook (Lua's Memcontrol): when > 0, the allocation that brings the
-// count to zero fails. Counts every allocation of every allocator.
-extern std::atomic<int64_t> g_fail_allocation_countdown;
-
-// Whether the test hook makes this allocation fail (and counts it).
-inline bool injected_allocation_failure() {
-    return g_fail_allocation_countdown.load(std::memory_order_relaxed) > 0 &&
-           g_fail_allocation_countdown.fetch_sub(1) == 1;
-}
 
 // A mutex for critical sections of a few hundred nanoseconds that two threads
 // take often (the executor allocating, the reclaimer releasing): it spins a

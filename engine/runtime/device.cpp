@@ -3,6 +3,7 @@
 #include "engine/runtime/device.h"
 
 #include <dlfcn.h>
+#include <link.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -29,6 +30,24 @@ std::string executable_dir() {
     return slash == std::string::npos ? "." : buf.substr(0, slash);
 }
 
+// The folder of the file the engine was loaded from: the graphrun binary's
+// (the engine linked into it), or libgraphrun's in a program that uses the
+// library (include/graphrun/graphrun.h), whose plugin is installed beside it.
+std::string engine_dir() {
+    Dl_info info{};
+    link_map* map = nullptr;
+    if (dladdr1(reinterpret_cast<void*>(&engine_dir), &info, reinterpret_cast<void**>(&map), RTLD_DL_LINKMAP) &&
+        map && map->l_name && map->l_name[0]) {  // a shared object (the main program's l_name is "")
+        if (char* real = realpath(map->l_name, nullptr)) {
+            std::string path(real);
+            std::free(real);
+            const size_t slash = path.rfind('/');
+            if (slash != std::string::npos) return path.substr(0, slash);
+        }
+    }
+    return executable_dir();
+}
+
 struct LoadedPlugin {
     GpuRuntime* runtime = nullptr;
     std::string why;
@@ -43,10 +62,13 @@ LoadedPlugin load_plugin() {
         p.why = "graphrun was built without CUDA support";
         return p;
     } else {
-        std::string dir = executable_dir();
+        // Beside the binary or the library, or where `cmake --install` puts
+        // it for the other: LIBDIR/graphrun/ (the library's dir + graphrun/,
+        // the binary's dir + ../lib/graphrun/).
+        const std::string dir = engine_dir();
         path = dir + "/" + kPluginFile;
-        if (access(path.c_str(), F_OK) != 0 && access((dir + "/../lib/graphrun/" + kPluginFile).c_str(), F_OK) == 0)
-            path = dir + "/../lib/graphrun/" + kPluginFile;
+        for (const std::string& other : {dir + "/graphrun/" + kPluginFile, dir + "/../lib/graphrun/" + kPluginFile})
+            if (access(path.c_str(), F_OK) != 0 && access(other.c_str(), F_OK) == 0) path = other;
     }
     if (access(path.c_str(), F_OK) != 0) {
         p.why = "the CUDA plugin " + path + " is missing";

@@ -294,6 +294,7 @@ Device* EagerSession::device_for(std::string_view name, std::optional<RunError>&
         return nullptr;
     }
     Device* raw = dev.get();
+    raw->allocator().set_failure_countdown(opts_.fail_allocation_countdown);  // the test hook, as Session's
     raw->set_allocation_retry(
         [this, raw](uint64_t bytes) { return cleanup_->release_for_retry(raw->allocator(), bytes); });
     if (raw->kind() == DeviceKind::Cpu) ctx_.scratch = raw->kernel_scratch();

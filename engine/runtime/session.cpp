@@ -108,6 +108,7 @@ Device* Session::device_for(std::string_view name) {
         return nullptr;
     }
     Device* raw = dev.get();
+    raw->allocator().set_failure_countdown(opts_.fail_allocation_countdown);
     // Kernel scratch takes the same second chance as the session's own allocations.
     raw->set_allocation_retry(
         [this, raw](uint64_t bytes) { return cleanup_->release_for_retry(raw->allocator(), bytes); });

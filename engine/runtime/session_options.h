@@ -47,6 +47,9 @@ struct SessionOptions {
     RunProgress* progress = nullptr;  // updated as the run goes, when set
     // Watches the run (--timeline, --trace, compare); optional. Outlives the session.
     RunObserver* observer = nullptr;
+    // Test hook: given to every device allocator the session opens
+    // (Allocator::set_failure_countdown). Optional; outlives the session.
+    std::atomic<int64_t>* fail_allocation_countdown = nullptr;
 };
 
 // Per-op totals of a profiled run.

@@ -3,6 +3,7 @@
 // op table's family column and GPU-support table.
 #include <doctest/doctest.h>
 
+#include <atomic>
 #include <cstdint>
 #include <limits>
 #include <map>
@@ -19,10 +20,10 @@ using namespace graphrun;
 
 namespace {
 
-// Sets the failure-injection countdown for one test and clears it after.
+// A failure-injection countdown for one test's allocators (Allocator::set_failure_countdown).
 struct Countdown {
-    explicit Countdown(int64_t k) { g_fail_allocation_countdown = k; }
-    ~Countdown() { g_fail_allocation_countdown = 0; }
+    explicit Countdown(int64_t k) : left(k) {}
+    std::atomic<int64_t> left;
 };
 
 // A kernel factory that records which family was asked for.
@@ -75,6 +76,7 @@ TEST_CASE("accounting: the limit refuses what would take in_use past it") {
 TEST_CASE("accounting: the injected failure hits the k-th allocation only") {
     CpuAllocator a(1 << 20);
     Countdown k(3);
+    a.set_failure_countdown(&k.left);
     void* p1 = a.allocate(64);
     void* p2 = a.allocate(0);
     void* p3 = a.allocate(64);  // the third: fails however much memory there is
@@ -83,7 +85,7 @@ TEST_CASE("accounting: the injected failure hits the k-th allocation only") {
     CHECK(p2 != nullptr);
     CHECK(p3 == nullptr);
     CHECK(p4 != nullptr);
-    CHECK(g_fail_allocation_countdown.load() == 0);
+    CHECK(k.left.load() == 0);
     MemoryStats s = a.stats();
     CHECK(s.allocs == 3);
     CHECK(s.live == 3);

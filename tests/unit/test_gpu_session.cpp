@@ -8,6 +8,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -42,13 +43,6 @@ GpuRuntime* usable_gpu(std::string& why) {
         MESSAGE("SKIP: no usable GPU: " << gpu_why_);     \
         return;                                           \
     }
-
-struct Countdown {
-    explicit Countdown(int64_t k) { g_fail_allocation_countdown = k; }
-    ~Countdown() { g_fail_allocation_countdown = 0; }
-    Countdown(const Countdown&) = delete;
-    Countdown& operator=(const Countdown&) = delete;
-};
 
 struct Planned {
     std::unique_ptr<LoadedGraph> lg;
@@ -96,8 +90,9 @@ struct Ran {
 };
 
 Ran run_session(const Planned& p, GpuRuntime* rt, CleanupStrategy c, int64_t iterations, uint64_t gpu_limit = 0,
-                bool reset_device = false) {
+                bool reset_device = false, std::atomic<int64_t>* fail_countdown = nullptr) {
     SessionOptions so;
+    so.fail_allocation_countdown = fail_countdown;
     so.cleanup = c;
     so.threads = 1;
     so.cpu_memory_limit = uint64_t{1} << 32;
@@ -151,11 +146,8 @@ TEST_CASE("gpu: every allocation of every example fails in turn on the GPU, and 
             const uint64_t n = total_allocs(ok.before) + 4;
             for (uint64_t k = 1; k <= n; ++k) {
                 CAPTURE(k);
-                Ran r;
-                {
-                    Countdown armed(static_cast<int64_t>(k));
-                    r = run_session(p, rt, c, 2);
-                }
+                std::atomic<int64_t> armed{static_cast<int64_t>(k)};
+                Ran r = run_session(p, rt, c, 2, 0, false, &armed);
                 INFO(r.error);
                 CHECK(torn_down(r.after) == "");
                 // Either the run got past the failure (background's second

@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -24,15 +25,6 @@ struct InjectedRun {
     std::string message;
     bool reclaimer_running_after_close = false;
     MemoryStats before, after;
-};
-
-// Resets the countdown however the run ends, so that a failed check cannot
-// leave the hook armed for the tests that follow.
-struct CountdownGuard {
-    explicit CountdownGuard(int64_t k) { g_fail_allocation_countdown = k; }
-    ~CountdownGuard() { g_fail_allocation_countdown = 0; }
-    CountdownGuard(const CountdownGuard&) = delete;
-    CountdownGuard& operator=(const CountdownGuard&) = delete;
 };
 
 std::vector<std::filesystem::path> example_files() {
@@ -77,8 +69,11 @@ PlannedExample plan_example(const std::filesystem::path& p) {
     return ex;
 }
 
-InjectedRun run_example(const PlannedExample& ex, CleanupStrategy cleanup) {
+// `fail_countdown` arms the failure-injection hook for this run's session only.
+InjectedRun run_example(const PlannedExample& ex, CleanupStrategy cleanup,
+                        std::atomic<int64_t>* fail_countdown = nullptr) {
     SessionOptions so;
+    so.fail_allocation_countdown = fail_countdown;
     so.cleanup = cleanup;
     so.threads = 1;
     so.cpu_memory_limit = uint64_t{1} << 32;  // far above any example: only injected failures
@@ -112,7 +107,6 @@ std::string describe(const MemoryStats& s) {
 }  // namespace
 
 TEST_CASE("injection: every allocation of every example fails in turn, under every strategy, and tears down") {
-    g_fail_allocation_countdown = 0;
     auto files = example_files();
     REQUIRE(files.size() >= 2);
     const std::string expected = "out of memory on cpu at node";
@@ -130,13 +124,10 @@ TEST_CASE("injection: every allocation of every example fails in turn, under eve
             REQUIRE(ok.after.allocs == allocs);
             for (uint64_t k = 1; k <= allocs; ++k) {
                 CAPTURE(k);
-                InjectedRun r;
-                {
-                    CountdownGuard armed(static_cast<int64_t>(k));
-                    r = run_example(ex, st);
-                    // The k-th allocation was the one that failed: the hook is spent.
-                    CHECK(g_fail_allocation_countdown.load() == 0);
-                }
+                std::atomic<int64_t> countdown{static_cast<int64_t>(k)};
+                InjectedRun r = run_example(ex, st, &countdown);
+                // The k-th allocation was the one that failed: the hook is spent.
+                CHECK(countdown.load() == 0);
                 INFO(r.message);
                 INFO(describe(r.after));
                 CHECK_FALSE(r.reclaimer_running_after_close);

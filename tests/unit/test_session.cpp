@@ -40,7 +40,7 @@ struct Ran {
 };
 
 Ran run_script(const std::string& src, CleanupStrategy cleanup, int64_t iterations, uint64_t limit = 0,
-               int threads = 1) {
+               int threads = 1, std::atomic<int64_t>* fail_countdown = nullptr) {
     auto lg = load_graph_source("test.graph", src, false);
     std::string first = lg->diag.all().empty() ? "" : lg->diag.format(lg->diag.all()[0]);
     INFO(first);
@@ -60,6 +60,7 @@ Ran run_script(const std::string& src, CleanupStrategy cleanup, int64_t iteratio
     so.cleanup = cleanup;
     so.threads = threads;
     so.cpu_memory_limit = limit ? limit : uint64_t{1} << 32;
+    so.fail_allocation_countdown = fail_countdown;
     {
         Session s(lg->graph, *plan, so);
         if (cleanup == CleanupStrategy::Background) CHECK(s.reclaimer_running());
@@ -265,9 +266,8 @@ TEST_CASE("session: every injected allocation failure tears down cleanly") {
         int retried = 0;
         for (uint64_t k = 1; k <= allocs; ++k) {
             CAPTURE(k);
-            g_fail_allocation_countdown = static_cast<int64_t>(k);
-            Ran r = run_script(src, st, 2);
-            g_fail_allocation_countdown = 0;
+            std::atomic<int64_t> countdown{static_cast<int64_t>(k)};
+            Ran r = run_script(src, st, 2, 0, 1, &countdown);
             // Background gives its backlog back after any failed allocation
             // and tries once more, which the spent hook lets succeed.
             if (st == CleanupStrategy::Background && !r.error) ++retried;
@@ -500,14 +500,15 @@ TEST_CASE("cleanup: background gives its backlog back after a failure below the 
     // failure stands for it. The backlog goes back and the allocation is worth
     // one more try; with an empty backlog the failure stands.
     CpuAllocator a(1 << 20);
+    std::atomic<int64_t> countdown{0};
+    a.set_failure_countdown(&countdown);
     auto c = make_cleanup(CleanupStrategy::Background, 0);
     c->start();
     unreference(*c, a, 4);  // waiting in the batch, not yet handed over
     c->at_safe_point();
     REQUIRE(a.stats().in_use == 256);
-    g_fail_allocation_countdown = 1;
+    countdown = 1;
     void* failed = a.allocate(64);
-    g_fail_allocation_countdown = 0;
     REQUIRE(failed == nullptr);
     REQUIRE(a.stats().in_use + 64 <= a.limit());
     CHECK(c->release_for_retry(a, 64));
@@ -515,9 +516,8 @@ TEST_CASE("cleanup: background gives its backlog back after a failure below the 
     CHECK(a.stats().pending == 0);
     void* p = a.allocate(64);
     CHECK(p);
-    g_fail_allocation_countdown = 1;
+    countdown = 1;
     failed = a.allocate(64);
-    g_fail_allocation_countdown = 0;
     REQUIRE(failed == nullptr);
     CHECK_FALSE(c->release_for_retry(a, 64));  // nothing left to give back
     a.release(p, 64);

@@ -7,6 +7,7 @@
 // the CPU's kernels and a CpuAllocator under the names gpu:0 and gpu:1.
 #include <doctest/doctest.h>
 
+#include <atomic>
 #include <cstdint>
 #include <cstring>
 #include <map>
@@ -27,8 +28,8 @@ using namespace graphrun;
 namespace {
 
 struct Countdown {
-    explicit Countdown(int64_t k) { g_fail_allocation_countdown = k; }
-    ~Countdown() { g_fail_allocation_countdown = 0; }
+    explicit Countdown(int64_t k) : left(k) {}
+    std::atomic<int64_t> left;
 };
 
 constexpr uint64_t kOpenWorkspace = 4096;  // what a fake GPU holds from open to close (cuBLAS's)
@@ -149,8 +150,10 @@ struct Ran {
     std::string error;
 };
 
-Ran run_on(const Planned& p, FakeRuntime& rt, CleanupStrategy cleanup, int64_t iterations) {
+Ran run_on(const Planned& p, FakeRuntime& rt, CleanupStrategy cleanup, int64_t iterations,
+           std::atomic<int64_t>* fail_countdown = nullptr) {
     SessionOptions so;
+    so.fail_allocation_countdown = fail_countdown;
     so.cleanup = cleanup;
     so.threads = 1;
     so.cpu_memory_limit = uint64_t{1} << 30;
@@ -225,11 +228,12 @@ TEST_CASE("workspace: the limit holds tensors and workspace together") {
 TEST_CASE("workspace: the failure-injection hook refuses scratch, never what a device opens with") {
     CpuAllocator a(1 << 20);
     Countdown k(1);
+    a.set_failure_countdown(&k.left);
     void* opened = a.allocate_workspace(64, false);  // not counted by the hook
     CHECK(opened != nullptr);
-    CHECK(g_fail_allocation_countdown.load() == 1);
+    CHECK(k.left.load() == 1);
     CHECK(a.allocate_workspace(64, true) == nullptr);  // the first counted allocation fails
-    CHECK(g_fail_allocation_countdown.load() == 0);
+    CHECK(k.left.load() == 0);
     void* t = a.allocate(64);
     CHECK(t != nullptr);
     a.release(t, 64);
@@ -285,11 +289,8 @@ TEST_CASE("workspace: every strategy gives it all back at teardown, also after a
         for (int64_t k = 1; k <= 8; ++k) {
             CAPTURE(k);
             FakeRuntime rt(uint64_t{1} << 30, false);
-            Ran f;
-            {
-                Countdown cd(k);
-                f = run_on(p, rt, c, 2);
-            }
+            Countdown cd(k);
+            Ran f = run_on(p, rt, c, 2, &cd.left);
             for (const auto& [dev, s] : f.after) {
                 CAPTURE(dev);
                 CHECK(s.workspace == 0);
