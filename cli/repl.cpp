@@ -184,6 +184,8 @@ void Repl::report(const StatementResult& r) {
     if (!r.warnings.empty() || r.error) out_.flush();  // the order of what is printed, when both go to one log
     for (const std::string& w : r.warnings) err_ << w << (w.empty() || w.back() != '\n' ? "\n" : "");
     if (r.error) {
+        // The terminal echoed ^C where the cursor was: the message starts on a line of its own.
+        if (terminal_ && r.error->kind == ErrorKind::Interrupted) err_ << "\n";
         print_error(*r.error);
         fail(exit_code(*r.error));
     } else if (r.shown) {

@@ -103,6 +103,10 @@ public:
 
     ReadStatus read(const std::string& prompt, std::string& line) override {
         prompt_ = prompt;
+        // The terminal in libedit's mode before the prompt shows, so that a
+        // key typed as soon as it shows is read as a key (^D as the end);
+        // el_gets() restores the mode it found when it returns.
+        el_set(el_, EL_PREP_TERM, 1);
         int count = 0;
         const char* got = el_gets(el_, &count);
         if (got == nullptr || count <= 0) {

@@ -13,6 +13,7 @@ import os
 import pty
 import re
 import select
+import shutil
 import signal
 import struct
 import sys
@@ -497,4 +498,5 @@ def terminal_sigterm_ends_the_session_with_its_statistics(start, _):
     expect("memory after teardown:" in t.text(), t.text())
 
 
+shutil.rmtree(TMP, ignore_errors=True)
 sys.exit(finish("repl", results))
