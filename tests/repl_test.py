@@ -131,7 +131,7 @@ def an_open_block_at_the_end_is_an_error():
 
 @test
 def vars_lists_names_dtypes_shapes_devices_bytes():
-    code, out, err = repl("a = zeros([1024])\nb = range(10, dtype=i64)\nc = a > 0\n:vars\n")
+    code, out, err = repl("a = zeros([1024])\nb = range(10, dtype=i64)\nc = greater(a, 0)\n:vars\n")
     expect(code == 0, f"exit {code}: {err}")
     rows = {line.split()[0]: line.split() for line in out.splitlines() if line.startswith("  ")}
     expect(rows.get("a") == ["a", "f32", "[1024]", "cpu", "4096"], rows)
@@ -266,11 +266,14 @@ def safepoint_holds_the_live_set():
 
 @test
 def background_stays_bounded_and_ends_at_zero():
-    code, out, err = repl(f"x = zeros([{N}])\nrepeat 1000 {{ x = x + 1 }}\n:stats\n", "--cleanup=background")
+    m = 10000
+    code, out, err = repl(f"x = zeros([{N}])\nrepeat {m} {{ x = x + 1 }}\n:stats\n", "--cleanup=background")
     expect(code == 0, f"exit {code}: {err}")
     s = table_row(out, "memory now")
-    close_peak = X + 1000 * (X + LITERAL)
-    expect(s["peak"] < close_peak // 4, f"background peak {s['peak']} near close's {close_peak}")
+    close_peak = X + m * (X + LITERAL)  # 41.6 MB
+    # the reclaimer's backlog is bounded (section 4: by max(static peak, 4 MiB)), whatever the passes
+    bound = (4 << 20) + 2 * X + LITERAL + (1 << 20)
+    expect(s["peak"] <= bound, f"background peak {s['peak']} above {bound} (close would hold {close_peak})")
     after = table_row(out, "memory after teardown")
     expect(after["in_use"] == 0 and after["live"] == 0 and after["allocs"] == after["frees"], after)
 
