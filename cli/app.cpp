@@ -246,6 +246,13 @@ int run_command_line(int argc, char** argv) {
         ->check(CLI::Validator(
             [](std::string& v) { return integer_problem(v, 0, int64_t{1} << 40, "2^40"); }, ""))
         ->default_str("1");
+    std::string run_mode = "graph";
+    run_cmd
+        ->add_option("--mode", run_mode,
+                     "graph: one planned program, each value released after its last use; eager: statement by "
+                     "statement in a live session, each value held while a name is bound to it (SPEC section 8)")
+        ->check(CLI::IsMember({"graph", "eager"}))
+        ->default_str("graph");
     run_cmd->add_option("--fetch", run.engine.prepare.fetch, "name to fetch and print instead of the script's outputs (repeatable)");
     run_cmd
         ->add_option("--format", run_format,
@@ -292,6 +299,13 @@ int run_command_line(int argc, char** argv) {
         ->add_option("--iterations", compare.engine.iterations, "run the graph N times in each session (0 to 2^40)")
         ->check(CLI::Validator([](std::string& v) { return integer_problem(v, 0, int64_t{1} << 40, "2^40"); }, ""))
         ->default_str("1");
+    std::string compare_mode = "graph";
+    compare_cmd
+        ->add_option("--mode", compare_mode,
+                     "graph, eager (statement by statement, as run --mode=eager), or both: each strategy in each "
+                     "mode, graph mode's planned peak beside eager's")
+        ->check(CLI::IsMember({"graph", "eager", "both"}))
+        ->default_str("graph");
     compare_cmd->add_option("--plot", compare.plot,
                             "write an SVG line chart of in_use over executed nodes, one line per strategy "
                             "(at most 2000 points each)")
@@ -377,10 +391,14 @@ int run_command_line(int argc, char** argv) {
             return kExitUsage;
         }
         if (run_timeline) run.engine.timeline_rows = 50;
+        run.engine.mode = run_mode == "eager" ? ExecMode::Eager : ExecMode::Graph;
         return run_command(run, std::cout, std::cerr);
     }
     if (compare_cmd->parsed()) {
         compare.format = compare_format == "json" ? Format::Json : Format::Text;
+        compare.modes = compare_mode == "both"    ? std::vector<ExecMode>{ExecMode::Graph, ExecMode::Eager}
+                        : compare_mode == "eager" ? std::vector<ExecMode>{ExecMode::Eager}
+                                                  : std::vector<ExecMode>{ExecMode::Graph};
         if (!compare_memory_limit.empty()) parse_memory_size(compare_memory_limit, compare.engine.prepare.memory_limit);
         RunOptions feeds_only;  // the inputs' values, parsed as run parses them
         feeds_only.files = {compare.file};

@@ -42,6 +42,7 @@ struct CompareOptions {
     Format format = Format::Text;
     RunFileOptions engine;  // cleanup and series_points are set per run
     std::string plot;       // --plot=FILE.svg ("" for none)
+    std::vector<ExecMode> modes{ExecMode::Graph};  // --mode: graph, eager, or both (each strategy in each)
 };
 
 int run_command(const RunOptions& opts, std::ostream& out, std::ostream& err);

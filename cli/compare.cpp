@@ -40,25 +40,41 @@ std::string ms_text(double ms) {
     return s.str();
 }
 
-void print_text(const std::string& file, int64_t iterations, const std::vector<RunResult>& runs, std::ostream& out) {
+// One run of the comparison: a strategy in a mode.
+struct Variant {
+    CleanupStrategy strategy;
+    ExecMode mode;
+};
+
+// "background", or "background (eager)" when the comparison is not of graph mode alone.
+std::string label(const Variant& v, bool modes_shown) {
+    std::string s = cleanup_name(v.strategy);
+    if (modes_shown) s += std::string(" (") + exec_mode_name(v.mode) + ")";
+    return s;
+}
+
+void print_text(const std::string& file, int64_t iterations, const std::vector<Variant>& variants, bool modes_shown,
+                const std::vector<RunResult>& runs, std::ostream& out) {
     out << "compare: " << terminal_text(file) << ", iterations=" << iterations
-        << ", a fresh session per strategy (bytes; pending at the end of the run, before teardown)\n";
+        << (modes_shown ? ", a fresh session per strategy and mode" : ", a fresh session per strategy")
+        << " (bytes; pending at the end of the run, before teardown)\n";
     TextTable table({"strategy", "device", "peak", "pending_peak", "pending_at_end", "allocs", "run_ms", "teardown_ms"},
                     2);
     for (size_t i = 0; i < runs.size(); ++i) {
         const RunResult& r = runs[i];
         for (const auto& [dev, s] : r.before)
-            table.add({cleanup_name(kStrategies[i]), dev, std::to_string(s.peak), std::to_string(s.pending_peak),
+            table.add({label(variants[i], modes_shown), dev, std::to_string(s.peak), std::to_string(s.pending_peak),
                        std::to_string(s.pending), std::to_string(s.allocs), ms_text(r.run_ms), ms_text(r.teardown_ms)},
                       {{2, s.peak}, {3, s.pending_peak}, {4, s.pending}});
     }
     table.print(out);
     for (size_t i = 0; i < runs.size(); ++i)
-        if (runs[i].error) out << "  " << cleanup_name(kStrategies[i]) << ": error: " << terminal_text(runs[i].error->message, kMaxShownLine)
+        if (runs[i].error) out << "  " << label(variants[i], modes_shown) << ": error: " << terminal_text(runs[i].error->message, kMaxShownLine)
                 << "\n";
 }
 
-void print_json(const std::string& file, int64_t iterations, const std::vector<RunResult>& runs, std::ostream& out) {
+void print_json(const std::string& file, int64_t iterations, const std::vector<Variant>& variants, bool modes_shown,
+                const std::vector<RunResult>& runs, std::ostream& out) {
     ojson doc{{"file", file}, {"iterations", iterations}};
     auto list = ojson::array();
     for (size_t i = 0; i < runs.size(); ++i) {
@@ -69,8 +85,13 @@ void print_json(const std::string& file, int64_t iterations, const std::vector<R
                              {"allocs", s.allocs}, {"frees", s.frees}};
         auto series = ojson::array();
         for (const SeriesPoint& p : r.series) series.push_back(ojson{{"node", p.node}, {"in_use", p.in_use}});
-        ojson one{{"cleanup", cleanup_name(kStrategies[i])}, {"memory", std::move(mem)}, {"run_ms", r.run_ms},
-                  {"teardown_ms", r.teardown_ms}, {"executed_nodes", r.executed_nodes}, {"series", std::move(series)}};
+        ojson one{{"cleanup", cleanup_name(variants[i].strategy)}};
+        if (modes_shown) one["mode"] = exec_mode_name(variants[i].mode);
+        one["memory"] = std::move(mem);
+        one["run_ms"] = r.run_ms;
+        one["teardown_ms"] = r.teardown_ms;
+        one["executed_nodes"] = r.executed_nodes;
+        one["series"] = std::move(series);
         if (r.error) one["error"] = ojson{{"code", exit_code(*r.error)}, {"message", r.error->message}};
         list.push_back(std::move(one));
     }
@@ -78,7 +99,8 @@ void print_json(const std::string& file, int64_t iterations, const std::vector<R
     out << dump_json(doc) << "\n";
 }
 
-LineChart chart_of(const std::string& file, int64_t iterations, const std::vector<RunResult>& runs) {
+LineChart chart_of(const std::string& file, int64_t iterations, const std::vector<Variant>& variants,
+                   bool modes_shown, const std::vector<RunResult>& runs) {
     LineChart c;
     c.title = "in_use of " + file + ", " + std::to_string(iterations) + " iteration" + (iterations == 1 ? "" : "s") +
               ", by cleanup strategy";
@@ -91,9 +113,9 @@ LineChart chart_of(const std::string& file, int64_t iterations, const std::vecto
     for (size_t i = 0; i < runs.size(); ++i) {
         for (size_t d = 0; d < devices.size(); ++d) {
             ChartSeries s;
-            s.name = std::string(cleanup_name(kStrategies[i])) + (devices.size() > 1 ? " (" + devices[d] + ")" : "");
-            s.color = color_of(kStrategies[i]);
-            s.dashed = d > 0;
+            s.name = label(variants[i], modes_shown) + (devices.size() > 1 ? " (" + devices[d] + ")" : "");
+            s.color = color_of(variants[i].strategy);
+            s.dashed = d > 0 || variants[i].mode == ExecMode::Eager;
             for (const SeriesPoint& p : runs[i].series) {
                 auto it = p.in_use.find(devices[d]);
                 if (it != p.in_use.end()) s.points.emplace_back(static_cast<double>(p.node), static_cast<double>(it->second));
@@ -121,13 +143,18 @@ int compare_command(const CompareOptions& opts, std::ostream& out, std::ostream&
         if (std::optional<Error> e = check_output_paths({{opts.plot, "--plot=" + opts.plot, true, "the plot"}}, reads, err))
             return exit_code(*e);
     }
+    std::vector<Variant> variants;
+    for (CleanupStrategy s : kStrategies)
+        for (ExecMode m : opts.modes) variants.push_back(Variant{s, m});
+    const bool modes_shown = opts.modes.size() != 1 || opts.modes[0] != ExecMode::Graph;
     std::vector<RunResult> runs;
     int code = kExitOk;
-    for (CleanupStrategy s : kStrategies) {
+    for (const Variant& v : variants) {
         if (interrupted()) break;  // a signal stopped the run before: the other strategies do not run
         RunFileOptions engine = opts.engine;
         engine.interrupt = &g_interrupt_signal;
-        engine.cleanup = s;
+        engine.cleanup = v.strategy;
+        engine.mode = v.mode;
         engine.series_points = kPlotPoints;
         runs.push_back(run_prepared(pr.prepared, engine, err));
         const RunResult& r = runs.back();
@@ -138,11 +165,11 @@ int compare_command(const CompareOptions& opts, std::ostream& out, std::ostream&
         return 128 + interrupted();
     }
     const std::string& file = runs[0].file;
-    if (opts.format == Format::Json) print_json(file, opts.engine.iterations, runs, out);
-    else print_text(file, opts.engine.iterations, runs, out);
+    if (opts.format == Format::Json) print_json(file, opts.engine.iterations, variants, modes_shown, runs, out);
+    else print_text(file, opts.engine.iterations, variants, modes_shown, runs, out);
     if (!opts.plot.empty()) {
         std::string why;
-        if (!write_file_atomically(opts.plot, line_chart_svg(chart_of(file, opts.engine.iterations, runs)), why)) {
+        if (!write_file_atomically(opts.plot, line_chart_svg(chart_of(file, opts.engine.iterations, variants, modes_shown, runs)), why)) {
             err << "graphrun: error: --plot=" << opts.plot << ": the plot: " << why << "\n";
             if (code == kExitOk) code = kExitRuntime;
         }

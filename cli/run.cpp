@@ -101,7 +101,7 @@ void print_text(const RunResult& r, const RunOptions& ro, std::ostream& out) {
     print_gpu_system(r, opts.reset_device, 2, out);
     std::ostringstream line;
     line << std::fixed << std::setprecision(3) << "session: cleanup=" << cleanup_name(opts.cleanup)
-         << " iterations=" << opts.iterations << " run " << r.run_ms << " ms, teardown " << r.teardown_ms << " ms";
+         << (opts.mode == ExecMode::Eager ? " mode=eager" : "") << " iterations=" << opts.iterations << " run " << r.run_ms << " ms, teardown " << r.teardown_ms << " ms";
     out << line.str() << "\n";
     if (opts.profile) {
         out << "profile (per op, slowest first):\n";

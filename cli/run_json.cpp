@@ -55,6 +55,7 @@ ojson rest_json(const RunResult& r, const RunFileOptions& opts) {
     doc["session"] = ojson{{"cleanup", cleanup_name(opts.cleanup)}, {"iterations", opts.iterations},
                            {"run_ms", r.ran ? ojson(r.run_ms) : none},
                            {"teardown_ms", r.ran ? ojson(r.teardown_ms) : none}};
+    if (opts.mode == ExecMode::Eager) doc["session"]["mode"] = "eager";  // graph mode's document is unchanged
     if (opts.profile) {
         auto prof = ojson::array();
         for (const OpProfile& p : r.profile)

@@ -40,7 +40,8 @@ bool stop_requested(LoadedGraph& lg) {
     return true;
 }
 
-void parse_and_validate(LoadedGraph& lg, const InputLimits& limits = {}) {
+void parse_and_validate(LoadedGraph& lg, const InputLimits& limits = {},
+                        const std::vector<PredeclaredName>& predeclared = {}, std::string_view bare_name = {}) {
     // A binary model has no lines to show under a message.
     lg.diag = Diagnostics(lg.display, lg.onnx ? std::string_view() : std::string_view(lg.source));
     lg.graph.file = lg.display;
@@ -49,7 +50,7 @@ void parse_and_validate(LoadedGraph& lg, const InputLimits& limits = {}) {
     // A model's bytes go to its reader, which frees them once parsed.
     bool parsed = lg.onnx   ? parse_onnx(std::move(lg.source), lg.graph, lg.diag, limits)
                   : lg.json ? parse_json(lg.source, lg.graph, lg.diag, limits)
-                            : parse_text(lg.source, lg.graph, lg.diag, limits);
+                            : parse_text(lg.source, lg.graph, lg.diag, limits, predeclared, bare_name);
     // Validation also runs after parse errors, on what did parse, so that one
     // run reports every independent error; nodes built from failed
     // expressions are skipped without cascading.
@@ -72,6 +73,17 @@ std::unique_ptr<LoadedGraph> load_graph_source(const std::string& display, std::
     lg->source = std::move(source);
     lg->json = json;
     parse_and_validate(*lg, limits);
+    return lg;
+}
+
+std::unique_ptr<LoadedGraph> load_statements(const std::string& display, std::string source,
+                                             const std::vector<PredeclaredName>& names,
+                                             std::string_view bare_expression_name, const InputLimits& limits) {
+    auto lg = std::make_unique<LoadedGraph>();
+    lg->path = display;
+    lg->display = display;
+    lg->source = std::move(source);
+    parse_and_validate(*lg, limits, names, bare_expression_name);
     return lg;
 }
 

@@ -6,6 +6,7 @@
 
 #include "engine/base/diagnostics.h"
 #include "engine/base/limits.h"
+#include "engine/frontend/text_parser.h"  // PredeclaredName
 #include "engine/ir/graph.h"
 
 namespace graphrun {
@@ -37,5 +38,13 @@ std::unique_ptr<LoadedGraph> load_graph(const std::string& path, const InputLimi
 // The same for text already in memory (tests, fuzzing).
 std::unique_ptr<LoadedGraph> load_graph_source(const std::string& display, std::string source, bool json,
                                                const InputLimits& limits = {});
+
+// Text statements for a live session (SPEC section 8): `names` are bound
+// before them as input nodes of their dtype and shape (the session's stored
+// values the statements may read); a bare expression is bound to
+// `bare_expression_name` (parse_text).
+std::unique_ptr<LoadedGraph> load_statements(const std::string& display, std::string source,
+                                             const std::vector<PredeclaredName>& names,
+                                             std::string_view bare_expression_name, const InputLimits& limits = {});
 
 }  // namespace graphrun

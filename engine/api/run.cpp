@@ -14,6 +14,7 @@
 #include "engine/ir/device_name.h"
 #include "engine/kernels/cpu/cpu_kernel.h"
 #include "engine/runtime/device.h"
+#include "engine/runtime/eager_session.h"
 
 namespace graphrun {
 
@@ -181,9 +182,11 @@ RunResult run_prepared(Prepared& p, const RunFileOptions& opts, std::ostream& er
     so.observer = observers.empty() ? nullptr : observers.single() ? observers.single() : &observers;
     r.rss_session = resident_bytes();
     r.ran = true;
-    Session session(g, plan, so);
     std::optional<RunError> run_error;
     std::string refused;
+    // The same steps for either executor: the GPU limit check, the run, the
+    // figures before teardown, the teardown, the figures after.
+    auto drive = [&](auto& session, auto&& run) {
     // A GPU's limit (its free memory by default) is known once its device is
     // open, and so is the workspace it holds for the session (cuBLAS, the
     // error flag, const literals), which the limit covers as well.
@@ -201,7 +204,7 @@ RunResult run_prepared(Prepared& p, const RunFileOptions& opts, std::ostream& er
             err << lg.display << ": error: " << refused << "\n";
         }
     }
-    if (refused.empty()) run_error = session.run(opts.iterations, g.outputs, r.outputs);
+    if (refused.empty()) run_error = run();
     r.run_ms = session.run_ms();
     r.profile = session.profile();
     r.before = session.stats();
@@ -218,6 +221,22 @@ RunResult run_prepared(Prepared& p, const RunFileOptions& opts, std::ostream& er
     r.after = session.stats();
     r.rss_after = resident_bytes();
     driver_figures(true);
+    };
+    if (opts.mode == ExecMode::Eager) {
+        EagerSession session(so);
+        EagerRun spec;
+        spec.iterations = opts.iterations;
+        for (const Output& o : g.outputs) spec.fetch.push_back(o.id);
+        drive(session, [&]() -> std::optional<RunError> {
+            std::optional<RunError> e = session.run(g, spec);
+            if (!e && opts.iterations > 0) e = session.fetch(g, g.outputs, r.outputs);
+            session.release_fetched();
+            return e;
+        });
+    } else {
+        Session session(g, plan, so);
+        drive(session, [&] { return session.run(opts.iterations, g.outputs, r.outputs); });
+    }
     if (!refused.empty()) {
         r.error = Error{ErrorKind::Runtime, refused, 0};
         return r;
@@ -244,6 +263,8 @@ RunResult run_prepared(Prepared& p, const RunFileOptions& opts, std::ostream& er
     }
     return r;
 }
+
+const char* exec_mode_name(ExecMode m) { return m == ExecMode::Eager ? "eager" : "graph"; }
 
 std::string leak_report(const std::map<std::string, MemoryStats>& after) {
     std::string out;

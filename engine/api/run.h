@@ -24,8 +24,15 @@ class TraceRecorder;  // trace.h
 
 namespace graphrun {
 
+// How a graph runs: as one planned program (graph mode: whole-program
+// liveness, section 4), or statement by statement in a live session with no
+// plan deciding when a value dies (eager mode, section 8).
+enum class ExecMode { Graph, Eager };
+const char* exec_mode_name(ExecMode m);
+
 struct RunFileOptions {
     PrepareOptions prepare;  // prepare.memory_limit also caps each GPU (0: its free memory)
+    ExecMode mode = ExecMode::Graph;
     CleanupStrategy cleanup = CleanupStrategy::Background;
     int64_t iterations = 1;
     int threads = 0;  // CPU worker threads; 0: all cores

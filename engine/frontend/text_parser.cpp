@@ -245,6 +245,18 @@ bool TextParser::recover_to_brace() {
 // ---------------------------------------------------------------------------
 // Statements
 
+void TextParser::predeclare(const std::vector<PredeclaredName>& names) {
+    for (const PredeclaredName& p : names) {
+        std::vector<Attr> dims;
+        dims.reserve(p.shape.size());
+        for (int64_t d : p.shape) dims.push_back(Attr::integer(d));
+        std::vector<NamedAttr> attrs;
+        attrs.push_back(NamedAttr{"shape", Attr::make_list(std::move(dims)), {}});
+        attrs.push_back(NamedAttr{"dtype", Attr::ident(dtype_name(p.dtype)), {}});
+        b_.predeclare(p.name, b_.add_node(OpKind::Input, {}, std::move(attrs), Loc{}));
+    }
+}
+
 void TextParser::run() {
     // Room for every node up front: a big script would otherwise move its
     // node list while it grows, touching twice the memory. A statement makes
@@ -296,6 +308,7 @@ void TextParser::statement() {
     switch (tok_.kind) {
         case Tok::Ident:
             if (tok_.eq_follows) return assignment();
+            if (!expression_name_.empty()) return bare_expression();
             advance();
             return syntax_error("expected '=' after '" + std::string(text(prev_)) + "'");
         case Tok::KwWith:
@@ -313,9 +326,23 @@ void TextParser::statement() {
         case Tok::KwInf:
             if (tok_.eq_follows) return keyword_assignment();
             [[fallthrough]];
+        case Tok::Number:
+        case Tok::LParen:
+        case Tok::LBracket:
+        case Tok::Minus:
+            if (!expression_name_.empty()) return bare_expression();
+            [[fallthrough]];
         default:
             return syntax_error("expected a statement (name = expression, with, repeat or output)");
     }
+}
+
+// A live session's bare expression (`x`, `x @ y`): bound to expression_name_.
+void TextParser::bare_expression() {
+    Token first = tok_;
+    Value v = expr();
+    NodeId id = v.ok() ? materialize(v, false) : b_.add_invalid(loc_of(first));
+    b_.assign(expression_name_, id, loc_of(first));
 }
 
 // assign := IDENT '=' expr
@@ -495,7 +522,14 @@ void TextParser::output_stmt() {
 }  // namespace textparse
 
 bool parse_text(std::string_view source, Graph& g, Diagnostics& diag, const InputLimits& limits) {
+    return parse_text(source, g, diag, limits, {}, {});
+}
+
+bool parse_text(std::string_view source, Graph& g, Diagnostics& diag, const InputLimits& limits,
+                const std::vector<PredeclaredName>& names, std::string_view bare_expression_name) {
     textparse::TextParser parser(source, g, diag, limits);
+    parser.predeclare(names);
+    parser.bind_bare_expressions(bare_expression_name);
     parser.run();
     return !diag.has_errors() && !interrupted();
 }

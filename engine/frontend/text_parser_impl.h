@@ -12,6 +12,7 @@
 #include "engine/base/diagnostics.h"
 #include "engine/base/limits.h"
 #include "engine/frontend/text_lexer.h"
+#include "engine/frontend/text_parser.h"
 #include "engine/ir/graph.h"
 
 namespace graphrun::textparse {
@@ -73,6 +74,10 @@ class TextParser {
     }
 
     void run();
+    // Binds a live session's names before the program (parse_text's `names`).
+    void predeclare(const std::vector<PredeclaredName>& names);
+    // A statement that is a bare expression binds its value to `name` ("": an error, as in a file).
+    void bind_bare_expressions(std::string_view name) { expression_name_ = name; }
 
   private:
     // Counts one level of nesting (bracket, parenthesis, unary operator, `**`,
@@ -114,6 +119,7 @@ class TextParser {
     // --- statements ---
     void statements(bool in_block);
     void statement();
+    void bare_expression();
     void assignment();
     void keyword_assignment();
     void with_device();
@@ -148,6 +154,7 @@ class TextParser {
     void finish_attrs(OpKind op, std::vector<NamedAttr>& positional, std::vector<NamedAttr>& attrs);
 
     const InputLimits limits_;
+    std::string_view expression_name_;  // bind_bare_expressions
     std::string_view src_;
     Graph& g_;
     Diagnostics& diag_;

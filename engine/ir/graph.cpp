@@ -471,6 +471,12 @@ NodeId GraphBuilder::assign(std::string_view name, NodeId value, const Loc& name
     return value;
 }
 
+NodeId GraphBuilder::predeclare(std::string_view name, NodeId value) {
+    const NodeId id = assign(name, value, {});
+    --binding_count_[static_cast<size_t>(names_.find(name))];
+    return id;
+}
+
 void GraphBuilder::push_device(std::string device, Loc loc) {
     device_stack_.emplace_back(std::move(device), std::move(loc));
 }

@@ -270,6 +270,10 @@ public:
     // `name = <expr>`: names the node, or, when it already has a name (a = b),
     // adds an identity node. Returns the node now bound to `name`.
     NodeId assign(std::string_view name, NodeId value, const Loc& name_loc);
+    // A name bound before the program starts (a live session's stored value,
+    // SPEC section 8): bound as `name = value` is, but not counted for display
+    // names, so that the program's own first binding of it shows as `name`.
+    NodeId predeclare(std::string_view name, NodeId value);
     // A hint that `name` will be assigned soon (at the start of `name = <expr>`):
     // a new name's table slot is a cache miss, which can then overlap the expression.
     void will_assign(std::string_view name) const { names_.prefetch(name); }

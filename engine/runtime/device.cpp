@@ -86,4 +86,17 @@ GpuRuntime* gpu_runtime(std::string* why) {
     return plugin.runtime;
 }
 
+std::string copy_between_devices(Device& to, void* dst, Device& from, const void* src, uint64_t bytes) {
+    if (bytes == 0) return {};
+    if (from.kind() == DeviceKind::Cpu) return to.copy_from_host(dst, src, bytes);
+    if (to.kind() == DeviceKind::Cpu) return from.copy_to_host(dst, src, bytes);
+    // GPU to GPU, peer to peer, ordered by events
+    if (std::optional<std::string> direct = to.copy_from_device(dst, from, src, bytes)) return std::move(*direct);
+    // GPU to GPU where the devices cannot reach each other: through the host
+    std::vector<uint8_t> host(bytes);
+    std::string err = from.copy_to_host(host.data(), src, bytes);
+    if (err.empty()) err = to.copy_from_host(dst, host.data(), bytes);
+    return err;
+}
+
 }  // namespace graphrun

@@ -65,6 +65,11 @@ public:
     virtual void close() = 0;
 };
 
+// Copies `bytes` at `src` on device `from` to `dst` on device `to` (another
+// or the same kind): host to device, device to host, GPU to GPU peer to peer
+// where the devices can, else through a host buffer. "" or an error message.
+std::string copy_between_devices(Device& to, void* dst, Device& from, const void* src, uint64_t bytes);
+
 // What `graphrun devices` shows for one GPU.
 struct GpuInfo {
     int index = 0;

@@ -5,7 +5,7 @@ namespace graphrun {
 
 void ExecutionFrame::unreferenced(int32_t b) {
     Buffer& buf = bufs_[static_cast<size_t>(b)];
-    cleanup_.on_unreferenced(PendingRelease{buf.data, buf.bytes, &buf.dev->allocator()});
+    cleanup_->on_unreferenced(PendingRelease{buf.data, buf.bytes, &buf.dev->allocator()});
     buf = Buffer{};
     free_bufs_.push_back(b);
 }

@@ -27,9 +27,19 @@ public:
 
     // A frame for `values` values (node ids), all referring to no buffer;
     // unreferenced buffers go to `cleanup`.
-    ExecutionFrame(size_t values, Cleanup& cleanup) : cleanup_(cleanup), value_buf_(values, -1) { bufs_.reserve(64); }
+    ExecutionFrame(size_t values, Cleanup& cleanup) : cleanup_(&cleanup), value_buf_(values, -1) { bufs_.reserve(64); }
     ExecutionFrame(const ExecutionFrame&) = delete;
     ExecutionFrame& operator=(const ExecutionFrame&) = delete;
+
+    // Room for `values` values (the new ones refer to no buffer): a live
+    // session's frame grows with the statements it is given.
+    void ensure(size_t values) {
+        if (value_buf_.size() < values) value_buf_.resize(values, -1);
+    }
+    size_t size() const { return value_buf_.size(); }
+    // Unreferenced buffers go to `cleanup` from now on (a live session's
+    // strategy changed; the old one has released what it held).
+    void set_cleanup(Cleanup& cleanup) { cleanup_ = &cleanup; }
 
     // The buffer value v refers to, or nullptr.
     const Buffer* buffer_of(NodeId v) const {
@@ -94,7 +104,7 @@ public:
 private:
     void unreferenced(int32_t b);
 
-    Cleanup& cleanup_;
+    Cleanup* cleanup_;
     std::vector<Buffer> bufs_;
     std::vector<int32_t> free_bufs_;  // slots of bufs_ to reuse
     std::vector<int32_t> value_buf_;  // per value: index into bufs_, -1 when it refers to none

@@ -185,19 +185,7 @@ std::optional<RunError> Session::copy_input(const Node& n, const Node& in, const
                         n.loc};
     scratch_.push_back(PendingRelease{p, src.bytes, &dev.allocator()});
     const uint64_t bytes = static_cast<uint64_t>(ref.numel) * dtype_size(in.dtype);
-    std::string err;
-    if (bytes == 0) {
-    } else if (src.dev->kind() == DeviceKind::Cpu) {
-        err = dev.copy_from_host(p, src.data, bytes);
-    } else if (dev.kind() == DeviceKind::Cpu) {
-        err = src.dev->copy_to_host(p, src.data, bytes);
-    } else if (std::optional<std::string> direct = dev.copy_from_device(p, *src.dev, src.data, bytes)) {
-        err = std::move(*direct);  // GPU to GPU, peer to peer, ordered by events
-    } else {  // GPU to GPU where the devices cannot reach each other: through the host
-        std::vector<uint8_t> host(bytes);
-        err = src.dev->copy_to_host(host.data(), src.data, bytes);
-        if (err.empty()) err = dev.copy_from_host(p, host.data(), bytes);
-    }
+    std::string err = copy_between_devices(dev, p, *src.dev, src.data, bytes);
     if (!err.empty())
         return RunError{node_label(n) + ": copying input '" + std::string(in.display()) + "' from " + src.dev->name() +
                             " to " + dev.name() + " failed: " + err,
