@@ -173,7 +173,15 @@ void Repl::take_line(const std::string& line) {
 }
 
 void Repl::execute(const std::string& text, uint32_t first_line) {
-    const StatementResult r = session_.execute(text, display_, first_line);
+    StatementResult r = session_.execute(text, display_, first_line);
+    // A bare name shows under its own name; an expression's value under `_`,
+    // the name the session keeps it by (as Python's REPL does).
+    if (r.shown) {
+        std::string_view t = trim(text);
+        while (!t.empty() && (t.back() == ';' || t.back() == '\n' || t.back() == ' ' || t.back() == '\t' || t.back() == '\r')) t.remove_suffix(1);
+        if (!t.empty() && !(t[0] >= '0' && t[0] <= '9') && std::all_of(t.begin(), t.end(), is_word_char))
+            r.shown->name = std::string(t);
+    }
     report(r);
     after_signal();
 }
