@@ -31,9 +31,13 @@ std::string plural(uint64_t n, const char* one, const char* many) {
     return std::to_string(n) + " " + (n == 1 ? one : many);
 }
 
-// What becomes of unreferenced values under the session's strategy.
-const char* released_when(CleanupStrategy s) {
-    switch (s) {
+// What became of values just unreferenced: released already (nothing is
+// pending on any device), or what the strategy does with them.
+std::string release_note(const LiveSession& session) {
+    uint64_t pending = 0;
+    for (const auto& [dev, s] : session.stats()) pending += s.pending;
+    if (pending == 0) return "released";
+    switch (session.cleanup()) {
         case CleanupStrategy::Background: return "the reclaimer thread releases them";
         case CleanupStrategy::Safepoint: return "released at the next statement";
         case CleanupStrategy::Close: return "held until :close under cleanup=close";
@@ -188,7 +192,7 @@ void Repl::cmd_del(const std::vector<std::string>& args) {
             continue;
         }
         out_ << "deleted " << terminal_text(name) << ": " << plural(r->buffers, "buffer", "buffers") << ", "
-             << bytes_text(r->bytes) << " unreferenced\n";
+             << bytes_text(r->bytes) << " unreferenced (" << release_note(session_) << ")\n";
     }
     if (opts_.echo_stats) echo_stats();
 }
@@ -197,7 +201,7 @@ void Repl::cmd_reset(const std::vector<std::string>& args) {
     if (!args.empty()) return usage_error(":reset takes no arguments");
     const ReleaseReport r = session_.reset();
     out_ << "reset: " << plural(r.names, "name", "names") << " unbound; " << plural(r.buffers, "buffer", "buffers")
-         << ", " << bytes_text(r.bytes) << " unreferenced (" << released_when(session_.cleanup()) << ")\n";
+         << ", " << bytes_text(r.bytes) << " unreferenced (" << release_note(session_) << ")\n";
     if (opts_.echo_stats) echo_stats();
 }
 

@@ -145,10 +145,19 @@ def del_and_reset_say_what_they_released():
     code, out, err = repl("a = zeros([1024])\nb = ones([16])\n:del a\n:vars\n:reset\n:vars\n:del zz\n",
                           "--cleanup=close")
     expect(code == 2, f"exit {code}: :del of an unbound name is a usage error")
-    expect("deleted a: 1 buffer, 4096 bytes (4.00 KiB) unreferenced" in out, out)
+    expect("deleted a: 1 buffer, 4096 bytes (4.00 KiB) unreferenced (held until :close" in out, out)
     expect("reset: 1 name unbound; 1 buffer, 64 bytes unreferenced (held until :close" in out, out)
     expect("no names are bound" in out, out)
     expect("no name 'zz' is bound" in err, err)
+
+
+@test
+def reset_under_safepoint_releases_at_once():
+    code, out, err = repl("a = zeros([1024])\nb = a * 2\n:reset\n:stats\n", "--cleanup=safepoint")
+    expect(code == 0, f"exit {code}: {err}")
+    expect("reset: 2 names unbound; 2 buffers, 8192 bytes (8.00 KiB) unreferenced (released)" in out, out)
+    s = table_row(out, "memory now")
+    expect(s["in_use"] == 0 and s["live"] == 0 and s["peak"] == 2 * 4096 + 64, s)  # a, b and the literal
 
 
 @test
