@@ -39,7 +39,7 @@ extern "C" void on_repl_signal(int sig) {
 }
 
 class ReplSignals {
-public:
+  public:
     ReplSignals() {
         struct sigaction sa {};
         sa.sa_handler = on_repl_signal;  // no SA_RESTART: a read in progress returns
@@ -54,8 +54,9 @@ public:
     ReplSignals(const ReplSignals&) = delete;
     ReplSignals& operator=(const ReplSignals&) = delete;
 
-private:
-    struct sigaction old_int_ {}, old_term_ {};
+  private:
+    struct sigaction old_int_ {
+    }, old_term_{};
 };
 
 std::string_view trim(std::string_view s) {
@@ -81,10 +82,12 @@ std::vector<std::string> path_candidates(std::string_view word) {
     const std::string_view base = slash == std::string_view::npos ? word : word.substr(slash + 1);
     std::vector<std::string> out;
     std::error_code ec;
-    for (fs::directory_iterator it(dir.empty() ? "." : dir, ec), end; !ec && it != end; it.increment(ec)) {
+    for (fs::directory_iterator it(dir.empty() ? "." : dir, ec), end; !ec && it != end;
+         it.increment(ec)) {
         const std::string name = it->path().filename().string();
         if (name.compare(0, base.size(), base) != 0) continue;
-        if (name[0] == '.' && (base.empty() || base[0] != '.')) continue;  // hidden unless asked for
+        if (name[0] == '.' && (base.empty() || base[0] != '.'))
+            continue;  // hidden unless asked for
         std::error_code dir_ec;
         out.push_back(dir + name + (it->is_directory(dir_ec) ? "/" : ""));
         if (out.size() >= 1000) break;
@@ -92,8 +95,8 @@ std::vector<std::string> path_candidates(std::string_view word) {
     return out;
 }
 
-void add_matching(std::set<std::string>& into, const std::vector<std::string>& from, std::string_view word,
-                  const char* suffix = "") {
+void add_matching(std::set<std::string>& into, const std::vector<std::string>& from,
+                  std::string_view word, const char* suffix = "") {
     for (const std::string& s : from)
         if (s.compare(0, word.size(), word) == 0) into.insert(s + suffix);
 }
@@ -117,8 +120,9 @@ int Repl::run() {
         signals.emplace();
         reader = make_terminal_reader([this](std::string_view before) { return complete(before); },
                                       history_file_path(), err_);
-        out_ << "graphrun " << GRAPHRUN_VERSION << " interactive session (cleanup="
-             << cleanup_name(session_.cleanup()) << "); :help lists the commands, Ctrl-D ends it\n";
+        out_ << "graphrun " << GRAPHRUN_VERSION
+             << " interactive session (cleanup=" << cleanup_name(session_.cleanup())
+             << "); :help lists the commands, Ctrl-D ends it\n";
     } else {
         reader = make_pipe_reader(STDIN_FILENO);
     }
@@ -178,8 +182,11 @@ void Repl::execute(const std::string& text, uint32_t first_line) {
     // the name the session keeps it by (as Python's REPL does).
     if (r.shown) {
         std::string_view t = trim(text);
-        while (!t.empty() && (t.back() == ';' || t.back() == '\n' || t.back() == ' ' || t.back() == '\t' || t.back() == '\r')) t.remove_suffix(1);
-        if (!t.empty() && !(t[0] >= '0' && t[0] <= '9') && std::all_of(t.begin(), t.end(), is_word_char))
+        while (!t.empty() && (t.back() == ';' || t.back() == '\n' || t.back() == ' ' ||
+                              t.back() == '\t' || t.back() == '\r'))
+            t.remove_suffix(1);
+        if (!t.empty() && !(t[0] >= '0' && t[0] <= '9') &&
+            std::all_of(t.begin(), t.end(), is_word_char))
             r.shown->name = std::string(t);
     }
     report(r);
@@ -189,8 +196,10 @@ void Repl::execute(const std::string& text, uint32_t first_line) {
 void Repl::report(const StatementResult& r) {
     statements_ += r.statements;
     run_ms_ += r.ms;
-    if (!r.warnings.empty() || r.error) out_.flush();  // the order of what is printed, when both go to one log
-    for (const std::string& w : r.warnings) err_ << w << (w.empty() || w.back() != '\n' ? "\n" : "");
+    if (!r.warnings.empty() || r.error)
+        out_.flush();  // the order of what is printed, when both go to one log
+    for (const std::string& w : r.warnings)
+        err_ << w << (w.empty() || w.back() != '\n' ? "\n" : "");
     if (r.error) {
         // The terminal echoed ^C where the cursor was: the message starts on a line of its own.
         if (terminal_ && r.error->kind == ErrorKind::Interrupted) err_ << "\n";
@@ -226,7 +235,8 @@ void Repl::print_error(const Error& e) {
         err_ << "graphrun: error: " << e.message << "\n";
         return;
     }
-    for (const std::string& d : e.diagnostics) err_ << d << (d.empty() || d.back() != '\n' ? "\n" : "");
+    for (const std::string& d : e.diagnostics)
+        err_ << d << (d.empty() || d.back() != '\n' ? "\n" : "");
 }
 
 void Repl::fail(int code) {
@@ -238,23 +248,25 @@ void Repl::echo_stats() {
     for (const auto& [dev, s] : now) {
         auto it = last_stats_.find(dev);
         const MemoryStats before = it == last_stats_.end() ? MemoryStats{} : it->second;
-        out_ << "stats " << terminal_text(dev) << ": in_use " << s.in_use << " (" << signed_text(s.in_use, before.in_use)
-             << "), pending " << s.pending << " (" << signed_text(s.pending, before.pending) << "), peak " << s.peak
-             << " (" << signed_text(s.peak, before.peak) << ")\n";
+        out_ << "stats " << terminal_text(dev) << ": in_use " << s.in_use << " ("
+             << signed_text(s.in_use, before.in_use) << "), pending " << s.pending << " ("
+             << signed_text(s.pending, before.pending) << "), peak " << s.peak << " ("
+             << signed_text(s.peak, before.peak) << ")\n";
     }
     last_stats_ = now;
 }
 
 void Repl::print_teardown(const TeardownReport& t) {
     print_memory_table("memory before teardown", t.before, out_);
-    out_ << "  system (cpu): process resident memory before teardown: " << t.rss_before << " bytes ("
-         << human_bytes(t.rss_before) << ")\n";
+    out_ << "  system (cpu): process resident memory before teardown: " << t.rss_before
+         << " bytes (" << human_bytes(t.rss_before) << ")\n";
     print_memory_table("memory after teardown", t.after, out_);
     out_ << "  system (cpu): process resident memory after teardown: " << t.rss_after << " bytes ("
          << human_bytes(t.rss_after) << ")\n";
     std::ostringstream line;
-    line << std::fixed << std::setprecision(3) << "session: cleanup=" << cleanup_name(session_.cleanup())
-         << " statements=" << statements_ << " run " << run_ms_ << " ms, teardown " << t.teardown_ms << " ms";
+    line << std::fixed << std::setprecision(3)
+         << "session: cleanup=" << cleanup_name(session_.cleanup()) << " statements=" << statements_
+         << " run " << run_ms_ << " ms, teardown " << t.teardown_ms << " ms";
     out_ << line.str() << "\n";
     statements_ = 0;
     run_ms_ = 0;
@@ -285,13 +297,16 @@ Completion Repl::complete(std::string_view before) const {
             const std::string_view word = before.substr(start);
             c.word_start = start;
             if (name == "load") {
-                if (word.rfind("--", 0) == 0) add_matching(found, {"--input=", "--fill=", "--seed="}, word);
-                else for (std::string& p : path_candidates(word)) found.insert(std::move(p));
+                if (word.rfind("--", 0) == 0)
+                    add_matching(found, {"--input=", "--fill=", "--seed="}, word);
+                else
+                    for (std::string& p : path_candidates(word)) found.insert(std::move(p));
             } else if (name == "cleanup") {
                 add_matching(found, {"background", "safepoint", "close"}, word);
             } else if (name == "del" || name == "save") {
                 add_matching(found, session_.names(), word);
-                if (name == "save") for (std::string& p : path_candidates(word)) found.insert(std::move(p));
+                if (name == "save")
+                    for (std::string& p : path_candidates(word)) found.insert(std::move(p));
             }
         }
         c.candidates.assign(found.begin(), found.end());
@@ -307,7 +322,8 @@ Completion Repl::complete(std::string_view before) const {
     add_matching(found, {"repeat", "with", "device", "del", "true", "false", "nan", "inf"}, word);
     for (const std::string& op : LiveSession::op_names()) {
         if (op.compare(0, word.size(), word) != 0) continue;
-        // An op alone is called: its "(" comes with it (a bound name of the same spelling stays bare).
+        // An op alone is called: its "(" comes with it (a bound name of the same spelling stays
+        // bare).
         const bool bound = std::binary_search(names.begin(), names.end(), op);
         found.insert(bound ? op : op + "(");
     }

@@ -15,7 +15,7 @@
 namespace graphrun::cli {
 
 class Repl {
-public:
+  public:
     Repl(const ReplOptions& opts, bool terminal, std::ostream& out, std::ostream& err);
     // Reads and runs until the end of input, `:quit` or a signal that ends
     // the session; closes it and prints the statistics. The exit code.
@@ -23,7 +23,7 @@ public:
 
     Completion complete(std::string_view before) const;
 
-private:
+  private:
     // One line read: a statement's line (run once the statement is
     // complete), a `:command`, or nothing (blank, a comment).
     void take_line(const std::string& line);
@@ -73,9 +73,10 @@ private:
     uint32_t pending_line_ = 0;
     uint32_t line_no_ = 0;  // lines read so far
     bool quit_ = false;
-    int stop_signal_ = 0;      // a signal that ends the session
-    int first_failure_ = 0;    // exit code of the first failed statement or command
-    std::map<std::string, MemoryStats> last_stats_;  // --echo-stats: the figures after the last statement
+    int stop_signal_ = 0;    // a signal that ends the session
+    int first_failure_ = 0;  // exit code of the first failed statement or command
+    std::map<std::string, MemoryStats>
+        last_stats_;  // --echo-stats: the figures after the last statement
     // Since the session (re)opened, for the line printed at teardown.
     uint64_t statements_ = 0;
     double run_ms_ = 0;

@@ -37,7 +37,7 @@ bool wait_readable(int fd) {
 }
 
 class PipeReader final : public LineReader {
-public:
+  public:
     explicit PipeReader(int fd) : fd_(fd) {}
 
     ReadStatus read(const std::string&, std::string& line) override {
@@ -60,12 +60,14 @@ public:
             char chunk[65536];
             const ssize_t n = ::read(fd_, chunk, sizeof chunk);
             if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
-            if (n <= 0) ended_ = true;  // end of input, or an error that ends it
-            else buf_.append(chunk, static_cast<size_t>(n));
+            if (n <= 0)
+                ended_ = true;  // end of input, or an error that ends it
+            else
+                buf_.append(chunk, static_cast<size_t>(n));
         }
     }
 
-private:
+  private:
     int fd_;
     std::string buf_;
     size_t pos_ = 0;
@@ -73,7 +75,7 @@ private:
 };
 
 class TerminalReader final : public LineReader {
-public:
+  public:
     TerminalReader(Completer complete, std::string history_file, std::ostream& err)
         : complete_(std::move(complete)), history_file_(std::move(history_file)) {
         std::setlocale(LC_CTYPE, "");  // libedit reads and shows the terminal's characters by it
@@ -91,7 +93,8 @@ public:
         el_set(el_, EL_HIST, history, hist_);
         el_set(el_, EL_PROMPT, &TerminalReader::prompt_of);
         el_set(el_, EL_GETCFN, &TerminalReader::read_char);
-        el_set(el_, EL_ADDFN, "graphrun-complete", "complete an op, a name, a command or a file", &TerminalReader::on_tab);
+        el_set(el_, EL_ADDFN, "graphrun-complete", "complete an op, a name, a command or a file",
+               &TerminalReader::on_tab);
         el_set(el_, EL_BIND, "^I", "graphrun-complete", nullptr);
         el_source(el_, nullptr);  // ~/.editrc, as in every libedit program
     }
@@ -135,7 +138,7 @@ public:
         }
     }
 
-private:
+  private:
     static TerminalReader* self(EditLine* el) {
         void* p = nullptr;
         el_get(el, EL_CLIENTDATA, &p);
@@ -160,7 +163,8 @@ private:
             std::mbstate_t state{};
             wchar_t wc = 0;
             const size_t used = std::mbrtowc(&wc, bytes, n, &state);
-            if (used == static_cast<size_t>(-2) && n < sizeof bytes) continue;  // a character cut short so far
+            if (used == static_cast<size_t>(-2) && n < sizeof bytes)
+                continue;  // a character cut short so far
             if (used == static_cast<size_t>(-1) || used == static_cast<size_t>(-2)) wc = L'?';
             *out = wc;
             return 1;
@@ -198,7 +202,8 @@ private:
         size_t width = 0;
         for (const std::string& n : names) width = std::max(width, n.size());
         width += 2;
-        const size_t per_row = std::max<size_t>(1, static_cast<size_t>(std::max(columns, 1)) / width);
+        const size_t per_row =
+            std::max<size_t>(1, static_cast<size_t>(std::max(columns, 1)) / width);
         const size_t rows = (names.size() + per_row - 1) / per_row;
         std::string text = "\n";
         for (size_t r = 0; r < rows; ++r) {
@@ -206,7 +211,8 @@ private:
                 const size_t i = c * rows + r;
                 if (i >= names.size()) break;
                 text += names[i];
-                if (c + 1 < per_row && i + rows < names.size()) text.append(width - names[i].size(), ' ');
+                if (c + 1 < per_row && i + rows < names.size())
+                    text.append(width - names[i].size(), ' ');
             }
             text += "\n";
         }
@@ -223,9 +229,12 @@ private:
 
 }  // namespace
 
-std::unique_ptr<LineReader> make_pipe_reader(int fd) { return std::make_unique<PipeReader>(fd); }
+std::unique_ptr<LineReader> make_pipe_reader(int fd) {
+    return std::make_unique<PipeReader>(fd);
+}
 
-std::unique_ptr<LineReader> make_terminal_reader(Completer complete, const std::string& history_file,
+std::unique_ptr<LineReader> make_terminal_reader(Completer complete,
+                                                 const std::string& history_file,
                                                  std::ostream& err) {
     return std::make_unique<TerminalReader>(std::move(complete), history_file, err);
 }
@@ -237,7 +246,8 @@ std::string history_file_path() {
         mkdir(dir.c_str(), 0700);  // where it cannot be made, saving the history warns
         return dir + "/history";
     }
-    if (const char* home = std::getenv("HOME"); home && home[0]) return std::string(home) + "/.graphrun_history";
+    if (const char* home = std::getenv("HOME"); home && home[0])
+        return std::string(home) + "/.graphrun_history";
     return {};
 }
 

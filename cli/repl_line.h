@@ -19,7 +19,7 @@ enum class ReadStatus {
 };
 
 class LineReader {
-public:
+  public:
     virtual ~LineReader() = default;
     // Reads one line; `prompt` is shown on a terminal only.
     virtual ReadStatus read(const std::string& prompt, std::string& line) = 0;
@@ -51,7 +51,8 @@ std::unique_ptr<LineReader> make_pipe_reader(int fd);
 // (a file that cannot be read is a warning on `err`) and written by
 // save_history(). A signal (Ctrl-C) while reading ends read() with
 // Interrupted, whatever was typed discarded.
-std::unique_ptr<LineReader> make_terminal_reader(Completer complete, const std::string& history_file,
+std::unique_ptr<LineReader> make_terminal_reader(Completer complete,
+                                                 const std::string& history_file,
                                                  std::ostream& err);
 
 // The history file: $GRAPHRUN_HISTFILE (set but empty: none), else
