@@ -133,9 +133,11 @@ int compare_command(const CompareOptions& opts, std::ostream& out, std::ostream&
     // runs it in a fresh session.
     PrepareResult pr = prepare(opts.file, opts.engine.prepare, err);
     if (!pr.ok()) return exit_code(*pr.error);
-    // The inputs' values (--input, --fill), once for the three runs.
-    if (std::optional<Error> e = apply_feeds(pr.prepared.graph(), opts.engine.feeds, pr.file, err))
-        return exit_code(*e);
+    // The inputs' values (--input, --fill), once for the three runs; their
+    // array files are read within the CPU's memory limit, as run reads them.
+    FeedOptions feeds = opts.engine.feeds;
+    feeds.memory_limit = pr.prepared.cpu_memory_limit;
+    if (std::optional<Error> e = apply_feeds(pr.prepared.graph(), feeds, pr.file, err)) return exit_code(*e);
     // The plot is no file the runs read and can be written: said before they run.
     if (!opts.plot.empty()) {
         const ReadFiles reads = files_read(*pr.prepared.loaded, "the graph file being compared", &opts.engine.feeds,

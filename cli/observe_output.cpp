@@ -3,7 +3,8 @@
 
 #include <algorithm>
 #include <iomanip>
-#include <sstream>
+#include <ostream>
+#include <streambuf>
 #include <vector>
 
 #include "cli/table.h"
@@ -20,6 +21,27 @@ std::string repeats_text(const TimelineRow& row) {
         s += (s.empty() ? "" : ", ") + p.at + ": " + std::to_string(p.pass) + "/" + std::to_string(p.passes);
     return s;
 }
+
+// An ostream's bytes straight into an AtomicFile's temporary (which buffers
+// them): the trace is written as it is formatted, with no copy of its text
+// in memory. A failed write fails the stream; commit() then says why.
+class AtomicFileBuf final : public std::streambuf {
+public:
+    explicit AtomicFileBuf(AtomicFile& file) : file_(file) {}
+
+protected:
+    std::streamsize xsputn(const char* s, std::streamsize n) override {
+        return file_.write(s, static_cast<size_t>(n)) ? n : 0;
+    }
+    int_type overflow(int_type c) override {
+        if (traits_type::eq_int_type(c, traits_type::eof())) return traits_type::not_eof(c);
+        const char ch = traits_type::to_char_type(c);
+        return file_.write(&ch, 1) ? c : traits_type::eof();
+    }
+
+private:
+    AtomicFile& file_;
+};
 
 }  // namespace
 
@@ -57,10 +79,16 @@ nlohmann::ordered_json timeline_json(const Timeline& t) {
 }
 
 bool write_trace(const TraceRecorder& trace, const std::string& path, std::ostream& err) {
-    std::ostringstream text;
-    trace.write(text);
     std::string why;
-    if (!write_file_atomically(path, text.str(), why)) {  // whole or not at all
+    AtomicFile file;  // whole or not at all
+    bool ok = file.open(path, why);
+    if (ok) {
+        AtomicFileBuf buf(file);
+        std::ostream out(&buf);
+        trace.write(out);
+        ok = file.commit(why);
+    }
+    if (!ok) {
         err << "graphrun: error: --trace=" << path << ": the trace: " << why << "\n";
         return false;
     }

@@ -16,7 +16,7 @@
 set -euo pipefail
 
 # The targets (tests/fuzz/fuzz_TARGET.cpp): add a new one here only.
-targets=(text json pipeline npy onnx)
+targets=(text json pipeline npy live onnx)
 
 seconds="${1:-${GRAPHRUN_FUZZ_SECONDS:-25}}"
 case "$seconds" in
@@ -57,7 +57,7 @@ cat tests/fuzz/dict/text.dict tests/fuzz/dict/json.dict >"$work/pipeline.dict"
 
 # Seeds from the scripts. The pipeline's first byte picks the format (bit 0:
 # JSON), the cleanup strategy (bits 1-2) and the iterations (bit 3).
-mkdir -p "$work/corpus-text" "$work/corpus-json" "$work/corpus-pipeline"
+mkdir -p "$work/corpus-text" "$work/corpus-json" "$work/corpus-pipeline" "$work/corpus-live"
 n=0
 for f in scripts/examples/* tests/scripts/*; do
     [ -f "$f" ] || continue
@@ -69,6 +69,7 @@ for f in scripts/examples/* tests/scripts/*; do
         { printf '\013'; cat "$f"; } >"$work/corpus-pipeline/seed$n-b"
     else
         cp "$f" "$work/corpus-text/seed$n.graph"
+        { printf '\001'; cat "$f"; } >"$work/corpus-live/seed$n"
         { printf '\002'; cat "$f"; } >"$work/corpus-pipeline/seed$n-a"
         { printf '\014'; cat "$f"; } >"$work/corpus-pipeline/seed$n-b"
     fi
@@ -101,6 +102,7 @@ if [ "$status" -ne 0 ] || [ "$seconds" -eq 0 ]; then exit $status; fi
 fuzz_one() {
     local t=$1 bin="$build/tests/fuzz/fuzz_$1" dict="tests/fuzz/dict/$1.dict" rc=0 corpora
     [ "$t" = pipeline ] && dict="$work/pipeline.dict"
+    [ "$t" = live ] && dict=tests/fuzz/dict/text.dict
     [ "$t" = npz ] && [ ! -f "$dict" ] && dict=tests/fuzz/dict/npy.dict
     local dict_opt=()
     [ -f "$dict" ] && dict_opt=(-dict="$dict")

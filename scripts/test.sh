@@ -56,7 +56,7 @@ tsan() {
     cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGRAPHRUN_SANITIZE=thread >/dev/null &&
     cmake --build build-tsan --target graphrun_unit_tests -j"$(nproc)" &&
     TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" build-tsan/tests/graphrun_unit_tests \
-        -tc='session*,injection*,thread pool*,cleanup*,plan walker*,observer*,trace*'
+        -tc='session*,injection*,thread pool*,cleanup*,plan walker*,observer*,trace*,live*'
 }
 
 stage build scripts/build.sh

@@ -27,10 +27,12 @@ Recording results (cli_test, memory_test, output_test):
 Scripts that collect failures in a list (`check(cond, msg)`) use run_binary
 directly and checks(failures) for the check function.
 """
+import json
 import os
 import shlex
 import signal
 import subprocess
+import sys
 
 
 class BinaryFailed(AssertionError):
@@ -80,6 +82,47 @@ def run_binary(binary, args, *, stdin=None, cwd=None, env=None, timeout=120, all
             name = f"signal {-p.returncode}"
         raise BinaryFailed(f"ended by {name}: {describe(cmd)}\nstderr:\n{err[-3000:]}")
     return Result(p.returncode, out, err, cmd)
+
+
+# Runs argv[1:] (stdin inherited, stdout discarded, stderr inherited) and
+# prints its exit code, seconds and peak resident memory in bytes as JSON.
+_MEASURE = r"""
+import json, os, subprocess, sys, time
+t0 = time.monotonic()
+proc = subprocess.Popen(sys.argv[2:], stdout=subprocess.DEVNULL)
+timeout = float(sys.argv[1])
+while True:
+    pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+    if pid:
+        break
+    if time.monotonic() - t0 > timeout:
+        proc.kill()
+    time.sleep(0.005)
+print(json.dumps([os.waitstatus_to_exitcode(status), time.monotonic() - t0, usage.ru_maxrss * 1024]))
+"""
+
+
+def run_measured(binary, args, *, stdin=None, cwd=None, timeout=120):
+    """Runs BINARY ARGS once and measures it: returns (exit code, stderr,
+    seconds, peak resident memory in bytes); stdout is discarded. A small
+    helper process starts it: the peak of a child forked from the test's own
+    Python would include that Python's (Linux carries it over exec)."""
+    cmd = [str(binary), *[str(a) for a in args]]
+    if isinstance(stdin, str):
+        stdin = stdin.encode()
+    try:
+        p = subprocess.run([sys.executable, "-c", _MEASURE, str(timeout), *cmd], input=stdin, capture_output=True,
+                           cwd=cwd, timeout=timeout + 30)
+    except subprocess.TimeoutExpired:
+        raise BinaryFailed(f"did not finish within {timeout} s: {describe(cmd)}") from None
+    if p.returncode != 0:
+        raise AssertionError(f"the measuring helper failed: {p.stderr[-1500:]!r}")
+    code, seconds, rss = json.loads(p.stdout)
+    err = p.stderr.decode("utf-8", "replace")
+    if code < 0:
+        raise BinaryFailed(f"ended by signal {-code} (or its timeout of {timeout} s): {describe(cmd)}\n"
+                           f"stderr:\n{err[-3000:]}")
+    return code, err, seconds, rss
 
 
 def expect(cond, msg):

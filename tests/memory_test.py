@@ -10,7 +10,7 @@ import subprocess
 import sys
 import tempfile
 
-from harness import expect, finish, make_harness  # noqa: E402 (tests/harness.py)
+from harness import expect, finish, make_harness, run_measured  # noqa: E402 (tests/harness.py)
 
 BIN = sys.argv[1]
 SRC = sys.argv[2]
@@ -251,6 +251,25 @@ def trace_of_a_huge_run_is_capped_and_says_so():
         before = docs[0]["memory"]["before_teardown"]["cpu"]
         expect(last_counters(ev, 1)["in_use (cpu)"] == before["in_use"], "the last counters are kept")
         expect(docs[0]["outputs"][0]["data"] == [120000.0] * 4, docs[0]["outputs"][0]["data"])
+
+
+@test
+def trace_is_streamed_into_its_file():
+    # At the cap (a 32 MB file) the trace's text is written as it is formatted, never held
+    # whole: the run's peak grows by its events (about 1.5 times the file) and no copy of
+    # the text (a string stream and its copy took about 4 times the file).
+    src = b"x = zeros([4])\nrepeat 120000 { x = x + 1 }\noutput x\n"
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "t.json")
+        code, err, _, plain = run_measured(BIN, ["run", "-", "--cleanup=safepoint"], stdin=src)
+        expect(code == 0, f"exit {code}: {err[-800:]}")
+        code, err, _, traced = run_measured(BIN, ["run", "-", "--cleanup=safepoint", f"--trace={path}"],
+                                            stdin=src)
+        expect(code == 0, f"exit {code}: {err[-800:]}")
+        size = os.path.getsize(path)
+        expect(size > 20_000_000, f"the trace is {size} bytes: too small to tell")
+        expect(traced - plain < 2 * size, f"--trace added {(traced - plain) >> 20} MiB to the peak for a "
+                                          f"{size >> 20} MiB file")
 
 
 @test

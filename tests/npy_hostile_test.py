@@ -8,6 +8,7 @@ devices, directories), and member names with terminal escapes. Each is fed as
 --input (exit 2), --expected-output (exit 2) and const(file=) (exit 3), and
 must give its message without a signal, within a timeout, inside an address
 space bound (RLIMIT_AS on the child) where the point is a bound on memory.
+`compare` reads its --input files under the same bounds as `run`.
 Also: the outputs' host copies count against --memory-limit (exit 1 before
 running, at an explicit limit and at the default one).
 The generator needs no NumPy: every file is written byte by byte here.
@@ -265,6 +266,14 @@ def file_cap_named_by_the_memory_limit():
     no_signal(rc, err)
     expect(rc == 2 and "declare 25165824 bytes (24 MiB) of data, more than the memory limit of 16777216" in err,
            f"exit {rc}\n{err}")
+    # compare reads its inputs within the same limit as run: the same refusals, the same messages.
+    for arg, message in (("--input=x=@big_stored.npz", "more than the memory limit of 16777216 bytes (16 MiB); "
+                                                       "reading stopped there"),
+                         ("--input=x=@big.npy", "declare 25165824 bytes (24 MiB) of data, more than the memory "
+                                                "limit of 16777216")):
+        rc, out, err = graphrun("compare", "in.graph", arg, "--memory-limit=16MiB", address_space=GiB)
+        no_signal(rc, err)
+        expect(rc == 2 and message in err, f"compare {arg}: exit {rc}\n{err}")
 
 
 # ---- zip archives that lie --------------------------------------------------------

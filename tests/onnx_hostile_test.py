@@ -26,7 +26,7 @@ except ImportError as e:
     sys.exit(0)
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import expect, make_harness  # noqa: E402
+from harness import expect, make_harness, run_measured as measured  # noqa: E402
 
 GRAPHRUN = os.path.abspath(sys.argv[1])
 TMP = tempfile.mkdtemp(prefix="graphrun-hostile-onnx-")
@@ -253,6 +253,81 @@ def sigterm_during_fold():
         dt = time.monotonic() - t0
         expect(dt < 2.5, f"{sig.name}: took {dt:.1f} s to stop")
         expect(proc.returncode in (0, 3, 128 + sig, -sig), f"{sig.name}: exit {proc.returncode}: {se[-800:]}")
+
+
+# ---- weights and folded values against --memory-limit ----
+
+def run_measured(*args):
+    """(exit code, stderr, seconds, peak RSS in bytes) of one run (harness.run_measured)."""
+    return measured(GRAPHRUN, args)
+
+
+@test
+def weights_over_the_memory_limit():
+    # A 64 MiB initializer under --memory-limit=16MiB: the model is refused before it is
+    # read (its bytes alone pass the limit), quickly, and the process stays far below 64 MiB.
+    w = numpy_helper.from_array(np.ones(16 << 20, dtype=np.float32), "w")
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1])
+    p = model("weights_64m", [helper.make_node("Mul", ["w", "x"], ["y"])], [x],
+              [out("y", TensorProto.FLOAT, [16 << 20])], [w])
+    rc, se, dt, rss = run_measured("run", p, "--fill=ones", "--no-data", "--memory-limit=16MiB")
+    no_signal(rc, "weights_64m")
+    expect(rc == 1, f"weights_64m: exit {rc}, expected 1\n{se[-1500:]}")
+    expect(f"the model is {os.path.getsize(p)} bytes (64 MiB), more than the memory limit of 16777216 bytes "
+           "(16 MiB)" in se and "refused before reading it" in se, se[-1500:])
+    expect(dt < 5, f"weights_64m: refused in {dt:.1f} s")
+    expect(rss < 40 << 20, f"weights_64m: peak RSS {rss >> 20} MiB while refusing a 64 MiB model")
+    # check refuses nothing over a limit (it lists the plan); run under a limit that holds it runs.
+    rc, so, se = run("check", p)
+    expect(rc == 0, f"check weights_64m: exit {rc}\n{se[-1500:]}")
+    rc, so, se = run("run", p, "--fill=ones", "--no-data", "--memory-limit=1GiB")
+    expect(rc == 0, f"weights_64m under 1 GiB: exit {rc}\n{se[-1500:]}")
+
+
+def typed_zeros(name, n):
+    """An int64 initializer of n zeros in int64_data: a byte each in the file, 8 in memory."""
+    t = TensorProto()
+    t.name, t.data_type = name, TensorProto.INT64
+    t.dims.append(n)
+    t.int64_data.extend(np.zeros(n, dtype=np.int64).tolist())
+    return t
+
+
+@test
+def weights_declared_beyond_the_file():
+    # Two initializers of 10 MiB each, written in about 1.3 MB each: the file fits 16 MiB,
+    # the weights do not. Refused naming the second, before either is copied out of the model.
+    n = 10 << 17  # 1310720 int64 elements: 10 MiB
+    nodes = [helper.make_node("Add", ["a", "b"], ["y"], name="add")]
+    p = model("weights_typed", nodes, [], [out("y", TensorProto.INT64, [n])], [typed_zeros("a", n), typed_zeros("b", n)])
+    expect(os.path.getsize(p) < 4 << 20, f"weights_typed is {os.path.getsize(p)} bytes")
+    rc, se, dt, rss = run_measured("run", p, "--no-data", "--memory-limit=16MiB")
+    no_signal(rc, "weights_typed")
+    expect(rc == 1, f"weights_typed: exit {rc}, expected 1\n{se[-1500:]}")
+    expect("/graph/initializer/1: error: initializer 'b' (i64[1310720]) needs 10485760 bytes (10 MiB), which brings "
+           "the model's weights to 20971520 bytes (20 MiB), more than the memory limit of 16777216 bytes (16 MiB); "
+           "refused before the weights are copied" in se, se[-1500:])
+    # Within the limit it runs.
+    rc, so, se = run("run", p, "--no-data", "--memory-limit=256MiB")
+    expect(rc == 0, f"weights_typed under 256 MiB: exit {rc}\n{se[-1500:]}")
+
+
+@test
+def folded_values_over_the_memory_limit():
+    # Three folded 8 MiB constants from an 8-byte shape: the third passes 20 MiB.
+    nodes = [helper.make_node("ConstantOfShape", ["shape"], [f"c{k}"], name=f"fill{k}",
+                              value=helper.make_tensor("v", TensorProto.DOUBLE, [1], [1.0])) for k in range(3)]
+    nodes += [helper.make_node("Add", ["c0", "c1"], ["s"], name="add0"),
+              helper.make_node("Add", ["s", "c2"], ["y"], name="add1")]
+    p = model("folded_24m", nodes, [], [out("y", TensorProto.DOUBLE, [1 << 20])], [i64("shape", [1 << 20])])
+    rc, se, dt, rss = run_measured("run", p, "--no-data", "--memory-limit=20MiB")
+    no_signal(rc, "folded_24m")
+    expect(rc == 1, f"folded_24m: exit {rc}, expected 1\n{se[-1500:]}")
+    expect("/graph/node/2: error: ConstantOfShape node 'fill2': its folded value needs 8388608 bytes (8 MiB), which "
+           "brings the model's weights and folded values to 25165832 bytes (24 MiB), more than the memory limit of "
+           "20971520 bytes (20 MiB)" in se, se[-1500:])
+    rc, so, se = run("run", p, "--no-data", "--memory-limit=256MiB")
+    expect(rc == 0, f"folded_24m under 256 MiB: exit {rc}\n{se[-1500:]}")
 
 
 # ---- tensors whose declared size is not what they hold ----

@@ -1,6 +1,7 @@
 // Loading a graph file.
 #include "engine/api/load.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -10,6 +11,7 @@
 #include "engine/base/interrupt.h"
 #include "engine/frontend/const_files.h"
 #include "engine/frontend/json_reader.h"
+#include "engine/frontend/npy.h"
 #include "engine/frontend/onnx_reader.h"
 #include "engine/frontend/text_parser.h"
 #include "engine/check/validate.h"
@@ -100,14 +102,17 @@ std::unique_ptr<LoadedGraph> load_graph(const std::string& path, const InputLimi
     }
     // A regular file is measured first, so that one over the limit is refused
     // without reading it; pipes and terminals are counted as they are read.
+    // A model's bytes are held whole while it is parsed, and its weights are
+    // as large: one larger than the memory limit cannot be read within it.
+    const bool onnx = looks_like_onnx(path);
+    const uint64_t cap = onnx && limits.memory_limit ? std::min(kMaxFileBytes, limits.memory_limit) : kMaxFileBytes;
     struct stat st {};
-    bool too_big = fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode) &&
-                   static_cast<uint64_t>(st.st_size) > kMaxFileBytes;
+    bool too_big = fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode) && static_cast<uint64_t>(st.st_size) > cap;
     if (!too_big && S_ISREG(st.st_mode) && st.st_size > 0) lg->source.reserve(static_cast<size_t>(st.st_size));
     char buf[65536];
     size_t n;
     while (!too_big && !interrupted() && (n = std::fread(buf, 1, sizeof buf, f)) > 0) {
-        if (lg->source.size() + n > kMaxFileBytes) {
+        if (lg->source.size() + n > cap) {
             too_big = true;
             break;
         }
@@ -123,11 +128,19 @@ std::unique_ptr<LoadedGraph> load_graph(const std::string& path, const InputLimi
     if (too_big || failed) {
         lg->read_failed = true;
         std::string().swap(lg->source);
-        lg->diag.error({}, too_big ? "the file is larger than the limit of " + std::to_string(kMaxFileBytes >> 20) + " MiB"
-                                   : std::string("cannot read the file: ") + std::strerror(err));
+        std::string msg = std::string("cannot read the file: ") + std::strerror(err);
+        if (too_big && cap < kMaxFileBytes)
+            msg = (S_ISREG(st.st_mode) ? "the model is " + size_text(static_cast<uint64_t>(st.st_size)) + ", more than"
+                                       : std::string("the model is larger than")) +
+                  " the memory limit of " + size_text(cap) +
+                  ": a model is held in memory while it is read, and its weights while it runs; " +
+                  (S_ISREG(st.st_mode) ? "refused before reading it" : "reading stopped there");
+        else if (too_big)
+            msg = "the file is larger than the limit of " + std::to_string(kMaxFileBytes >> 20) + " MiB";
+        lg->diag.error({}, msg);
         return lg;
     }
-    lg->onnx = looks_like_onnx(path);
+    lg->onnx = onnx;
     lg->json = !lg->onnx && looks_like_json(path, lg->source);
     parse_and_validate(*lg, limits);
     return lg;

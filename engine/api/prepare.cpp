@@ -15,7 +15,10 @@ std::optional<Error> load_error(const LoadedGraph& lg) {
     if (lg.ok()) return std::nullopt;
     std::string first = lg.diag.all().empty() ? "" : lg.diag.format(lg.diag.all().front());
     if (first.find('\n') != std::string::npos) first.resize(first.find('\n'));
-    Error e{lg.read_failed ? ErrorKind::Runtime : ErrorKind::InvalidGraph, first, 0};
+    // A file that cannot be read, or holds more than the memory limit, is a
+    // runtime error; anything else wrong with it makes an invalid graph.
+    const bool runtime = lg.read_failed || lg.diag.over_limit();
+    Error e{runtime ? ErrorKind::Runtime : ErrorKind::InvalidGraph, first, 0};
     if (const int sig = interrupted()) e = Error{ErrorKind::Interrupted, first, sig};  // the load stopped for it
     e.diagnostics = lg.diag.printed();  // as printed: warnings beyond their cap counted, not listed
     return e;

@@ -227,10 +227,11 @@ RunResult run_prepared(Prepared& p, const RunFileOptions& opts, std::ostream& er
         EagerRun spec;
         spec.iterations = opts.iterations;
         for (const Output& o : g.outputs) spec.fetch.push_back(o.id);
+        // The program's names stay bound, holding their values, until teardown.
+        for (const auto& [name, id] : g.bindings) spec.bind.emplace_back(std::string(name), id);
         drive(session, [&]() -> std::optional<RunError> {
             std::optional<RunError> e = session.run(g, spec);
             if (!e && opts.iterations > 0) e = session.fetch(g, g.outputs, r.outputs);
-            session.release_fetched();
             return e;
         });
     } else {

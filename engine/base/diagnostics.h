@@ -39,8 +39,13 @@ public:
     void error(const Loc& loc, std::string message);
     void warning(const Loc& loc, std::string message);
     void note(const Loc& loc, std::string message);
+    // An error that is no fault of the file but a bound on this run: what it
+    // holds would pass the memory limit (a runtime error, exit 1, where the
+    // other errors of a load are an invalid graph, exit 3).
+    void over_limit_error(const Loc& loc, std::string message);
 
     bool has_errors() const { return errors_ > 0; }
+    bool over_limit() const { return over_limit_; }
     size_t error_count() const { return errors_; }
     const std::vector<Diagnostic>& all() const { return diags_; }
     const std::string& file() const { return file_; }
@@ -64,6 +69,7 @@ private:
     std::string_view source_;
     std::vector<Diagnostic> diags_;
     size_t errors_ = 0;
+    bool over_limit_ = false;
 };
 
 // Warnings printed of one kind, and in all, before the rest are counted.

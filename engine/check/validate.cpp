@@ -8,6 +8,7 @@
 #include <tuple>
 #include <unordered_map>
 
+#include "engine/base/interrupt.h"
 #include "engine/ir/device_name.h"
 #include "engine/check/infer_context.h"
 
@@ -147,11 +148,16 @@ bool validate(Graph& g, Diagnostics& diag) {
     DeviceCheck devices(diag);
     const size_t base_errors = diag.error_count();
     bool stopped = false;
+    bool signalled = false;
     const auto count = static_cast<NodeId>(g.nodes.size());
     for (NodeId id = 0; id < count; ++id) {
         Node& n = g.node(id);
         n.valid = false;
         if (!n.host_literal) n.literal.clear();  // a host literal's bytes came with the graph
+        // A signal stops validation of a huge graph within a second (every
+        // 4096 nodes, a relaxed load); the rest stays invalid, and the
+        // caller says why, once (load.cpp).
+        if (!stopped && (id & 4095) == 0 && interrupted()) stopped = signalled = true;
         if (stopped || n.op == OpKind::Invalid) continue;
         if (diag.error_count() - base_errors >= kMaxErrors) {
             diag.error(n.loc, "too many errors (" + std::to_string(kMaxErrors) + "); stopping here");
@@ -203,7 +209,7 @@ bool validate(Graph& g, Diagnostics& diag) {
                                        type_string(update.dtype, update.shape));
         }
     }
-    return !diag.has_errors();
+    return !signalled && !diag.has_errors();
 }
 
 }  // namespace graphrun

@@ -47,6 +47,9 @@ struct ArrayLimits {
     std::string array_cap_text() const;
 };
 
+// "16777216 bytes (16 MiB)"; "512 bytes": a size as messages give it.
+std::string size_text(uint64_t bytes);
+
 // `s` in single quotes for a message, at most `most` bytes of it, every byte
 // that is not printable ASCII (and the quote and backslash) escaped as \xNN:
 // a file's bytes never reach the terminal raw.

@@ -43,7 +43,4 @@ std::optional<NpyArray> parse_npy_owned(std::string_view b, std::vector<uint8_t>
 bool read_regular_file(const std::string& path, std::string& out, std::string& error, const ArrayLimits& limits,
                        bool parse_stop);
 
-// "16777216 bytes (16 MiB)"; "512 bytes".
-std::string size_text(uint64_t bytes);
-
 }  // namespace graphrun

@@ -179,6 +179,24 @@ std::string tensor_size_problem(const onnx::TensorProto& t) {
     return "";
 }
 
+uint64_t tensor_bytes(const onnx::TensorProto& t) {
+    if (t.data_location() == onnx::TensorProto::EXTERNAL || t.dims_size() > kMaxRank) return 0;
+    std::string why;
+    const std::optional<int64_t> count = element_count(Shape(t.dims().begin(), t.dims().end()), why);
+    if (!count) return 0;
+    using T = onnx::TensorProto;
+    uint64_t size = 0;
+    switch (t.data_type()) {
+        case T::INT8: case T::UINT8: case T::BOOL: size = 1; break;
+        case T::INT16: case T::UINT16: case T::FLOAT16: case T::BFLOAT16: size = 2; break;
+        case T::FLOAT: case T::INT32: case T::UINT32: size = 4; break;
+        case T::DOUBLE: case T::INT64: case T::UINT64: case T::COMPLEX64: size = 8; break;
+        case T::COMPLEX128: size = 16; break;
+        default: return 0;
+    }
+    return static_cast<uint64_t>(*count) * size;  // count <= kMaxElements: no wrap
+}
+
 const onnx::AttributeProto* find_attr(const onnx::NodeProto& n, const char* name) {
     for (const auto& a : n.attribute())
         if (a.name() == name) return &a;

@@ -20,6 +20,7 @@
 #include "engine/base/interrupt.h"
 #include "engine/base/limits.h"
 #include "engine/frontend/identifiers.h"
+#include "engine/frontend/npy.h"
 #include "engine/frontend/onnx_fold.h"
 #include "engine/frontend/onnx_ops.h"
 #include "engine/ir/graph.h"
@@ -71,7 +72,10 @@ struct Value {
 
 class Importer {
   public:
-    Importer(Graph& g, Diagnostics& diag) : g_(g), diag_(diag), b_(g, diag) {}
+    // `memory_limit`: the CPU's (0: none); the model's weights and folded
+    // values, held in host memory from here to the end of the run, must fit it.
+    Importer(Graph& g, Diagnostics& diag, uint64_t memory_limit = 0)
+        : g_(g), diag_(diag), b_(g, diag), memory_limit_(memory_limit) {}
 
     // `parsed` runs once the bytes are parsed (and no longer needed).
     bool run(std::string_view bytes, const std::function<void()>& parsed = {}) {
@@ -90,6 +94,7 @@ class Importer {
         }
         if (!read_opset()) return false;
         if (!screen_tensors()) return false;
+        if (!screen_weights()) return false;
         try {
             onnx::checker::check_model(model_);
         } catch (const std::exception& e) {
@@ -123,6 +128,7 @@ class Importer {
             if (stopped()) return false;
             node_index_ = k;
             import_node(nodes.Get(k));
+            if (diag_.over_limit()) return false;  // the rest would only report its missing inputs
         }
         if (diag_.has_errors()) return false;
         finish_outputs();
@@ -188,6 +194,41 @@ class Importer {
             };
         graph(model_.graph(), "/graph", 0);
         return ok;
+    }
+
+    // The weights (the initializers and the Constant nodes' values) are
+    // copied out of the model as it is read and held until the run ends: their
+    // sizes, as declared and checked above, are summed before anything is
+    // copied, and a model whose weights pass the memory limit is refused here
+    // (a runtime error, as a static plan over the limit is).
+    bool screen_weights() {
+        const auto& gr = model_.graph();
+        auto add = [&](const onnx::TensorProto& t, const std::string& at, const std::string& what) {
+            const uint64_t bytes = onnx_fold::tensor_bytes(t);
+            weight_bytes_ += bytes;
+            if (!memory_limit_ || weight_bytes_ <= memory_limit_) return true;
+            const Shape shape(t.dims().begin(), t.dims().end());
+            const auto dt = dtype_of(t.data_type());
+            const std::string type = dt ? dtype_name(*dt) + shape_string(shape)
+                                        : onnx_type_name(t.data_type()) + " " + shape_string(shape);
+            std::string msg = what + " (" + type + ") needs " + size_text(bytes);
+            if (weight_bytes_ != bytes) msg += ", which brings the model's weights to " + size_text(weight_bytes_);
+            diag_.over_limit_error(pointer_loc(at), msg + ", more than the memory limit of " + size_text(memory_limit_) +
+                                                        "; refused before the weights are copied");
+            return false;
+        };
+        for (int i = 0; i < gr.initializer_size(); ++i)
+            if (!add(gr.initializer(i), "/graph/initializer/" + std::to_string(i),
+                     "initializer '" + gr.initializer(i).name() + "'"))
+                return false;
+        for (int k = 0; k < gr.node_size(); ++k) {
+            const auto& n = gr.node(k);
+            if (n.op_type() != "Constant") continue;
+            const auto* a = find_attr(n, "value");
+            if (a && a->has_t() && !add(a->t(), "/graph/node/" + std::to_string(k), "Constant node '" + n.name() + "'"))
+                return false;
+        }
+        return true;
     }
 
     // ONNX's own data propagation (1.12) steps a Slice's indices by its
@@ -537,10 +578,20 @@ class Importer {
   private:
     void import_node(const onnx::NodeProto& n) {
         // Folded: every input known here and the op one the folder evaluates.
+        fold_over_limit_ = 0;
         if (try_fold(n)) return;
         const auto& t = onnx_op_table();
         auto it = t.find(n.op_type());
         if (it != t.end() && it->second.build) return it->second.build(*this, n);
+        if (fold_over_limit_) {
+            diag_.over_limit_error(node_loc(), n.op_type() + " node '" + n.name() + "': its folded value needs " +
+                                                   size_text(fold_over_limit_) + ", which brings the model's weights "
+                                                   "and folded values to " + size_text(weight_bytes_ + folded_bytes_ +
+                                                                                        fold_over_limit_) +
+                                                   ", more than the memory limit of " + size_text(memory_limit_) +
+                                                   "; graphrun folds " + n.op_type() + " only on constants");
+            return;
+        }
         if (fold_budget_spent_)
             return fail(n, "the model's folded constants would take more than " +
                                std::to_string(onnx_fold::kMaxFoldTotalBytes) + " bytes; graphrun folds " +
@@ -579,6 +630,14 @@ class Importer {
         }
         uint64_t bytes = 0;
         for (const HostValue& v : *out) bytes += v.bytes.size();
+        // Folded values are held on the host like the weights (a Constant's
+        // value is one of them, counted already): past the memory limit, or
+        // the bound on folds, the node is built instead, where the op has a
+        // mapping (the run then counts its value); else refused (import_node).
+        if (n.op_type() != "Constant" && memory_limit_ && weight_bytes_ + folded_bytes_ + bytes > memory_limit_) {
+            fold_over_limit_ = bytes;
+            return false;
+        }
         if (n.op_type() != "Constant" && folded_bytes_ + bytes > onnx_fold::kMaxFoldTotalBytes) {
             fold_budget_spent_ = true;
             return false;  // built as nodes where the op has a mapping; else refused (import_node)
@@ -602,7 +661,10 @@ class Importer {
     std::unordered_map<std::string, Value> values_;
     std::set<std::string> used_names_;  // graphrun identifiers given
     std::set<std::string> reserved_;    // ONNX names that are identifiers (each its own)
+    uint64_t memory_limit_ = 0;         // the CPU's (0: none)
+    uint64_t weight_bytes_ = 0;         // the initializers' and Constants' values, as declared
     uint64_t folded_bytes_ = 0;         // made by folds so far (kMaxFoldTotalBytes)
+    uint64_t fold_over_limit_ = 0;      // the node being imported: its folded value's bytes, past the memory limit
     bool fold_budget_spent_ = false;
 };
 

@@ -11,16 +11,14 @@ namespace graphrun {
 bool onnx_supported() { return true; }
 
 bool parse_onnx(std::string_view bytes, Graph& g, Diagnostics& diag, const InputLimits& limits) {
-    (void)limits;
-    onnx_import::Importer importer(g, diag);
+    onnx_import::Importer importer(g, diag, limits.memory_limit);
     importer.run(bytes);
     return !diag.has_errors();
 }
 
 bool parse_onnx(std::string&& bytes, Graph& g, Diagnostics& diag, const InputLimits& limits) {
-    (void)limits;
     std::string owned = std::move(bytes);
-    onnx_import::Importer importer(g, diag);
+    onnx_import::Importer importer(g, diag, limits.memory_limit);
     importer.run(owned, [&owned] { std::string().swap(owned); });
     return !diag.has_errors();
 }

@@ -25,7 +25,9 @@ bool onnx_supported();
 
 // Parses the model in `bytes` into `g` (which must be empty). Errors point at
 // "/graph/node/K" (the K-th node of the model's graph) or the initializer or
-// input they concern. Returns !diag.has_errors().
+// input they concern. Returns !diag.has_errors(). With limits.memory_limit,
+// a model whose weights (initializers, Constant nodes' values) and folded
+// values need more is refused before they are copied (diag.over_limit()).
 bool parse_onnx(std::string_view bytes, Graph& g, Diagnostics& diag, const InputLimits& limits = {});
 // The same, taking the file's bytes: they are freed as soon as the model is
 // parsed, so that a model's weights are not held three times at once.

@@ -1,5 +1,5 @@
 // The process's stop request (engine/base/interrupt.h) stops each phase that
-// polls it: the text and JSON readers, loading, and planning.
+// polls it: the text and JSON readers, validation, loading, and planning.
 #include <doctest/doctest.h>
 
 #include <csignal>
@@ -8,6 +8,7 @@
 #include "engine/api/load.h"
 #include "engine/api/prepare.h"
 #include "engine/base/interrupt.h"
+#include "engine/check/validate.h"
 #include "engine/frontend/json_reader.h"
 #include "engine/frontend/text_parser.h"
 #include "engine/plan/plan.h"
@@ -76,6 +77,25 @@ TEST_CASE("interrupt: the JSON reader stops reading at once") {
     CHECK_FALSE(parse_json(src, g, d));
     CHECK(g.nodes.empty());
     CHECK_FALSE(d.has_errors());  // the loader says why, once
+}
+
+TEST_CASE("interrupt: validation stops at once, adding no error") {
+    // 10000 nodes: validation polls the flag every 4096, the first time at node 0.
+    Graph g;
+    Diagnostics d;
+    REQUIRE(parse_text(chain_text(10000), g, d));
+    {
+        Diagnostics vd;
+        CHECK(validate(g, vd));
+        CHECK(g.nodes.back().valid);
+    }
+    StopRequested stop(SIGTERM);
+    Diagnostics vd;
+    CHECK_FALSE(validate(g, vd));
+    CHECK_FALSE(vd.has_errors());  // the loader says why, once
+    size_t valid = 0;
+    for (const Node& n : g.nodes) valid += n.valid ? 1 : 0;
+    CHECK(valid == 0);
 }
 
 TEST_CASE("interrupt: loading says so once, as an interrupted error") {

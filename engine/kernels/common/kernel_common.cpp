@@ -239,6 +239,9 @@ int64_t numel_of(const Shape& s) {
 
 NodeKernel::NodeKernel(const Graph& g, const Node& n)
     : op_(n.op), out_dtype_(n.dtype), out_shape_(n.shape), out_numel_(numel_of(n.shape)) {
+    in_dtypes_.reserve(n.inputs.size());  // exactly: a graph may hold a million kernels
+    in_shapes_.reserve(n.inputs.size());
+    in_numel_.reserve(n.inputs.size());
     for (const Input& in : n.inputs) {
         const Node& x = g.node(in.id);
         in_dtypes_.push_back(x.dtype);

@@ -18,7 +18,13 @@ struct BroadcastPlan {
     int64_t inner = 1;                   // length of the innermost merged dimension
     int64_t inner_sa = 0, inner_sb = 0;  // its strides in a and b: 0 or 1
     int outer_rank = 0;                  // the other merged dimensions, innermost first
-    std::array<int64_t, kMaxDims> outer_size{}, outer_sa{}, outer_sb{};
+    // Their sizes and strides in a and b, dimension d at [3d, 3d + 2]: held
+    // on the heap only where there are any (operands of different shapes), so
+    // that a kernel of equal shapes is small (a graph may have a million).
+    std::vector<int64_t> outer;
+    int64_t outer_size(int d) const { return outer[static_cast<size_t>(3 * d)]; }
+    int64_t outer_sa(int d) const { return outer[static_cast<size_t>(3 * d + 1)]; }
+    int64_t outer_sb(int d) const { return outer[static_cast<size_t>(3 * d + 2)]; }
     bool ok = true;
 };
 
@@ -33,10 +39,11 @@ inline BroadcastPlan make_plan(const Shape& a, const Shape& b, const Shape& out)
         p.inner = dims[0].size;
         p.inner_sa = dims[0].sa;
         p.inner_sb = dims[0].sb;
+        p.outer.reserve(3 * (dims.size() - 1));
         for (size_t k = 1; k < dims.size(); ++k) {
-            p.outer_size[k - 1] = dims[k].size;
-            p.outer_sa[k - 1] = dims[k].sa;
-            p.outer_sb[k - 1] = dims[k].sb;
+            p.outer.push_back(dims[k].size);
+            p.outer.push_back(dims[k].sa);
+            p.outer.push_back(dims[k].sb);
         }
         p.outer_rank = static_cast<int>(dims.size()) - 1;
     }
@@ -57,11 +64,12 @@ inline void for_each_run(const BroadcastPlan& p, int64_t begin, int64_t end, F f
     int64_t rest = begin / inner;
     std::array<int64_t, kMaxDims> idx;  // [0, outer_rank) set below
     int64_t oa = 0, ob = 0;
+    const int64_t* outer = p.outer.data();  // size, sa, sb per dimension
     for (int d = 0; d < p.outer_rank; ++d) {
-        idx[d] = rest % p.outer_size[d];
-        rest /= p.outer_size[d];
-        oa += idx[d] * p.outer_sa[d];
-        ob += idx[d] * p.outer_sb[d];
+        idx[d] = rest % outer[3 * d];
+        rest /= outer[3 * d];
+        oa += idx[d] * outer[3 * d + 1];
+        ob += idx[d] * outer[3 * d + 2];
     }
     int64_t pos = begin;
     for (;;) {
@@ -71,11 +79,11 @@ inline void for_each_run(const BroadcastPlan& p, int64_t begin, int64_t end, F f
         if (pos >= end) return;
         col = 0;
         for (int d = 0; d < p.outer_rank; ++d) {
-            oa += p.outer_sa[d];
-            ob += p.outer_sb[d];
-            if (++idx[d] < p.outer_size[d]) break;
-            oa -= p.outer_size[d] * p.outer_sa[d];
-            ob -= p.outer_size[d] * p.outer_sb[d];
+            oa += outer[3 * d + 1];
+            ob += outer[3 * d + 2];
+            if (++idx[d] < outer[3 * d]) break;
+            oa -= outer[3 * d] * outer[3 * d + 1];
+            ob -= outer[3 * d] * outer[3 * d + 2];
             idx[d] = 0;
         }
     }
