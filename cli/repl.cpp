@@ -123,6 +123,8 @@ int Repl::run() {
         out_ << "graphrun " << GRAPHRUN_VERSION
              << " interactive session (cleanup=" << cleanup_name(session_.cleanup())
              << "); :help lists the commands, Ctrl-D ends it\n";
+        if (!line_editing_built_in())
+            out_ << "(built without libedit: no line editing, history or completion)\n";
     } else {
         reader = make_pipe_reader(STDIN_FILENO);
     }

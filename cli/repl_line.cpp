@@ -1,9 +1,12 @@
 // The REPL's line readers (repl_line.h): a pipe read with poll(2), and a
-// terminal through libedit's histedit interface.
+// terminal through libedit's histedit interface (or, in a build without
+// libedit, with a prompt and the pipe's reader).
 #include "cli/repl_line.h"
 
 #include <errno.h>
+#ifdef GRAPHRUN_HAVE_LIBEDIT
 #include <histedit.h>
+#endif
 #include <poll.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -74,6 +77,7 @@ class PipeReader final : public LineReader {
     bool ended_ = false;
 };
 
+#ifdef GRAPHRUN_HAVE_LIBEDIT
 class TerminalReader final : public LineReader {
   public:
     TerminalReader(Completer complete, std::string history_file, std::ostream& err)
@@ -227,7 +231,31 @@ class TerminalReader final : public LineReader {
     EditLine* el_ = nullptr;
 };
 
+#else
+// Built without libedit: the prompt, then lines as a pipe gives them.
+class TerminalReader final : public LineReader {
+  public:
+    TerminalReader(const Completer&, const std::string&, std::ostream&) : in_(STDIN_FILENO) {}
+    ReadStatus read(const std::string& prompt, std::string& line) override {
+        std::fputs(prompt.c_str(), stdout);
+        std::fflush(stdout);
+        return in_.read(prompt, line);
+    }
+
+  private:
+    PipeReader in_;
+};
+#endif
+
 }  // namespace
+
+bool line_editing_built_in() {
+#ifdef GRAPHRUN_HAVE_LIBEDIT
+    return true;
+#else
+    return false;
+#endif
+}
 
 std::unique_ptr<LineReader> make_pipe_reader(int fd) {
     return std::make_unique<PipeReader>(fd);

@@ -55,6 +55,10 @@ std::unique_ptr<LineReader> make_terminal_reader(Completer complete,
                                                  const std::string& history_file,
                                                  std::ostream& err);
 
+// Whether this build has libedit: without it a terminal gets the prompt but
+// no line editing, history or completion.
+bool line_editing_built_in();
+
 // The history file: $GRAPHRUN_HISTFILE (set but empty: none), else
 // $XDG_STATE_HOME/graphrun/history where XDG_STATE_HOME is set (the folder
 // is created), else ~/.graphrun_history; "" when none can be named.
