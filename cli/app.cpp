@@ -12,6 +12,7 @@
 
 #include "cli/commands.h"
 #include "cli/data_options.h"
+#include "cli/repl.h"
 #include "cli/terminal.h"
 #include "engine/api/interrupt.h"
 #include "engine/api/output_paths.h"
@@ -337,6 +338,30 @@ int run_command_line(int argc, char** argv) {
     add_placement_options(dot_cmd, dot.engine.placement);
     dot_cmd->add_option("--fetch", dot.engine.fetch, "name to fetch instead of the script's outputs (repeatable)");
 
+    // `graphrun repl` (issue 24): its own block, so that it merges cleanly.
+    ReplOptions repl;
+    std::string repl_cleanup = "background", repl_memory_limit;
+    auto* repl_cmd = app.add_subcommand(
+        "repl", "an interactive session: statements run as they are read (a terminal with line editing, history "
+                "and completion, or standard input), names stay bound, :help lists the commands; from a pipe the "
+                "exit code is the first failed statement's");
+    repl_cmd
+        ->add_option("--cleanup", repl_cleanup,
+                     "when unreferenced values are released: background (a reclaimer thread), safepoint (at the "
+                     "next statement), close (held until :close or the end); :cleanup switches it")
+        ->check(CLI::IsMember({"background", "safepoint", "close"}))
+        ->default_str("background");
+    add_placement_options(repl_cmd, repl.live.placement);
+    repl_cmd
+        ->add_option("--memory-limit", repl_memory_limit, "per-device cap on bytes in use, as for run")
+        ->check(CLI::Validator([](std::string& v) { return memory_size_problem(v); }, ""));
+    repl_cmd->add_option("--threads", repl.live.threads, "CPU worker threads, 1 to 1024 (default: all cores)")
+        ->check(CLI::Validator([](std::string& v) { return integer_problem(v, 1, 1024, "1024"); }, ""));
+    repl_cmd->add_flag("--allow-tf32", repl.live.allow_tf32, "let GPU matmul use TF32 (no effect without a GPU)");
+    repl_cmd->add_flag("--echo-stats", repl.echo_stats,
+                       "after each statement print a line per device: in_use, pending and peak, each with its "
+                       "change since the statement before (for CI logs)");
+
     // A repeatable option takes one value per use (`--fetch=b a.graph` fetches
     // b and runs a.graph), never the positionals after it, as CLI11 would.
     for (CLI::App* cmd : app.get_subcommands({}))
@@ -384,7 +409,14 @@ int run_command_line(int argc, char** argv) {
         compare.engine.feeds = feeds_only.engine.feeds;
         return compare_command(compare, std::cout, std::cerr);
     }
-    stop_compute_workers();  // only `run` and `compare` compute
+    if (repl_cmd->parsed()) {
+        repl.live.cleanup = repl_cleanup == "close"       ? CleanupStrategy::Close
+                            : repl_cleanup == "safepoint" ? CleanupStrategy::Safepoint
+                                                          : CleanupStrategy::Background;
+        if (!repl_memory_limit.empty()) parse_memory_size(repl_memory_limit, repl.live.memory_limit);
+        return repl_command(repl);
+    }
+    stop_compute_workers();  // only `run`, `compare` and `repl` compute
     if (check_cmd->parsed()) {
         check.format = check_format == "json" ? Format::Json : Format::Text;
         return check_command(check, std::cout, std::cerr);

@@ -598,7 +598,7 @@ def misspelt_commands_and_options_get_a_suggestion():
     code, _, err = run("chekc")
     expect(code == 2 and "did you mean 'check'?" in err, err)
     code, _, err = run("frobnicate")
-    expect(code == 2 and "unknown command 'frobnicate' (the commands are check, run, compare, convert, devices, dot)" in err, err)
+    expect(code == 2 and "unknown command 'frobnicate' (the commands are check, run, compare, convert, devices, dot, repl)" in err, err)
     add = os.path.join(EXAMPLES, "add.graph")
     code, out, err = run("run", "--iteration=3", add)
     expect(code == 2 and out == "", f"exit {code}")

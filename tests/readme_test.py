@@ -7,6 +7,10 @@ Two kinds of marked blocks in README.md:
 
   <!-- readme-test: run ARGS -->        followed by a ``` block: the output of
                                         `graphrun run ARGS` (run in SOURCE_DIR).
+  <!-- readme-test: repl ARGS -->       followed by two ``` blocks: the lines
+                                        piped into `graphrun repl ARGS` (run in
+                                        SOURCE_DIR), then what it prints (stdout;
+                                        with `2>&1` in ARGS, stderr merged in).
   <!-- readme-test: strategies ARGS -->  followed by a Markdown table: per file
                                         in ARGS, the figures of the three
                                         cleanup strategies (generated here).
@@ -34,7 +38,7 @@ from harness import run_binary  # noqa: E402 (tests/harness.py)
 GRAPHRUN, SRC = sys.argv[1], sys.argv[2]
 UPDATE = "--update" in sys.argv[3:]
 README = os.path.join(SRC, "README.md")
-MARK = re.compile(r"^<!-- readme-test: (run|strategies) (.*) -->$")
+MARK = re.compile(r"^<!-- readme-test: (run|repl|strategies) (.*) -->$")
 MIB4 = 4 << 20
 failures = []
 
@@ -79,6 +83,30 @@ def check_run_block(args, shown):
         fail(f"README block `graphrun {' '.join(argv)}` drifted from the binary's output:\n"
              f"--- README\n{shown}\n--- binary\n{actual}")
     return actual
+
+
+def check_repl_block(args, stdin, shown):
+    """`graphrun repl ARGS < STDIN`: its output, when the README shows what it prints."""
+    argv = ["repl"] + [a for a in args.split() if a != "2>&1"]
+    merged = "2>&1" in args.split()
+    p = subprocess.run([GRAPHRUN, *argv], input=stdin.encode(), cwd=SRC, timeout=300,
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT if merged else subprocess.PIPE)
+    if p.returncode < 0:
+        raise SystemExit(f"graphrun {' '.join(argv)} ended by signal {-p.returncode}")
+    actual = p.stdout.decode("utf-8", "replace").rstrip("\n")
+    if normalize(actual) != normalize(shown) and not UPDATE:
+        fail(f"README block `graphrun {' '.join(argv)}` drifted from the binary's output:\n"
+             f"--- README\n{shown}\n--- binary\n{actual}")
+    return actual
+
+
+def fenced_block(lines, i):
+    """(first line inside, the closing fence's index) of the ``` block opening at or after line I."""
+    while i < len(lines) and not lines[i].startswith("```"):
+        i += 1
+    if i >= len(lines):
+        return None, None
+    return i + 1, lines.index("```", i + 1)
 
 
 def cpu_stats(args):
@@ -155,7 +183,16 @@ def main():
             continue
         blocks += 1
         kind, args = m.groups()
-        if kind == "run":
+        if kind == "repl":
+            first, end = fenced_block(lines, i)
+            out_first, out_end = fenced_block(lines, end + 1) if end is not None else (None, None)
+            if out_end is None:
+                fail(f"README line {i}: a readme-test repl mark must be followed by two ``` blocks")
+                continue
+            actual = check_repl_block(args, "\n".join(lines[first:end]) + "\n", "\n".join(lines[out_first:out_end]))
+            out += lines[i:out_first] + actual.split("\n") + ["```"]
+            i = out_end + 1
+        elif kind == "run":
             if i >= len(lines) or not lines[i].startswith("```"):
                 fail(f"README line {i}: a readme-test run mark must be followed by a ``` block")
                 continue
