@@ -76,9 +76,10 @@ Loc loc_at(std::string_view text, size_t offset, uint32_t first_line) {
 }
 
 // An error at a place of the text, formatted as every diagnostic is.
-Error error_at(ErrorKind kind, const std::string& display, const std::string& source, Loc loc,
-               const std::string& message) {
+Error error_at(ErrorKind kind, const std::string& display, const std::string& source, uint32_t first_line,
+               Loc loc, const std::string& message) {
     Diagnostics d(display, source);
+    d.set_first_line(first_line);
     d.error(loc, message);
     Error e{kind, message, 0};
     e.diagnostics.push_back(d.format(d.all().front()));
@@ -86,9 +87,9 @@ Error error_at(ErrorKind kind, const std::string& display, const std::string& so
 }
 
 // The error of a failed run, with its place in the text where it has one.
-Error run_error(const RunError& re, const std::string& display, const std::string& source) {
+Error run_error(const RunError& re, const std::string& display, const std::string& source, uint32_t first_line) {
     if (re.signal) return Error{ErrorKind::Interrupted, re.message, re.signal, {re.message}};
-    return error_at(ErrorKind::Runtime, display, source, re.loc, re.message);
+    return error_at(ErrorKind::Runtime, display, source, first_line, re.loc, re.message);
 }
 
 std::vector<std::string> lines_of(const std::string& text) {
@@ -160,7 +161,8 @@ struct LiveSession::Impl {
     }
 
     // Runs a loaded, placed graph: `from_store` its first inputs, `bind` what the store takes.
-    StatementResult run(const Graph& g, const std::string& display, const std::string& source, size_t predeclared,
+    StatementResult run(const Graph& g, const std::string& display, const std::string& source, uint32_t first_line,
+                        size_t predeclared,
                         std::vector<std::pair<std::string, NodeId>> bind, bool show) {
         StatementResult r;
         EagerRun spec;
@@ -172,7 +174,7 @@ struct LiveSession::Impl {
         r.ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
         r.statements = session->statements() - before;
         if (e) {
-            r.error = run_error(*e, display, source);
+            r.error = run_error(*e, display, source, first_line);
             return r;
         }
         for (const auto& [name, id] : spec.bind)
@@ -202,9 +204,8 @@ StatementResult LiveSession::execute(std::string_view text, const std::string& d
             any = static_cast<unsigned char>(text[i]) > ' ' && text[i] != ';';
     }
     if (!any) return r;
-    // The source as the diagnostics show it: its lines numbered from first_line.
-    std::string source(first_line - 1, '\n');
-    source.append(text);
+    // The source as the diagnostics show it (its lines numbered from first_line).
+    const std::string source(text);
 
     // `del NAME, ...`: unbinds names (all of them, or none when one is unknown).
     {
@@ -221,8 +222,8 @@ StatementResult LiveSession::execute(std::string_view text, const std::string& d
             }
             if (rest.empty()) {
                 if (words.size() == 1) {
-                    r.error = error_at(ErrorKind::InvalidGraph, display, source,
-                                       loc_at(source, (first_line - 1) + words[0].second + 3, 1),
+                    r.error = error_at(ErrorKind::InvalidGraph, display, source, first_line,
+                                       loc_at(source, words[0].second + 3, first_line),
                                        "expected a name after 'del'");
                     return r;
                 }
@@ -233,8 +234,8 @@ StatementResult LiveSession::execute(std::string_view text, const std::string& d
                         for (const StoredValue& v : m.session->values()) known.push_back(v.name);
                         if (auto near = nearest_name(words[k].first, known); !near.empty())
                             msg += "; did you mean '" + near + "'?";
-                        r.error = error_at(ErrorKind::InvalidGraph, display, source,
-                                           loc_at(source, (first_line - 1) + words[k].second, 1), msg);
+                        r.error = error_at(ErrorKind::InvalidGraph, display, source, first_line,
+                                           loc_at(source, words[k].second, first_line), msg);
                         return r;
                     }
                 for (size_t k = 1; k < words.size(); ++k) m.session->unbind(words[k].first);
@@ -250,7 +251,7 @@ StatementResult LiveSession::execute(std::string_view text, const std::string& d
         if (std::any_of(names.begin(), names.end(), [&](const PredeclaredName& p) { return p.name == w; })) return;
         if (auto v = m.session->find(w)) names.push_back(PredeclaredName{v->name, v->dtype, v->shape});
     });
-    std::unique_ptr<LoadedGraph> lg = load_statements(display, source, names, kShownName, m.limits());
+    std::unique_ptr<LoadedGraph> lg = load_statements(display, source, names, kShownName, first_line, m.limits());
     PrepareOptions po;
     po.placement = m.opts.placement;
     po.memory_limit = m.opts.memory_limit;
@@ -273,7 +274,7 @@ StatementResult LiveSession::execute(std::string_view text, const std::string& d
         if (show) {  // `_ = x` written out is an assignment, not a bare expression
             const Loc& at = last.loc;
             size_t off = 0;
-            for (uint32_t line = 1; line < at.line && off < source.size(); ++off)
+            for (uint32_t line = first_line; line < at.line && off < source.size(); ++off)
                 if (source[off] == '\n') ++line;
             off += at.col ? at.col - 1 : 0;
             std::string_view from(source);
@@ -285,7 +286,7 @@ StatementResult LiveSession::execute(std::string_view text, const std::string& d
             }
         }
     }
-    StatementResult out = m.run(g, display, source, names.size(), std::move(bind), show);
+    StatementResult out = m.run(g, display, source, first_line, names.size(), std::move(bind), show);
     out.warnings = std::move(r.warnings);
     m.record(text);
     return out;
@@ -348,7 +349,7 @@ StatementResult LiveSession::load(const std::string& path, const FeedOptions& fe
     std::vector<std::pair<std::string, NodeId>> bind;
     for (const Output& o : g.outputs) bind.emplace_back(o.name, o.id);
     const LoadedGraph& lg = *pr.prepared.loaded;
-    StatementResult out = m.run(g, lg.display, lg.onnx ? std::string() : lg.source, 0, std::move(bind), false);
+    StatementResult out = m.run(g, lg.display, lg.onnx ? std::string() : lg.source, 1, 0, std::move(bind), false);
     out.warnings = std::move(r.warnings);
     m.record(":load " + path);
     return out;

@@ -90,8 +90,9 @@ public:
 
     // Runs `text` (complete statements; text format). `display` names it in
     // messages ("<stdin>", "<repl>"); its lines are numbered from `first_line`.
-    // `del NAME, ...` unbinds names. A text that is a bare expression (no `=`
-    // at its top level) is computed into `shown` and binds nothing.
+    // `del NAME, ...` unbinds names. A text whose last statement is a bare
+    // expression (`x`, `x @ y`) binds its value to `_`, as Python's REPL
+    // does, and returns it in `shown`.
     StatementResult execute(std::string_view text, const std::string& display = "<repl>", uint32_t first_line = 1);
     // True when `text` cannot be complete yet: an open `{`, `(` or `[`, or a
     // line ending in an operator or a comma (the REPL reads another line).

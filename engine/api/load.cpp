@@ -43,16 +43,18 @@ bool stop_requested(LoadedGraph& lg) {
 }
 
 void parse_and_validate(LoadedGraph& lg, const InputLimits& limits = {},
-                        const std::vector<PredeclaredName>& predeclared = {}, std::string_view bare_name = {}) {
+                        const std::vector<PredeclaredName>& predeclared = {}, std::string_view bare_name = {},
+                        uint32_t first_line = 1) {
     // A binary model has no lines to show under a message.
     lg.diag = Diagnostics(lg.display, lg.onnx ? std::string_view() : std::string_view(lg.source));
+    lg.diag.set_first_line(first_line);
     lg.graph.file = lg.display;
     lg.graph.from_json = lg.json;
     lg.graph.from_onnx = lg.onnx;
     // A model's bytes go to its reader, which frees them once parsed.
     bool parsed = lg.onnx   ? parse_onnx(std::move(lg.source), lg.graph, lg.diag, limits)
                   : lg.json ? parse_json(lg.source, lg.graph, lg.diag, limits)
-                            : parse_text(lg.source, lg.graph, lg.diag, limits, predeclared, bare_name);
+                            : parse_text(lg.source, lg.graph, lg.diag, limits, predeclared, bare_name, first_line);
     // Validation also runs after parse errors, on what did parse, so that one
     // run reports every independent error; nodes built from failed
     // expressions are skipped without cascading.
@@ -80,12 +82,13 @@ std::unique_ptr<LoadedGraph> load_graph_source(const std::string& display, std::
 
 std::unique_ptr<LoadedGraph> load_statements(const std::string& display, std::string source,
                                              const std::vector<PredeclaredName>& names,
-                                             std::string_view bare_expression_name, const InputLimits& limits) {
+                                             std::string_view bare_expression_name, uint32_t first_line,
+                                             const InputLimits& limits) {
     auto lg = std::make_unique<LoadedGraph>();
     lg->path = display;
     lg->display = display;
     lg->source = std::move(source);
-    parse_and_validate(*lg, limits, names, bare_expression_name);
+    parse_and_validate(*lg, limits, names, bare_expression_name, first_line);
     return lg;
 }
 

@@ -42,9 +42,10 @@ std::unique_ptr<LoadedGraph> load_graph_source(const std::string& display, std::
 // Text statements for a live session (SPEC section 8): `names` are bound
 // before them as input nodes of their dtype and shape (the session's stored
 // values the statements may read); a bare expression is bound to
-// `bare_expression_name` (parse_text).
+// `bare_expression_name` (parse_text); lines count from `first_line`.
 std::unique_ptr<LoadedGraph> load_statements(const std::string& display, std::string source,
                                              const std::vector<PredeclaredName>& names,
-                                             std::string_view bare_expression_name, const InputLimits& limits = {});
+                                             std::string_view bare_expression_name, uint32_t first_line = 1,
+                                             const InputLimits& limits = {});
 
 }  // namespace graphrun

@@ -71,6 +71,7 @@ PrepareResult load_and_place(std::unique_ptr<LoadedGraph> loaded, const PrepareO
     if (!perr && interrupted()) perr = PlacementError{"interrupted by " + signal_name(interrupted()) + " while placing; nothing ran", {}};
     if (perr) {
         Diagnostics d(lg.display, lg.source);
+        d.set_first_line(lg.diag.first_line());
         d.error(perr->loc, perr->message);
         d.print(err);
         r.error = Error{ErrorKind::Runtime, perr->message, 0};

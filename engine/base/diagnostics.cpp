@@ -55,7 +55,8 @@ std::string Diagnostics::format(const Diagnostic& d) const {
     // A message quotes names, which may hold any bytes and any length.
     os << ": " << sev << ": " << terminal_text(d.message, kMaxShownLine, true) << '\n';
     if (d.loc.line == 0 || source_.empty()) return os.str();
-    std::string_view text = source_line(source_, d.loc.line);
+    if (d.loc.line < first_line_) return os.str();
+    std::string_view text = source_line(source_, d.loc.line - first_line_ + 1);
     constexpr size_t kMaxShown = 200;
     // Show a window of the line around the column, with unprintable bytes as '?'.
     size_t col = d.loc.col > 0 ? d.loc.col - 1 : 0;

@@ -49,6 +49,10 @@ public:
     size_t error_count() const { return errors_; }
     const std::vector<Diagnostic>& all() const { return diags_; }
     const std::string& file() const { return file_; }
+    // The source's first line is line `line` of what the user typed (a
+    // REPL's statement on its 40th line): places count from it.
+    void set_first_line(uint32_t line) { first_line_ = line ? line : 1; }
+    uint32_t first_line() const { return first_line_; }
 
     // Prints the diagnostics in the order reported, as printed() lists them.
     void print(std::ostream& os) const;
@@ -70,6 +74,7 @@ private:
     std::vector<Diagnostic> diags_;
     size_t errors_ = 0;
     bool over_limit_ = false;
+    uint32_t first_line_ = 1;
 };
 
 // Warnings printed of one kind, and in all, before the rest are counted.

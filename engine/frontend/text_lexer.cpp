@@ -216,7 +216,7 @@ Loc Lexer::eof_loc() const {
         size_t line_start = end == 0 ? std::string_view::npos : src_.rfind('\n', end - 1);
         line_start = line_start == std::string_view::npos ? 0 : line_start + 1;
         eof_.line = static_cast<uint32_t>(
-            1 + std::count(src_.begin(), src_.begin() + static_cast<std::ptrdiff_t>(end), '\n'));
+            first_line_ + std::count(src_.begin(), src_.begin() + static_cast<std::ptrdiff_t>(end), '\n'));
         eof_.col = static_cast<uint32_t>(end - line_start + 1);
     }
     return eof_;

@@ -62,6 +62,11 @@ class Lexer {
 
     Lexer(std::string_view source, Diagnostics& diag, size_t max_errors);
 
+    // Lines count from `line` (a live session's text that goes on from line `line`).
+    void set_first_line(uint32_t line) {
+        st_.line = line;
+        first_line_ = line;
+    }
     Token next();
     State state() const { return st_; }
     void restore(const State& s) { st_ = s; }
@@ -93,6 +98,7 @@ class Lexer {
     size_t reported_upto_ = 0;  // errors before this byte were reported already
     uint32_t last_byte_error_line_ = 0;
     mutable Loc eof_;  // computed on first use
+    uint32_t first_line_ = 1;
 };
 
 // The length of the valid UTF-8 sequence at `p` (at most `avail` bytes), or 0.

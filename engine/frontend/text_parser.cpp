@@ -526,8 +526,9 @@ bool parse_text(std::string_view source, Graph& g, Diagnostics& diag, const Inpu
 }
 
 bool parse_text(std::string_view source, Graph& g, Diagnostics& diag, const InputLimits& limits,
-                const std::vector<PredeclaredName>& names, std::string_view bare_expression_name) {
-    textparse::TextParser parser(source, g, diag, limits);
+                const std::vector<PredeclaredName>& names, std::string_view bare_expression_name,
+                uint32_t first_line) {
+    textparse::TextParser parser(source, g, diag, limits, first_line);
     parser.predeclare(names);
     parser.bind_bare_expressions(bare_expression_name);
     parser.run();

@@ -24,8 +24,10 @@ struct PredeclaredName {
 };
 // parse_text, with `names` bound first (in this order, as input nodes at the
 // top of the program); where `bare_expression_name` is given, a statement that
-// is a bare expression (`x @ y`) is read as `bare_expression_name = x @ y`.
+// is a bare expression (`x @ y`) is read as `bare_expression_name = x @ y`;
+// its lines are numbered from `first_line`.
 bool parse_text(std::string_view source, Graph& g, Diagnostics& diag, const InputLimits& limits,
-                const std::vector<PredeclaredName>& names, std::string_view bare_expression_name);
+                const std::vector<PredeclaredName>& names, std::string_view bare_expression_name,
+                uint32_t first_line = 1);
 
 }  // namespace graphrun

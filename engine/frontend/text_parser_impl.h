@@ -58,7 +58,7 @@ inline Value node_value(NodeId id, const Token& at) {
 
 class TextParser {
   public:
-    TextParser(std::string_view src, Graph& g, Diagnostics& diag, const InputLimits& limits)
+    TextParser(std::string_view src, Graph& g, Diagnostics& diag, const InputLimits& limits, uint32_t first_line = 1)
         : limits_(limits),
           src_(src),
           g_(g),
@@ -66,6 +66,7 @@ class TextParser {
           base_errors_(diag.error_count()),
           lex_(src, diag, kMaxErrors),
           b_(g, diag) {
+        lex_.set_first_line(first_line);
         eof_tok_.kind = Tok::Eof;
         eof_tok_.start = src.size();
         Loc e = lex_.eof_loc();

@@ -231,7 +231,7 @@ struct EagerSession::Runner {
             const NodeId id = st.index;
             if (!(instrumented ? run_node_instrumented(id) : run_node(id))) return false;
             if (g.node(id).generated) temps.push_back(id);
-            else statement_end(id, temps);
+            else if (c.exec[static_cast<size_t>(id)].store_slot < 0) statement_end(id, temps);  // not a stored name's input
         }
         for (NodeId t : temps) s.frame_.drop(static_cast<NodeId>(v(t)));  // a last statement with no name
         return true;
