@@ -12,6 +12,7 @@
 #include "engine/api/load.h"
 #include "engine/api/output_paths.h"
 #include "engine/api/prepare.h"
+#include "engine/api/units.h"
 #include "engine/base/interrupt.h"
 #include "engine/ir/ops.h"
 #include "engine/runtime/device.h"
@@ -24,15 +25,6 @@ namespace {
 // The name a bare expression's value is bound to, as Python's REPL binds `_`.
 constexpr std::string_view kShownName = "_";
 constexpr size_t kTimelineRows = 200;
-
-uint64_t resident_bytes() {
-    FILE* f = std::fopen("/proc/self/statm", "r");
-    if (!f) return 0;
-    unsigned long size = 0, rss = 0;
-    int n = std::fscanf(f, "%lu %lu", &size, &rss);
-    std::fclose(f);
-    return n == 2 ? static_cast<uint64_t>(rss) * static_cast<uint64_t>(sysconf(_SC_PAGESIZE)) : 0;
-}
 
 bool ident_start(char c) { return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_'; }
 bool ident_char(char c) { return ident_start(c) || (c >= '0' && c <= '9'); }

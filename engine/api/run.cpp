@@ -20,15 +20,6 @@ namespace graphrun {
 
 namespace {
 
-uint64_t resident_bytes() {
-    FILE* f = std::fopen("/proc/self/statm", "r");
-    if (!f) return 0;
-    unsigned long size = 0, rss = 0;
-    int n = std::fscanf(f, "%lu %lu", &size, &rss);
-    std::fclose(f);
-    return n == 2 ? static_cast<uint64_t>(rss) * static_cast<uint64_t>(sysconf(_SC_PAGESIZE)) : 0;
-}
-
 // The host memory a run holds outside every allocator, beside the CPU's
 // tensors: each fetched output's copy on the host (made for printing, saving
 // and comparing, from whichever device it lives on) and each input's value

@@ -1,6 +1,9 @@
 // Memory sizes for messages.
 #include "engine/api/units.h"
 
+#include <cstdio>
+#include <unistd.h>
+
 #include <iomanip>
 #include <sstream>
 
@@ -18,6 +21,15 @@ std::string human_bytes(uint64_t bytes) {
     if (u == 0) os << bytes << " B";
     else os << std::fixed << std::setprecision(2) << v << " " << units[u];
     return os.str();
+}
+
+uint64_t resident_bytes() {
+    FILE* f = std::fopen("/proc/self/statm", "r");
+    if (!f) return 0;
+    unsigned long size = 0, rss = 0;
+    int n = std::fscanf(f, "%lu %lu", &size, &rss);
+    std::fclose(f);
+    return n == 2 ? static_cast<uint64_t>(rss) * static_cast<uint64_t>(sysconf(_SC_PAGESIZE)) : 0;
 }
 
 }  // namespace graphrun

@@ -144,7 +144,7 @@ struct EagerSession::Runner {
                 }
                 ref.data = src->data;
                 if (src->dev == &dev) continue;
-                void* p = s.allocate_on(dev, src->bytes);
+                void* p = allocate_with_retry(dev, *s.cleanup_, src->bytes);
                 const Node& from = g.node(in.id);
                 if (!p)
                     return fail(RunError{oom(n, src->bytes, dev.allocator(),
@@ -165,7 +165,7 @@ struct EagerSession::Runner {
             // buffer until the new one is computed: rebinding, not reuse.
             const bool had_old = frame.buffer_of(static_cast<NodeId>(v(id))) != nullptr;
             if (had_old) frame.share(static_cast<NodeId>(c.tmp), static_cast<NodeId>(v(id)));
-            void* data = s.allocate_on(dev, e.bytes);
+            void* data = allocate_with_retry(dev, *s.cleanup_, e.bytes);
             if (!data) {
                 if (had_old) frame.drop(static_cast<NodeId>(c.tmp));
                 return fail(RunError{oom(n, e.bytes, dev.allocator(), type_string(n.dtype, n.shape)), n.loc});
@@ -285,28 +285,10 @@ EagerSession::EagerSession(SessionOptions opts)
 EagerSession::~EagerSession() { close(); }
 
 Device* EagerSession::device_for(std::string_view name, std::optional<RunError>& error) {
-    auto it = devices_.find(name);
-    if (it != devices_.end()) return it->second.get();
     std::string why;
-    std::unique_ptr<Device> dev = factory_.open(name, &why);
-    if (!dev) {
-        error = RunError{"cannot open " + std::string(name) + ": " + why, {}};
-        return nullptr;
-    }
-    Device* raw = dev.get();
-    raw->allocator().set_failure_countdown(opts_.fail_allocation_countdown);  // the test hook, as Session's
-    raw->set_allocation_retry(
-        [this, raw](uint64_t bytes) { return cleanup_->release_for_retry(raw->allocator(), bytes); });
-    if (raw->kind() == DeviceKind::Cpu) ctx_.scratch = raw->kernel_scratch();
-    devices_.emplace(std::string(name), std::move(dev));
-    return raw;
-}
-
-void* EagerSession::allocate_on(Device& dev, uint64_t bytes) {
-    Allocator& a = dev.allocator();
-    void* data = a.allocate(bytes);
-    if (!data && cleanup_->release_for_retry(a, bytes)) data = a.allocate(bytes);
-    return data;
+    Device* dev = open_device(devices_, factory_, name, cleanup_, ctx_, opts_.fail_allocation_countdown, &why);
+    if (!dev) error = RunError{"cannot open " + std::string(name) + ": " + why, {}};
+    return dev;
 }
 
 int32_t EagerSession::store_slot(std::string_view name) const {
@@ -553,18 +535,9 @@ bool EagerSession::unbind(std::string_view name, uint64_t* bytes, uint64_t* buff
     return true;
 }
 
-std::map<std::string, MemoryStats> EagerSession::stats() const {
-    std::map<std::string, MemoryStats> out;
-    for (const auto& [name, dev] : devices_) out[name] = dev->allocator().stats();
-    if (out.empty()) out[std::string(kCpuDeviceName)] = MemoryStats{};
-    return out;
-}
+std::map<std::string, MemoryStats> EagerSession::stats() const { return device_stats(devices_); }
 
-std::map<std::string, uint64_t> EagerSession::limits() const {
-    std::map<std::string, uint64_t> out;
-    for (const auto& [name, dev] : devices_) out[name] = dev->allocator().limit();
-    return out;
-}
+std::map<std::string, uint64_t> EagerSession::limits() const { return device_limits(devices_); }
 
 void EagerSession::set_cleanup(CleanupStrategy kind) {
     if (closed_ || kind == opts_.cleanup) return;
@@ -577,13 +550,7 @@ void EagerSession::set_cleanup(CleanupStrategy kind) {
     cleanup_->start();
 }
 
-std::vector<OpProfile> EagerSession::profile() const {
-    std::vector<OpProfile> out;
-    for (const OpProfile& p : op_profile_)
-        if (p.count) out.push_back(p);
-    std::sort(out.begin(), out.end(), [](const OpProfile& a, const OpProfile& b) { return a.ms > b.ms; });
-    return out;
-}
+std::vector<OpProfile> EagerSession::profile() const { return slowest_first(op_profile_); }
 
 void EagerSession::close() {
     if (closed_) return;

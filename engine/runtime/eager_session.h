@@ -108,12 +108,11 @@ private:
     struct Runner;
 
     Device* device_for(std::string_view name, std::optional<RunError>& error);
-    void* allocate_on(Device& dev, uint64_t bytes);
     int32_t store_slot(std::string_view name) const;  // -1: unbound
 
     SessionOptions opts_;
     DeviceFactory factory_;
-    std::map<std::string, std::unique_ptr<Device>, std::less<>> devices_;
+    DeviceMap devices_;
     std::unique_ptr<ThreadPool> pool_;
     KernelContext ctx_;
     std::unique_ptr<Cleanup> cleanup_;  // after devices_: destroyed before the allocators

@@ -98,41 +98,22 @@ Session::~Session() { close(); }
 // The session's device for a placed name, opened on first use; nullptr (and
 // open_error_ set) when a GPU cannot be opened.
 Device* Session::device_for(std::string_view name) {
-    auto it = devices_.find(name);
-    if (it != devices_.end()) return it->second.get();
-    if (open_error_) return nullptr;
+    if (open_error_ && !devices_.count(name)) return nullptr;
     std::string error;
-    std::unique_ptr<Device> dev = factory_.open(name, &error);
-    if (!dev) {
-        open_error_ = RunError{"cannot open " + std::string(name) + ": " + error, {}};
-        return nullptr;
-    }
-    Device* raw = dev.get();
-    raw->allocator().set_failure_countdown(opts_.fail_allocation_countdown);
-    // Kernel scratch takes the same second chance as the session's own allocations.
-    raw->set_allocation_retry(
-        [this, raw](uint64_t bytes) { return cleanup_->release_for_retry(raw->allocator(), bytes); });
-    if (raw->kind() == DeviceKind::Cpu) ctx_.scratch = raw->kernel_scratch();
-    devices_.emplace(std::string(name), std::move(dev));
-    return raw;
+    Device* dev = open_device(devices_, factory_, name, cleanup_, ctx_, opts_.fail_allocation_countdown, &error);
+    if (!dev) open_error_ = RunError{"cannot open " + std::string(name) + ": " + error, {}};
+    return dev;
 }
 
-std::map<std::string, MemoryStats> Session::stats() const {
-    std::map<std::string, MemoryStats> out;
-    for (const auto& [name, dev] : devices_) out[name] = dev->allocator().stats();
-    if (out.empty()) out[std::string(kCpuDeviceName)] = MemoryStats{};
-    return out;
-}
+std::map<std::string, MemoryStats> Session::stats() const { return device_stats(devices_); }
 
-std::map<std::string, uint64_t> Session::limits() const {
-    std::map<std::string, uint64_t> out;
-    for (const auto& [name, dev] : devices_) out[name] = dev->allocator().limit();
-    return out;
-}
+std::map<std::string, uint64_t> Session::limits() const { return device_limits(devices_); }
 
-std::vector<OpProfile> Session::profile() const {
+std::vector<OpProfile> Session::profile() const { return slowest_first(op_profile_); }
+
+std::vector<OpProfile> slowest_first(const std::vector<OpProfile>& per_op) {
     std::vector<OpProfile> out;
-    for (const OpProfile& p : op_profile_)
+    for (const OpProfile& p : per_op)
         if (p.count) out.push_back(p);
     std::sort(out.begin(), out.end(), [](const OpProfile& a, const OpProfile& b) { return a.ms > b.ms; });
     return out;
@@ -163,22 +144,13 @@ std::string Session::oom_message(const Node& n, uint64_t bytes, const Allocator&
     return msg + cleanup_->oom_note(s);
 }
 
-// One counted allocation; when it fails, over the limit or because the device
-// itself is full, the strategy may give back what it holds (background: its
-// backlog) for one more try.
-void* Session::allocate_on(Device& dev, uint64_t bytes) {
-    Allocator& a = dev.allocator();
-    void* data = a.allocate(bytes);
-    if (!data && cleanup_->release_for_retry(a, bytes)) data = a.allocate(bytes);
-    return data;
-}
 
 // Copies an input that lives on another device onto `dev` for node n: a
 // scratch buffer, counted in dev's statistics (and copied_in), released as
 // soon as the node has run (the static plan does the same).
 std::optional<RunError> Session::copy_input(const Node& n, const Node& in, const ExecutionFrame::Buffer& src,
                                             Device& dev, TensorRef& ref) {
-    void* p = allocate_on(dev, src.bytes);
+    void* p = allocate_with_retry(dev, *cleanup_, src.bytes);
     if (!p)
         return RunError{oom_message(n, src.bytes, dev.allocator(),
                                     "the copy of input '" + std::string(in.display()) + "' " +
@@ -234,7 +206,7 @@ std::optional<RunError> Session::run_node(NodeId id) {
     void* data = e.donor != kNoNode ? frame.take_donor(id, e.donor, &dev) : nullptr;
     if (!data) {
         const uint64_t bytes = e.bytes;
-        data = allocate_on(dev, bytes);
+        data = allocate_with_retry(dev, *cleanup_, bytes);
         if (!data) {
             release_scratch();
             const Node& n = g_.node(id);

@@ -70,7 +70,6 @@ private:
     void observe_pass_end(int32_t loop);  // loop -1: the iteration ended
     RunError interrupted(NodeId before, int sig) const;  // the error of a run stopped by `sig`
     Device* device_for(std::string_view name);
-    void* allocate_on(Device& dev, uint64_t bytes);
     void release_scratch();
     std::optional<RunError> copy_input(const Node& n, const Node& in, const ExecutionFrame::Buffer& src, Device& dev,
                                        TensorRef& ref);
@@ -83,7 +82,7 @@ private:
     const Plan& plan_;
     SessionOptions opts_;
     DeviceFactory factory_;
-    std::map<std::string, std::unique_ptr<Device>, std::less<>> devices_;
+    DeviceMap devices_;
     std::optional<RunError> open_error_;  // a device that could not be opened
     // What the per-node path reads, per node, compiled once: one record and
     // its inputs' fixed parts back to back, so that a chain of tiny nodes

@@ -60,6 +60,9 @@ struct OpProfile {
     uint64_t bytes = 0;  // allocated for outputs
 };
 
+// The ops that ran (count > 0) of a per-op table, slowest first.
+std::vector<OpProfile> slowest_first(const std::vector<OpProfile>& per_op);
+
 // An output copied to the host for the report; belongs to no allocator.
 struct HostTensor {
     std::string name;
