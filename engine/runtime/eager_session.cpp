@@ -79,21 +79,22 @@ struct EagerSession::Runner {
 
     size_t v(NodeId id) const { return c.base + static_cast<size_t>(id); }
 
-    std::string where(const Node& n) const {
-        std::string out = ", iteration " + std::to_string(iteration + 1) + " of " + std::to_string(iterations);
+    // Where the run is: the iteration (when it has several) and each enclosing repeat's pass.
+    std::string where() const {
+        std::string out =
+            iterations > 1 ? ", iteration " + std::to_string(iteration + 1) + " of " + std::to_string(iterations) : "";
         for (const LoopPass& p : position) {
             const Repeat& rep = g.repeats[static_cast<size_t>(p.repeat)];
             out += ", pass " + std::to_string(p.pass + 1) + " of " + std::to_string(p.passes) + " of the repeat";
             if (!rep.loc.pointer.empty()) out += " at " + std::string(rep.loc.pointer.view());
             else if (rep.loc.line) out += " at line " + std::to_string(rep.loc.line);
         }
-        (void)n;
         return out;
     }
 
     std::string oom(const Node& n, uint64_t bytes, const Allocator& a, const std::string& what) const {
         MemoryStats st = a.stats();
-        return "out of memory on " + std::string(n.placed) + " at " + node_label(n) + where(n) + ": " + what +
+        return "out of memory on " + std::string(n.placed) + " at " + node_label(n) + where() + ": " + what +
                " needs " + std::to_string(bytes) + " bytes; in use " + std::to_string(st.in_use) + " bytes" +
                (st.workspace ? " (and " + std::to_string(st.workspace) + " bytes of workspace)" : "") + ", limit " +
                std::to_string(a.limit()) + " bytes" + s.cleanup_->oom_note(st);
@@ -117,7 +118,7 @@ struct EagerSession::Runner {
         if (s.opts_.interrupt) {
             if (const int sig = s.opts_.interrupt->load(std::memory_order_relaxed)) {
                 std::string name = sig == 2 ? "SIGINT" : sig == 15 ? "SIGTERM" : "signal " + std::to_string(sig);
-                error = RunError{"interrupted by " + name + " before " + node_label(g.node(id)), {}, sig};
+                error = RunError{"interrupted by " + name + " before " + node_label(g.node(id)) + where(), {}, sig};
                 return false;
             }
         }
