@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <map>
 #include <optional>
+#include <set>
 
 #include "cli/app.h"
 #include "cli/commands.h"
@@ -189,15 +190,20 @@ void Repl::cmd_vars(const std::vector<std::string>& args) {
     }
     TextTable table({"name", "dtype", "shape", "device", "bytes"}, 4);
     uint64_t total = 0;
+    std::set<uint64_t> counted;  // aliases share a buffer: it is held, and counted, once
+    size_t shared = 0;
     for (const LiveVar& v : vars) {
-        table.add(
-            {v.name, dtype_name(v.dtype), shape_string(v.shape), v.device, std::to_string(v.bytes)},
-            {{4, v.bytes}});
-        total += v.bytes;
+        const bool alias = v.buffer != 0 && !counted.insert(v.buffer).second;
+        table.add({v.name, dtype_name(v.dtype), shape_string(v.shape), v.device,
+                   std::to_string(v.bytes) + (alias ? " (shared)" : "")},
+                  {{4, v.bytes}});
+        if (alias) ++shared;
+        else total += v.bytes;
     }
     table.print(out_);
-    // Aliases share a buffer, so the sum may count one buffer twice.
-    out_ << plural(vars.size(), "name", "names") << ", " << bytes_text(total) << "\n";
+    out_ << plural(vars.size(), "name", "names") << ", " << bytes_text(total);
+    if (shared) out_ << " (" << plural(shared, "name shares", "names share") << " another's buffer)";
+    out_ << "\n";
 }
 
 void Repl::cmd_del(const std::vector<std::string>& args) {

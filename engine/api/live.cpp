@@ -375,7 +375,7 @@ std::optional<Error> LiveSession::save(const std::vector<std::string>& names, co
 std::vector<LiveVar> LiveSession::vars() const {
     std::vector<LiveVar> out;
     for (const StoredValue& v : impl_->session->values())
-        out.push_back(LiveVar{v.name, v.dtype, v.shape, v.device, v.bytes});
+        out.push_back(LiveVar{v.name, v.dtype, v.shape, v.device, v.bytes, v.buffer});
     return out;
 }
 

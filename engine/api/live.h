@@ -42,6 +42,9 @@ struct LiveVar {
     Shape shape;
     std::string device;
     uint64_t bytes = 0;  // of its buffer (64-byte rounded, as the statistics count it)
+    // Names that share one buffer (`y = x` makes y an alias of x) have the
+    // same number here: their bytes are held once.
+    uint64_t buffer = 0;
 };
 
 struct StatementResult {

@@ -488,7 +488,11 @@ void EagerSession::release_fetched() {
 
 std::vector<StoredValue> EagerSession::values() const {
     std::vector<StoredValue> out;
-    for (const auto& [name, slot] : slot_of_) out.push_back(info_[static_cast<size_t>(slot)]);
+    for (const auto& [name, slot] : slot_of_) {
+        out.push_back(info_[static_cast<size_t>(slot)]);
+        if (const ExecutionFrame::Buffer* b = frame_.buffer_of(slot))
+            out.back().buffer = static_cast<uint64_t>(reinterpret_cast<uintptr_t>(b->data));
+    }
     return out;
 }
 

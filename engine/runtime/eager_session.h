@@ -61,6 +61,7 @@ struct StoredValue {
     Shape shape;
     std::string device;
     uint64_t bytes = 0;
+    uint64_t buffer = 0;  // the same for names that share one buffer (`y = x` aliases x)
 };
 
 class EagerSession {
