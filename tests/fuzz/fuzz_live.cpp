@@ -5,12 +5,17 @@
 // complete (as the REPL does). A line `!reset`, `!close`, `!cleanup` or
 // `!del NAME` calls the session's own operation. After every statement the
 // session must still work, and after the last, teardown must leave nothing.
+#include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <mutex>
 #include <string>
 #include <string_view>
+#include <thread>
 
 #include "engine/api/live.h"
+#include "engine/base/interrupt.h"
 
 using namespace graphrun;
 
@@ -32,6 +37,26 @@ double passes(std::string_view text) {
     return total;
 }
 
+// Each input gets this long; then a watchdog thread asks the running
+// statement to stop (as Ctrl-C does) and the rest of the input is skipped,
+// so that no input reaches libFuzzer's own timeout however costly its ops.
+constexpr auto kInputTime = std::chrono::seconds(2);
+std::atomic<int64_t> g_deadline_ns{0};  // 0: none
+
+void start_watchdog() {
+    static std::once_flag once;
+    std::call_once(once, [] {
+        std::thread([] {
+            for (;;) {
+                std::this_thread::sleep_for(std::chrono::milliseconds(20));
+                const int64_t d = g_deadline_ns.load();
+                const int64_t now = std::chrono::steady_clock::now().time_since_epoch().count();
+                if (d != 0 && now > d) g_interrupt_signal.store(15);
+            }
+        }).detach();
+    });
+}
+
 bool all_released(const MemoryStats& s) {
     return s.in_use == 0 && s.pending == 0 && s.reserved == 0 && s.live == 0 && s.allocs == s.frees;
 }
@@ -47,13 +72,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     LiveOptions opts;
     opts.cleanup = strategies[data[0] & 3];
     opts.placement.device = "cpu";
-    opts.memory_limit = uint64_t{1} << 20;  // small: every shape stays quick to compute
+    opts.memory_limit = uint64_t{64} << 10;  // small: every one op stays quick to compute
     opts.threads = 1;
+    start_watchdog();
+    clear_interrupt();
+    g_deadline_ns.store(
+        (std::chrono::steady_clock::now() + kInputTime).time_since_epoch().count());
     LiveSession live(opts);
     std::string pending;
     uint32_t line = 1, first = 1;
     size_t start = 0;
-    while (start <= text.size()) {
+    while (start <= text.size() && !interrupted()) {
         size_t end = text.find('\n', start);
         if (end == std::string_view::npos) end = text.size();
         std::string_view l = text.substr(start, end - start);
@@ -81,6 +110,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         }
         if (end == text.size()) break;
     }
+    g_deadline_ns.store(0);
+    clear_interrupt();
     for (const LiveVar& v : live.vars()) (void)live.value(v.name);
     TeardownReport t = live.close();
     for (const auto& [device, stats] : t.after)
