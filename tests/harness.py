@@ -169,3 +169,11 @@ def finish(name, results):
     """Prints the counts; the exit status for sys.exit."""
     print(f"{name}: {results['passed']} passed, {results['failed']} failed")
     return 1 if results["failed"] or not results["passed"] else 0
+
+
+def asan_build(binary):
+    """Whether the binary is built with AddressSanitizer: its shadow memory and
+    quarantine make resident-memory figures (and RLIMIT_AS bounds) meaningless,
+    so a test checks those on the plain build only."""
+    with open(binary, "rb") as f:
+        return b"__asan_init" in f.read()

@@ -22,7 +22,7 @@ import sys
 import tempfile
 import zlib
 
-from harness import expect, make_harness
+from harness import asan_build, expect, make_harness
 
 BIN = os.path.abspath(sys.argv[1])
 run, test, results = make_harness(BIN, timeout=60)
@@ -121,17 +121,10 @@ def bounded(limit_bytes):
     return pre
 
 
-def instrumented(binary):
-    """Whether the binary is built with AddressSanitizer, whose shadow memory
-    (terabytes of address space) cannot start under an RLIMIT_AS bound."""
-    with open(binary, "rb") as f:
-        return b"__asan_init" in f.read()
-
-
 # Under ASan (scripts/sanitize.sh) the address-space bound is left out: the
 # cases still check exit codes and messages there, and the plain build's run
 # (tests/CMakeLists.txt runs this suite in both) checks the bound.
-ADDRESS_BOUND = not instrumented(BIN)
+ADDRESS_BOUND = not asan_build(BIN)  # its shadow memory cannot start under RLIMIT_AS
 if not ADDRESS_BOUND:
     print("note: an AddressSanitizer build: the address-space bound is not applied in this run")
 
