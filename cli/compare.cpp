@@ -137,7 +137,8 @@ int compare_command(const CompareOptions& opts, std::ostream& out, std::ostream&
     // array files are read within the CPU's memory limit, as run reads them.
     FeedOptions feeds = opts.engine.feeds;
     feeds.memory_limit = pr.prepared.cpu_memory_limit;
-    if (std::optional<Error> e = apply_feeds(pr.prepared.graph(), feeds, pr.file, err)) return exit_code(*e);
+    InputValues values;
+    if (std::optional<Error> e = read_feeds(pr.prepared.graph(), feeds, pr.file, values, err)) return exit_code(*e);
     // The plot is no file the runs read and can be written: said before they run.
     if (!opts.plot.empty()) {
         const ReadFiles reads = files_read(*pr.prepared.loaded, "the graph file being compared", &opts.engine.feeds,
@@ -158,7 +159,7 @@ int compare_command(const CompareOptions& opts, std::ostream& out, std::ostream&
         engine.cleanup = v.strategy;
         engine.mode = v.mode;
         engine.series_points = kPlotPoints;
-        runs.push_back(run_prepared(pr.prepared, engine, err));
+        runs.push_back(run_prepared(pr.prepared, values, engine, err));
         const RunResult& r = runs.back();
         if (r.error && code == kExitOk) code = exit_code(*r.error);
     }

@@ -62,14 +62,19 @@ int main(int argc, char** argv) {
                 std::printf("  %s = ", o.name.c_str());
                 print_array(o.value);
             }
-            for (const auto& [device, s] : r.before_teardown)
+            for (const auto& [device, s] : r.stats)
                 std::printf("  %s: peak %llu bytes, %llu allocations\n", device.c_str(),
                             static_cast<unsigned long long>(s.peak), static_cast<unsigned long long>(s.allocs));
-            for (const auto& [device, s] : r.after_teardown)
-                std::printf("  %s after teardown: in_use %llu, live %llu\n", device.c_str(),
+            // The session stays open between runs, holding no tensor.
+            for (const auto& [device, s] : session.stats())
+                std::printf("  %s between runs: in_use %llu, live %llu\n", device.c_str(),
                             static_cast<unsigned long long>(s.in_use), static_cast<unsigned long long>(s.live));
         }
-        session.close();
+        graphrun::Teardown t = session.close();
+        for (const auto& [device, s] : t.after)
+            std::printf("%s after teardown: in_use %llu, reserved %llu, live %llu\n", device.c_str(),
+                        static_cast<unsigned long long>(s.in_use), static_cast<unsigned long long>(s.reserved),
+                        static_cast<unsigned long long>(s.live));
         return 0;
     } catch (const graphrun::Error& e) {
         std::fprintf(stderr, "run_graph: %s error: %s\n", graphrun::error_kind_name(e.kind()), e.what());

@@ -99,7 +99,12 @@ def main():
                                                          f"expected {want_total}")
             peak = re.search(r"cpu: peak (\d+) bytes, (\d+) allocations", block)
             check(peak and int(peak.group(1)) > 0 and int(peak.group(2)) > 0, f"run {i + 1}: no statistics:\n{block}")
-            check("cpu after teardown: in_use 0, live 0" in block, f"run {i + 1}: memory left after teardown:\n{block}")
+            check("cpu between runs: in_use 0, live 0" in block, f"run {i + 1}: tensors held between runs:\n{block}")
+            if i == 1:
+                allocs = [int(m.group(2)) for m in re.finditer(r"cpu: peak (\d+) bytes, (\d+) allocations", out)]
+                check(len(allocs) == 2 and allocs[1] == 2 * allocs[0],
+                      f"the two runs are not one session (allocations {allocs}):\n{out}")
+        check("cpu after teardown: in_use 0, reserved 0, live 0" in out, f"memory left after teardown:\n{out}")
 
         # Where the CUDA plugin is built, the library finds it beside itself
         # (LIBDIR/graphrun/) and loads it: RTLD_NOW resolves every engine

@@ -1,6 +1,7 @@
 // Feeding a graph's inputs: --input values (.npy, .npz, inline JSON) and --fill.
 #include "engine/api/feeds.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstring>
@@ -352,21 +353,34 @@ void fill_literal(std::vector<uint8_t>& lit, DType t, int64_t numel, FillMode mo
 
 }  // namespace
 
-std::optional<Error> apply_feeds(Graph& g, const FeedOptions& feeds, const std::string& display, std::ostream& err) {
+std::vector<FeedView> feed_views(const InputValues& values) {
+    std::vector<FeedView> out;
+    out.reserve(values.size());
+    for (const InputValue& v : values) out.push_back(FeedView{v.id, v.bytes.data(), v.bytes.size()});
+    return out;
+}
+
+std::optional<Error> read_feeds(const Graph& g, const FeedOptions& feeds, const std::string& display,
+                                InputValues& out, std::ostream& err) {
     std::optional<Error> first;
     auto fail = [&](const std::string& msg) {
         err << "graphrun: error: " << msg << "\n";
         if (!first) first = Error{ErrorKind::Usage, msg, 0};
     };
-    std::map<std::string, Node*, std::less<>> by_name;
+    std::map<std::string, const Node*, std::less<>> by_name;
     std::vector<std::string> names;
-    std::vector<Node*> inputs;
-    for (Node& n : g.nodes)
+    std::vector<const Node*> inputs;
+    for (const Node& n : g.nodes)
         if (n.op == OpKind::Input) {
             inputs.push_back(&n);
             by_name[std::string(n.display())] = &n;
             names.emplace_back(n.display());
         }
+    // Per input (as `inputs`), its value once read or filled.
+    std::vector<std::optional<std::vector<uint8_t>>> values(inputs.size());
+    auto slot = [&](const Node* n) -> std::optional<std::vector<uint8_t>>& {
+        return values[static_cast<size_t>(std::find(inputs.begin(), inputs.end(), n) - inputs.begin())];
+    };
     ArrayLimits limits;
     limits.memory_limit = feeds.memory_limit;
     std::map<const Node*, std::string> fed;  // by which option
@@ -377,7 +391,7 @@ std::optional<Error> apply_feeds(Graph& g, const FeedOptions& feeds, const std::
             fail(detail::unknown_name_message(s, name, "input", names, display));
             return;
         }
-        Node& n = *it->second;
+        const Node& n = *it->second;
         if (auto prev = fed.find(&n); prev != fed.end()) {
             fail(s.spelled() + ": input " + quote_bytes(name, 256) + " is already given by " + prev->second);
             return;
@@ -390,7 +404,7 @@ std::optional<Error> apply_feeds(Graph& g, const FeedOptions& feeds, const std::
                                      : " (the shapes differ)"));
             return;
         }
-        n.literal = std::move(a.data);
+        slot(&n) = std::move(a.data);
         fed[&n] = s.spelled();
     };
     for (const ArraySource& s : feeds.inputs) {
@@ -422,7 +436,7 @@ std::optional<Error> apply_feeds(Graph& g, const FeedOptions& feeds, const std::
         }
     }
     for (size_t i = 0; i < inputs.size(); ++i) {
-        Node& n = *inputs[i];
+        const Node& n = *inputs[i];
         if (fed.count(&n) || tried.count(std::string(n.display()))) continue;
         const std::string type = type_string(n.dtype, n.shape);
         if (feeds.fill == FillMode::None) {
@@ -431,15 +445,19 @@ std::optional<Error> apply_feeds(Graph& g, const FeedOptions& feeds, const std::
             continue;
         }
         try {
-            fill_literal(n.literal, n.dtype, checked_numel(n.shape).value_or(0), feeds.fill, feeds.seed, i);
+            std::vector<uint8_t> bytes;
+            fill_literal(bytes, n.dtype, checked_numel(n.shape).value_or(0), feeds.fill, feeds.seed, i);
+            values[i] = std::move(bytes);
         } catch (const std::bad_alloc&) {
-            n.literal.clear();
-            n.literal.shrink_to_fit();
             err << "graphrun: error: " << display << ": input '" << n.display() << "' (" << type
                 << ") is too large to fill in host memory\n";
             if (!first) first = Error{ErrorKind::Runtime, "input '" + std::string(n.display()) + "' is too large to fill", 0};
         }
     }
+    if (first) return first;
+    out.clear();
+    for (size_t i = 0; i < inputs.size(); ++i)
+        if (values[i]) out.push_back(InputValue{static_cast<NodeId>(inputs[i] - g.nodes.data()), std::move(*values[i])});
     return first;
 }
 

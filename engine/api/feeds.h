@@ -68,10 +68,23 @@ struct ExpectedCheck {
 // Every `input` node of the graph in program order, by display name.
 std::vector<const Node*> graph_inputs(const Graph& g);
 
-// Puts the feeds' values into the input nodes (Node::literal). Every problem
-// is printed to `err` ("graphrun: error: ..."); the returned error (Usage,
-// exit 2) repeats the first. `display` names the graph file in messages.
-std::optional<Error> apply_feeds(Graph& g, const FeedOptions& feeds, const std::string& display, std::ostream& err);
+// The value of one `input` node, on the host: what a run feeds it. The graph
+// holds no feeds (an Executable is the same for every run).
+struct InputValue {
+    NodeId id = kNoNode;
+    std::vector<uint8_t> bytes;
+};
+using InputValues = std::vector<InputValue>;
+
+// The session's views of the values (Session::run's feeds).
+std::vector<FeedView> feed_views(const InputValues& values);
+
+// Reads and checks the feeds' values for the graph's input nodes (--input,
+// --fill) into `out`, one per input. Every problem is printed to `err`
+// ("graphrun: error: ..."); the returned error (Usage, exit 2) repeats the
+// first. `display` names the graph file in messages.
+std::optional<Error> read_feeds(const Graph& g, const FeedOptions& feeds, const std::string& display,
+                                InputValues& out, std::ostream& err);
 
 // The expected values, read and checked against the fetched outputs' names
 // before anything runs. Errors as apply_feeds.

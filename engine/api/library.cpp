@@ -1,8 +1,8 @@
 // The library API (include/graphrun/graphrun.h) over the engine API:
-// compile_* is prepare() with its messages kept as data, Session::run is
-// run_prepared() with the feeds put into the graph's input nodes for the
-// length of one run and taken out again before it returns, and LiveSession
-// is the engine's live session (live.h) with its results converted.
+// compile_* is prepare() with its messages kept as data, Session is the
+// engine's session (runtime/session.h) kept open across runs, with the feeds
+// handed to it per run (never written into the graph), and LiveSession is
+// the engine's live session (live.h) with its results converted.
 #define GRAPHRUN_LIBRARY_IMPLEMENTATION  // graphrun:: names the engine's types here (see the header's end)
 #include "graphrun/graphrun.h"
 
@@ -134,11 +134,7 @@ const char* cleanup_name(Cleanup c) { return graphrun::cleanup_name(static_cast<
 // ----- Executable -----------------------------------------------------------
 
 struct Executable::Impl {
-    // Held for the length of a run, during which the input nodes hold the
-    // feeds (the engine reads an input's value from Node::literal); the run
-    // empties them again before it lets go, so that between runs the graph is
-    // exactly as compiled.
-    std::mutex run_mu;
+    // Immutable once compiled: runs read it, in any number of sessions at once.
     Prepared prepared;
     PrepareOptions options;  // as compiled (the memory limit also caps each GPU at run time)
     std::vector<Diagnostic> warnings;
@@ -233,10 +229,14 @@ const Output& RunResult::output(std::string_view name) const {
 
 struct Session::Impl {
     SessionOptions options;
+    std::mutex mu;  // runs take turns
+    // The engine's session, opened by the first run; it keeps the last
+    // executable's kernels (`loaded` keeps that executable alive).
+    std::unique_ptr<graphrun::Session> engine;
+    std::shared_ptr<Executable::Impl> loaded;
     bool closed = false;
     uint64_t runs = 0;
-    // The devices' figures after the last run's teardown: what they hold now.
-    std::map<std::string, MemoryStats> now;
+    std::map<std::string, MemoryStats> after;  // the figures after teardown, once closed
 };
 
 Session::Session(SessionOptions options) : impl_(std::make_unique<Impl>()) { impl_->options = std::move(options); }
@@ -253,24 +253,17 @@ CompileOptions with_session_defaults(CompileOptions o, const SessionOptions& s) 
     return o;
 }
 
-// Empties the input nodes a run filled, however the run ends.
-struct FedInputs {
-    std::vector<Node*> nodes;
-    ~FedInputs() {
-        for (Node* n : nodes) std::vector<uint8_t>().swap(n->literal);
-    }
-};
-
-// Puts each feed into its input node (checked against the node's dtype and
-// shape); every input must be fed.
-void apply_feeds(Graph& g, const Feeds& feeds, FedInputs& fed) {
-    std::map<std::string_view, Node*, std::less<>> inputs;
+// Each feed checked against its input node (dtype and shape); every input
+// must be fed. The views point into `feeds`, which the run does not keep.
+std::vector<FeedView> feed_views(const Graph& g, const Feeds& feeds) {
+    std::map<std::string_view, const Node*, std::less<>> inputs;
     std::vector<std::string> names;
-    for (Node& n : g.nodes)
+    for (const Node& n : g.nodes)
         if (n.op == OpKind::Input && n.valid) {
             inputs[n.display()] = &n;
             names.emplace_back(n.display());
         }
+    std::vector<FeedView> out;
     for (const auto& [name, a] : feeds) {
         auto it = inputs.find(name);
         if (it == inputs.end()) {
@@ -280,7 +273,7 @@ void apply_feeds(Graph& g, const Feeds& feeds, FedInputs& fed) {
             else if (names.empty()) msg += " (it has no inputs)";
             throw Error(ErrorKind::Usage, msg);
         }
-        Node& n = *it->second;
+        const Node& n = *it->second;
         if (to_engine(a.dtype) != n.dtype || a.shape != n.shape)
             throw Error(ErrorKind::Usage, "feed '" + name + "' is " + type_text(a.dtype, a.shape) + ", but input '" +
                                               name + "' is " + graphrun::type_string(n.dtype, n.shape));
@@ -289,16 +282,19 @@ void apply_feeds(Graph& g, const Feeds& feeds, FedInputs& fed) {
             throw Error(ErrorKind::Usage, "feed '" + name + "' holds " + std::to_string(a.bytes.size()) +
                                               " bytes, but " + type_text(a.dtype, a.shape) + " takes " +
                                               std::to_string(want));
+        out.push_back(FeedView{static_cast<NodeId>(&n - g.nodes.data()), a.bytes.data(), a.bytes.size()});
     }
     for (const auto& [name, n] : inputs)
         if (feeds.find(name) == feeds.end())
             throw Error(ErrorKind::Usage, "input '" + std::string(name) + "' (" +
                                               graphrun::type_string(n->dtype, n->shape) + ") has no feed");
-    for (const auto& [name, a] : feeds) {
-        Node& n = *inputs.find(name)->second;
-        fed.nodes.push_back(&n);
-        n.literal = a.bytes;
-    }
+    return out;
+}
+
+// A run's error as the library's, with its place in the graph's source.
+Error run_failure(const RunError& e, const LoadedGraph& lg) {
+    std::ostringstream printed;
+    return from_engine(error_of(e, lg, printed), nullptr, lg.display);
 }
 }  // namespace
 
@@ -311,70 +307,79 @@ Executable Session::compile_source(std::string_view source, CompileOptions optio
 }
 
 RunResult Session::run(const Executable& exe, const Feeds& feeds, const std::vector<std::string>& fetch) {
+    std::lock_guard<std::mutex> lock(impl_->mu);
     if (impl_->closed) throw Error(ErrorKind::Usage, "the session is closed");
-    Executable::Impl& x = *exe.impl_;
-    std::lock_guard<std::mutex> lock(x.run_mu);
-    Prepared& p = x.prepared;
-    Graph& g = p.graph();
-    for (const std::string& name : fetch)
-        if (std::none_of(g.outputs.begin(), g.outputs.end(), [&](const graphrun::Output& o) { return o.name == name; }))
+    const Prepared& p = exe.impl_->prepared;
+    const Graph& g = p.graph();
+    std::vector<graphrun::Output> outputs;
+    for (const std::string& name : fetch) {
+        auto it = std::find_if(g.outputs.begin(), g.outputs.end(),
+                               [&](const graphrun::Output& o) { return o.name == name; });
+        if (it == g.outputs.end())
             throw Error(ErrorKind::Usage, "fetch '" + name + "': not an output of " + p.loaded->display +
                                               " (compile with CompileOptions::fetch to compute other names)");
+        outputs.push_back(*it);
+    }
+    if (fetch.empty()) outputs = g.outputs;
     const SessionOptions& so = impl_->options;
-    RunFileOptions ro;
-    ro.prepare = x.options;
-    ro.cleanup = static_cast<graphrun::CleanupStrategy>(so.cleanup);
-    ro.threads = so.threads;
-    ro.allow_tf32 = so.allow_tf32;
     // The session's memory limit, where it sets one, bounds this run instead of the compiled one.
-    const uint64_t compiled_limit = p.cpu_memory_limit;
-    struct RestoreLimit {
-        Prepared& p;
-        uint64_t limit;
-        ~RestoreLimit() { p.cpu_memory_limit = limit; }
-    } restore{p, compiled_limit};
-    if (so.memory_limit) {
-        ro.prepare.memory_limit = so.memory_limit;
-        p.cpu_memory_limit = so.memory_limit;
+    if (so.memory_limit)
         for (const auto& [dev, bytes] : p.plan->static_peak)
             if (bytes > so.memory_limit)
                 throw Error(ErrorKind::Runtime, over_limit_message(dev, bytes, so.memory_limit));
+    const std::vector<FeedView> views = feed_views(g, feeds);
+    if (!impl_->engine) {
+        graphrun::SessionOptions eo;
+        eo.cleanup = static_cast<graphrun::CleanupStrategy>(so.cleanup);
+        eo.threads = so.threads ? so.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+        eo.cpu_memory_limit = so.memory_limit;  // 0: the default
+        eo.gpu_runtime = gpu_runtime(nullptr);
+        eo.gpu.memory_limit = so.memory_limit;
+        eo.gpu.allow_tf32 = so.allow_tf32;
+        impl_->engine = std::make_unique<graphrun::Session>(eo);
     }
-    FedInputs fed;
-    apply_feeds(g, feeds, fed);
-    std::ostringstream printed;
-    graphrun::RunResult rr = run_prepared(p, ro, printed);
+    graphrun::Session& session = *impl_->engine;
     ++impl_->runs;
-    if (rr.ran) impl_->now = from_engine(rr.after);
-    if (rr.error) throw from_engine(*rr.error, p.loaded.get());
+    impl_->loaded = exe.impl_;  // the engine's kernels read its graph
+    if (std::optional<RunError> e = session.load(g, *p.plan)) throw run_failure(*e, *p.loaded);
+    if (std::string refused = gpu_over_limit(*p.plan, session.stats(), session.limits()); !refused.empty())
+        throw Error(ErrorKind::Runtime, refused);
+    std::vector<HostTensor> fetched;
+    if (std::optional<RunError> e = session.run(views, 1, outputs, fetched)) throw run_failure(*e, *p.loaded);
     RunResult out;
-    out.before_teardown = from_engine(rr.before);
-    out.after_teardown = from_engine(rr.after);
-    out.run_ms = rr.run_ms;
-    out.teardown_ms = rr.teardown_ms;
-    auto take = [&](HostTensor& t) {
+    out.stats = from_engine(session.stats());
+    out.run_ms = session.run_ms();
+    session.release_outputs();  // fetched: nothing of this run is held for the next
+    for (HostTensor& t : fetched)
         out.outputs.push_back(Output{t.name, t.device, Array{from_engine(t.dtype), t.shape, std::move(t.data)}});
-    };
-    if (fetch.empty()) {
-        for (HostTensor& t : rr.outputs) take(t);
-    } else {
-        for (const std::string& name : fetch)
-            for (HostTensor& t : rr.outputs)
-                if (t.name == name) {
-                    take(t);
-                    break;
-                }
-    }
     return out;
 }
 
-std::map<std::string, MemoryStats> Session::stats() const { return impl_->now; }
+std::map<std::string, MemoryStats> Session::stats() const {
+    std::lock_guard<std::mutex> lock(impl_->mu);
+    if (impl_->closed) return impl_->after;
+    return impl_->engine ? from_engine(impl_->engine->stats()) : std::map<std::string, MemoryStats>{};
+}
 
 uint64_t Session::runs() const { return impl_->runs; }
 
-void Session::close() {
+Teardown Session::close() {
+    std::lock_guard<std::mutex> lock(impl_->mu);
+    Teardown t;
+    if (impl_->closed) {
+        t.before = t.after = impl_->after;
+        return t;
+    }
     impl_->closed = true;
-    for (auto& [dev, s] : impl_->now) s = MemoryStats{};
+    if (impl_->engine) {
+        t.before = from_engine(impl_->engine->stats());
+        impl_->engine->close();
+        t.after = impl_->after = from_engine(impl_->engine->stats());
+        t.teardown_ms = impl_->engine->teardown_ms();
+        impl_->engine.reset();
+    }
+    impl_->loaded.reset();
+    return t;
 }
 
 // ----- LiveSession ------------------------------------------------------------

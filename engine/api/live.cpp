@@ -155,9 +155,11 @@ struct LiveSession::Impl {
     // Runs a loaded, placed graph: `from_store` its first inputs, `bind` what the store takes.
     StatementResult run(const Graph& g, const std::string& display, const std::string& source, uint32_t first_line,
                         size_t predeclared,
-                        std::vector<std::pair<std::string, NodeId>> bind, bool show) {
+                        std::vector<std::pair<std::string, NodeId>> bind, bool show,
+                        std::vector<FeedView> feeds = {}) {
         StatementResult r;
         EagerRun spec;
+        spec.feeds = std::move(feeds);
         for (size_t i = 0; i < predeclared; ++i) spec.from_store.push_back(static_cast<NodeId>(i));
         spec.bind = std::move(bind);
         const uint64_t before = session->statements();
@@ -328,10 +330,11 @@ StatementResult LiveSession::load(const std::string& path, const FeedOptions& fe
         if (r.error->diagnostics.empty()) r.error->diagnostics.push_back(printed.str());
         return r;
     }
-    Graph& g = pr.prepared.graph();
+    const Graph& g = pr.prepared.graph();
     FeedOptions f = feeds;
     f.memory_limit = m.limits().memory_limit;
-    if (std::optional<Error> e = apply_feeds(g, f, pr.file, printed)) {
+    InputValues values;
+    if (std::optional<Error> e = read_feeds(g, f, pr.file, values, printed)) {
         r.error = std::move(e);
         if (r.error->diagnostics.empty()) r.error->diagnostics.push_back(printed.str());
         return r;
@@ -341,7 +344,8 @@ StatementResult LiveSession::load(const std::string& path, const FeedOptions& fe
     std::vector<std::pair<std::string, NodeId>> bind;
     for (const Output& o : g.outputs) bind.emplace_back(o.name, o.id);
     const LoadedGraph& lg = *pr.prepared.loaded;
-    StatementResult out = m.run(g, lg.display, lg.onnx ? std::string() : lg.source, 1, 0, std::move(bind), false);
+    StatementResult out = m.run(g, lg.display, lg.onnx ? std::string() : lg.source, 1, 0, std::move(bind), false,
+                                 feed_views(values));
     out.warnings = std::move(r.warnings);
     m.record(":load " + path);
     return out;

@@ -72,10 +72,11 @@ RunResult run_file(const std::string& path, const RunFileOptions& opts, std::ost
     if (auto e = check_host_copies(pr.prepared, opts.iterations, err)) return failed(std::move(e));
     // Feeds, expected values, output names and output files are checked before
     // anything runs; the array files are read within the CPU's memory limit.
-    Graph& g = pr.prepared.graph();
+    const Graph& g = pr.prepared.graph();
     FeedOptions feeds = opts.feeds;
     feeds.memory_limit = pr.prepared.cpu_memory_limit;
-    std::optional<Error> e = apply_feeds(g, feeds, pr.file, err);
+    InputValues values;
+    std::optional<Error> e = read_feeds(g, feeds, pr.file, values, err);
     std::vector<ExpectedValue> expected;
     OutputFileOptions files = opts.files;
     files.memory_limit = pr.prepared.cpu_memory_limit;
@@ -88,7 +89,7 @@ RunResult run_file(const std::string& path, const RunFileOptions& opts, std::ost
     outputs.insert(outputs.end(), opts.other_outputs.begin(), opts.other_outputs.end());
     if (!e) e = check_output_paths(outputs, reads, err);
     if (e) return failed(std::move(e));
-    RunResult r = run_prepared(pr.prepared, opts, err);
+    RunResult r = run_prepared(pr.prepared, values, opts, err);
     if (r.error) return r;
     r.error = write_output_files(r.outputs, opts.files, err);
     if (r.error) return r;
@@ -115,17 +116,20 @@ RunResult run_file(const std::string& path, const RunFileOptions& opts, std::ost
     return r;
 }
 
-RunResult run_prepared(Prepared& p, const RunFileOptions& opts, std::ostream& err) {
+RunResult run_prepared(const Prepared& p, const InputValues& feeds, const RunFileOptions& opts, std::ostream& err) {
     RunResult r;
     const LoadedGraph& lg = *p.loaded;
     const Graph& g = lg.graph;
     const Plan& plan = *p.plan;
     r.file = lg.display;
-    // An input without a value (a caller that skipped apply_feeds) is refused before the session opens.
+    // An input without a value (a caller that skipped read_feeds) is refused before the session opens.
     for (const Node& n : g.nodes) {
         if (n.op != OpKind::Input || !n.valid) continue;
         const auto bytes = static_cast<uint64_t>(checked_numel(n.shape).value_or(0)) * dtype_size(n.dtype);
-        if (n.literal.size() == bytes) continue;
+        const NodeId id = static_cast<NodeId>(&n - g.nodes.data());
+        if (std::any_of(feeds.begin(), feeds.end(),
+                        [&](const InputValue& v) { return v.id == id && v.bytes.size() == bytes; }))
+            continue;
         const std::string msg = "input '" + std::string(n.display()) + "' (" + type_string(n.dtype, n.shape) +
                                 ") has no value";
         err << lg.display << ": error: " << msg << "\n";
@@ -178,23 +182,8 @@ RunResult run_prepared(Prepared& p, const RunFileOptions& opts, std::ostream& er
     // The same steps for either executor: the GPU limit check, the run, the
     // figures before teardown, the teardown, the figures after.
     auto drive = [&](auto& session, auto&& run) {
-    // A GPU's limit (its free memory by default) is known once its device is
-    // open, and so is the workspace it holds for the session (cuBLAS, the
-    // error flag, const literals), which the limit covers as well.
-    const std::map<std::string, MemoryStats> opened = session.stats();
-    for (const auto& [dev, lim] : session.limits()) {
-        auto it = plan.static_peak.find(dev);
-        auto st = opened.find(dev);
-        const uint64_t workspace = st == opened.end() ? 0 : st->second.workspace;
-        if (device_kind(dev) == DeviceKind::Gpu && it != plan.static_peak.end() && refused.empty() &&
-            (it->second > lim || (workspace > 0 && it->second + workspace > lim))) {
-            refused = it->second > lim ? over_limit_message(dev, it->second, lim)
-                                       : over_limit_message(dev, it->second, lim - workspace) + " (the limit of " +
-                                             std::to_string(lim) + " bytes less the " + std::to_string(workspace) +
-                                             " bytes of workspace " + dev + " holds for the session)";
-            err << lg.display << ": error: " << refused << "\n";
-        }
-    }
+    refused = gpu_over_limit(plan, session.stats(), session.limits());
+    if (!refused.empty()) err << lg.display << ": error: " << refused << "\n";
     if (refused.empty()) run_error = run();
     r.run_ms = session.run_ms();
     r.profile = session.profile();
@@ -220,6 +209,7 @@ RunResult run_prepared(Prepared& p, const RunFileOptions& opts, std::ostream& er
         for (const Output& o : g.outputs) spec.fetch.push_back(o.id);
         // The program's names stay bound, holding their values, until teardown.
         for (const auto& [name, id] : g.bindings) spec.bind.emplace_back(std::string(name), id);
+        spec.feeds = feed_views(feeds);
         drive(session, [&]() -> std::optional<RunError> {
             std::optional<RunError> e = session.run(g, spec);
             if (!e && opts.iterations > 0) e = session.fetch(g, g.outputs, r.outputs);
@@ -227,7 +217,7 @@ RunResult run_prepared(Prepared& p, const RunFileOptions& opts, std::ostream& er
         });
     } else {
         Session session(g, plan, so);
-        drive(session, [&] { return session.run(opts.iterations, g.outputs, r.outputs); });
+        drive(session, [&] { return session.run(feed_views(feeds), opts.iterations, g.outputs, r.outputs); });
     }
     if (!refused.empty()) {
         r.error = Error{ErrorKind::Runtime, refused, 0};
@@ -239,11 +229,7 @@ RunResult run_prepared(Prepared& p, const RunFileOptions& opts, std::ostream& er
             r.error = Error{ErrorKind::Interrupted, run_error->message, run_error->signal};
             return r;
         }
-        Diagnostics d(lg.display, lg.source);
-        d.error(run_error->loc, run_error->message);
-        d.print(err);
-        r.error = Error{ErrorKind::Runtime, run_error->message, 0};
-        r.error->diagnostics.push_back(d.format(d.all().front()));
+        r.error = error_of(*run_error, lg, err);
         return r;
     }
     if (opts.check_leaks) {
@@ -254,6 +240,34 @@ RunResult run_prepared(Prepared& p, const RunFileOptions& opts, std::ostream& er
         }
     }
     return r;
+}
+
+std::string gpu_over_limit(const Plan& plan, const std::map<std::string, MemoryStats>& opened,
+                           const std::map<std::string, uint64_t>& limits) {
+    // A GPU's limit (its free memory by default) is known once its device is
+    // open, and so is the workspace it holds for the session (cuBLAS, the
+    // error flag, const literals), which the limit covers as well.
+    for (const auto& [dev, lim] : limits) {
+        auto it = plan.static_peak.find(dev);
+        auto st = opened.find(dev);
+        const uint64_t workspace = st == opened.end() ? 0 : st->second.workspace;
+        if (device_kind(dev) == DeviceKind::Gpu && it != plan.static_peak.end() &&
+            (it->second > lim || (workspace > 0 && it->second + workspace > lim)))
+            return it->second > lim ? over_limit_message(dev, it->second, lim)
+                                    : over_limit_message(dev, it->second, lim - workspace) + " (the limit of " +
+                                          std::to_string(lim) + " bytes less the " + std::to_string(workspace) +
+                                          " bytes of workspace " + dev + " holds for the session)";
+    }
+    return "";
+}
+
+Error error_of(const RunError& e, const LoadedGraph& lg, std::ostream& err) {
+    Diagnostics d(lg.display, lg.source);
+    d.error(e.loc, e.message);
+    d.print(err);
+    Error out{e.signal ? ErrorKind::Interrupted : ErrorKind::Runtime, e.message, e.signal};
+    out.diagnostics.push_back(d.format(d.all().front()));
+    return out;
 }
 
 const char* exec_mode_name(ExecMode m) { return m == ExecMode::Eager ? "eager" : "graph"; }

@@ -86,7 +86,18 @@ struct RunResult {
 // prepare() and run_prepared().
 RunResult run_file(const std::string& path, const RunFileOptions& opts, std::ostream& err);
 // Runs a prepared graph (its plan compiled) in a fresh session and closes it.
-RunResult run_prepared(Prepared& p, const RunFileOptions& opts, std::ostream& err);
+// `feeds`: one value per input node (read_feeds); opts.feeds is not read here.
+RunResult run_prepared(const Prepared& p, const InputValues& feeds, const RunFileOptions& opts, std::ostream& err);
+
+// The refusal of a plan whose static peak on an open GPU is over that GPU's
+// limit (less the workspace it holds for the session), or "" (`opened`,
+// `limits`: the session's stats() and limits() once the plan is loaded).
+std::string gpu_over_limit(const Plan& plan, const std::map<std::string, MemoryStats>& opened,
+                           const std::map<std::string, uint64_t>& limits);
+
+// A run's error (not an interrupt's) with its place in the graph's source,
+// printed to `err` as a diagnostic; the Error repeats it.
+Error error_of(const RunError& e, const LoadedGraph& lg, std::ostream& err);
 
 // What the allocators still report after teardown ("" when nothing).
 std::string leak_report(const std::map<std::string, MemoryStats>& after);

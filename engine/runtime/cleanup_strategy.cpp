@@ -113,6 +113,11 @@ BackgroundCleanup::BackgroundCleanup(uint64_t static_peak)
 
 BackgroundCleanup::~BackgroundCleanup() { stop_reclaimer(); }
 
+void BackgroundCleanup::set_static_peak(uint64_t bytes) {
+    static_peak_ = bytes;
+    backlog_limit_ = std::max(bytes, kMinBacklogBytes);
+}
+
 void BackgroundCleanup::start() {
     if (!reclaimer_.joinable() && !stop_) reclaimer_ = std::thread([this] { reclaimer_loop(); });
 }

@@ -53,6 +53,9 @@ public:
     void at_run_end() { mark_pending(); }
     // The session goes idle after a run (the run's time is taken).
     virtual void after_run() {}
+    // Between runs: what the strategy gives back before close is given back
+    // now, and is back when this returns (nothing under close).
+    virtual void drain() {}
     // Appended to an out-of-memory message for an allocator with these figures.
     virtual std::string oom_note(const MemoryStats& s) const;
     // Teardown, after every value has been dropped: releases everything left
@@ -65,6 +68,9 @@ public:
     // after the node, so that nothing is reused or released before close and
     // a pass allocates exactly Plan::close_growth.
     virtual bool holds_until_close() const { return false; }
+    // The largest static peak of one pass of the executable the session runs
+    // now (background bounds its backlog by it); set between runs.
+    virtual void set_static_peak(uint64_t bytes) { (void)bytes; }
     // Told of the reclaimer's release batches (background); before start().
     void set_observer(RunObserver* o) { observer_ = o; }
 
@@ -117,6 +123,7 @@ public:
 class SafepointCleanup final : public Cleanup {
 public:
     SafepointCleanup() : Cleanup(1, UINT64_MAX) {}  // work as soon as one buffer waits
+    void drain() override { release_pending_now(); }
 
 protected:
     void flush_at_safe_point() override { release_pending_now(); }
@@ -136,6 +143,8 @@ public:
     void after_run() override;
     void close() override;
     bool thread_running() const override { return reclaimer_.joinable(); }
+    void set_static_peak(uint64_t bytes) override;
+    void drain() override { flush_to_reclaimer(0); }
 
 protected:
     // Hands the batch over: one lock per batch, not per buffer.
@@ -156,8 +165,9 @@ private:
     // yet handed over together: after each hand-over the batch's threshold
     // (flush_bytes_) is lowered to the room the queue left below
     // backlog_limit_, so that no safe point lets the two together pass it.
-    const uint64_t static_peak_;
-    const uint64_t backlog_limit_;
+    // Read and set on the executing thread only.
+    uint64_t static_peak_;
+    uint64_t backlog_limit_;
 
     std::thread reclaimer_;
     std::mutex mu_;

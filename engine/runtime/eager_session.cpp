@@ -16,15 +16,6 @@ namespace graphrun {
 
 namespace {
 
-double ms_since(std::chrono::steady_clock::time_point t0) {
-    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-}
-
-SessionOptions with_defaults(SessionOptions opts) {
-    if (opts.cpu_memory_limit == 0) opts.cpu_memory_limit = default_cpu_memory_limit();
-    return opts;
-}
-
 // Background's backlog bound: with no whole-program plan there is no static
 // peak to bound it by, so it is the strategy's floor (4 MiB).
 constexpr uint64_t kEagerBacklogBytes = uint64_t{4} << 20;
@@ -352,6 +343,25 @@ std::optional<RunError> EagerSession::run(const Graph& g, const EagerRun& spec) 
         c.kernels[i] = dev->make_kernel(g, node);
         e.kernel = c.kernels[i].get();
     }
+    // Each input's kernel takes its feed (the graph holds none).
+    std::vector<uint8_t> fed(n, 0);
+    for (const FeedView& f : spec.feeds) {
+        if (err) break;
+        const size_t i = static_cast<size_t>(f.id);
+        if (f.id < 0 || i >= n || g.nodes[i].op != OpKind::Input || !c.kernels[i] || fed[i]) {
+            err = RunError{"internal error: a feed for node " + std::to_string(f.id) + ", which is not an unfed input", {}};
+            break;
+        }
+        fed[i] = 1;
+        const Node& node = g.nodes[i];
+        if (std::string e = c.kernels[i]->set_feed(f.data, f.bytes); !e.empty())
+            err = RunError{node_label(node) + " on " + std::string(node.placed) + ": " + e, node.loc};
+    }
+    for (size_t i = 0; i < n && !err; ++i)
+        if (g.nodes[i].op == OpKind::Input && c.kernels[i] && !fed[i])
+            err = RunError{"input '" + std::string(g.nodes[i].display()) + "' (" +
+                               type_string(g.nodes[i].dtype, g.nodes[i].shape) + ") has no value",
+                           g.nodes[i].loc};
     if (err) {
         release_fetched();
         return err;

@@ -52,6 +52,8 @@ struct EagerRun {
     // On success, these names are bound in the store to these values
     // (replacing what the names held); on failure the store is as it was.
     std::vector<std::pair<std::string, NodeId>> bind;
+    // One value per `input` node (kept by the caller until run() returns).
+    std::vector<FeedView> feeds;
 };
 
 // A named value of the store.

@@ -13,13 +13,11 @@
 namespace graphrun {
 
 namespace {
-double ms_since(std::chrono::steady_clock::time_point t0) {
-    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-}
-
-SessionOptions with_defaults(SessionOptions opts) {
-    if (opts.cpu_memory_limit == 0) opts.cpu_memory_limit = default_cpu_memory_limit();
-    return opts;
+bool distinct_feeds(const std::vector<FeedView>& feeds) {
+    std::vector<NodeId> ids;
+    for (const FeedView& f : feeds) ids.push_back(f.id);
+    std::sort(ids.begin(), ids.end());
+    return std::adjacent_find(ids.begin(), ids.end()) == ids.end();
 }
 
 // The largest static peak of one pass over the devices: background's backlog
@@ -31,29 +29,58 @@ uint64_t largest_static_peak(const Plan& plan) {
 }
 }  // namespace
 
-Session::Session(const Graph& g, const Plan& plan, SessionOptions opts)
-    : g_(g),
-      plan_(plan),
-      opts_(with_defaults(opts)),
+SessionOptions with_defaults(SessionOptions opts) {
+    if (opts.cpu_memory_limit == 0) opts.cpu_memory_limit = default_cpu_memory_limit();
+    return opts;
+}
+
+Session::Session(SessionOptions opts)
+    : opts_(with_defaults(opts)),
       factory_(opts_.cpu_memory_limit, opts_.gpu_runtime, opts_.gpu),
-      cleanup_(make_cleanup(opts_.cleanup, largest_static_peak(plan))),
+      cleanup_(make_cleanup(opts_.cleanup, 0)),
       holds_all_(cleanup_->holds_until_close()),
-      frame_(g.nodes.size(), *cleanup_),
-      walker_(g, plan),
+      frame_(0, *cleanup_),
       observer_(opts_.observer),
       instrumented_(opts_.profile || (observer_ && observer_->wants_nodes())) {
     cleanup_->set_observer(observer_);
     ctx_.threads = std::max(1, opts_.threads);
+    if (ctx_.threads > 1) {
+        pool_ = std::make_unique<ThreadPool>(ctx_.threads);
+        ctx_.pool = pool_.get();
+    }
+    if (opts_.profile) {
+        op_profile_.resize(static_cast<size_t>(OpKind::Invalid) + 1);
+        for (size_t k = 0; k < op_profile_.size(); ++k) op_profile_[k].op = op_name(static_cast<OpKind>(k));
+    }
+}
+
+Session::Session(const Graph& g, const Plan& plan, SessionOptions opts) : Session(std::move(opts)) {
+    // A device that cannot be opened: open_error_ says why, and run() reports it.
+    (void)load(g, plan);
+}
+
+std::optional<RunError> Session::load(const Graph& g, const Plan& plan) {
+    if (closed_) return RunError{"the session is closed", {}};
+    if (g_ == &g && plan_ == &plan) return open_error_;
+    // The last executable's values go by the strategy; its kernels go now
+    // (a GPU kernel's session workspace is given back stream-ordered).
+    frame_.drop_all();
+    holding_ = failed_ = false;
+    exec_.clear();
+    exec_inputs_.clear();
+    kernels_.clear();
+    inputs_ = 0;
+    walker_.reset();
+    g_ = nullptr;
+    plan_ = nullptr;
+    cleanup_->set_static_peak(largest_static_peak(plan));
     bool uses_blas = false;
     for (const Node& n : g.nodes)
         uses_blas |= (n.op == OpKind::Matmul || n.op == OpKind::Gemm || n.op == OpKind::Conv ||
                       n.op == OpKind::ConvTranspose) &&
                      device_kind(n.placed) == DeviceKind::Cpu;
     set_blas_threads(ctx_.threads, uses_blas);
-    if (ctx_.threads > 1) {
-        pool_ = std::make_unique<ThreadPool>(ctx_.threads);
-        ctx_.pool = pool_.get();
-    }
+    frame_.ensure(g.nodes.size());
     size_t max_inputs = 0;
     exec_.resize(g.nodes.size());
     kernels_.resize(g.nodes.size());
@@ -81,16 +108,24 @@ Session::Session(const Graph& g, const Plan& plan, SessionOptions opts)
                 e.donor = n.inputs[static_cast<size_t>(k)].id;
             kernels_[static_cast<size_t>(s.arg)] = dev->make_kernel(g, n);
             e.kernel = kernels_[static_cast<size_t>(s.arg)].get();
+            e.input = n.op == OpKind::Input;
+            inputs_ += e.input;
         }
         max_inputs = std::max(max_inputs, n.inputs.size());
     }
     scratch_inputs_.resize(max_inputs);
     scratch_.reserve(max_inputs);
-    if (opts_.profile) {
-        op_profile_.resize(static_cast<size_t>(OpKind::Invalid) + 1);
-        for (size_t k = 0; k < op_profile_.size(); ++k) op_profile_[k].op = op_name(static_cast<OpKind>(k));
+    if (open_error_) {
+        exec_.clear();
+        exec_inputs_.clear();
+        kernels_.clear();
+        return open_error_;
     }
-    if (!open_error_) cleanup_->start();
+    g_ = &g;
+    plan_ = &plan;
+    walker_.emplace(g, plan);
+    cleanup_->start();
+    return std::nullopt;
 }
 
 Session::~Session() { close(); }
@@ -124,10 +159,10 @@ std::vector<OpProfile> slowest_first(const std::vector<OpProfile>& per_op) {
 std::string Session::run_position(const Node& n) const {
     std::string out = ", iteration " + std::to_string(pass_ + 1) + " of " + std::to_string(iterations_);
     std::vector<int32_t> loops;  // innermost first
-    for (int32_t r = n.repeat; r >= 0; r = g_.repeats[static_cast<size_t>(r)].parent) loops.push_back(r);
+    for (int32_t r = n.repeat; r >= 0; r = g_->repeats[static_cast<size_t>(r)].parent) loops.push_back(r);
     for (auto it = loops.rbegin(); it != loops.rend(); ++it) {
-        const Repeat& rep = g_.repeats[static_cast<size_t>(*it)];
-        out += ", pass " + std::to_string(rep.count - walker_.passes_left(*it) + 1) + " of " +
+        const Repeat& rep = g_->repeats[static_cast<size_t>(*it)];
+        out += ", pass " + std::to_string(rep.count - walker_->passes_left(*it) + 1) + " of " +
                std::to_string(rep.count) + " of the repeat";
         if (!rep.loc.pointer.empty()) out += " at " + std::string(rep.loc.pointer.view());
         else if (rep.loc.line) out += " at line " + std::to_string(rep.loc.line);
@@ -196,7 +231,7 @@ std::optional<RunError> Session::run_node(NodeId id) {
         if (!src) continue;
         ref.data = src->data;
         if (src->dev != &dev) {
-            if (auto err = copy_input(g_.node(id), g_.node(in.id), *src, dev, ref)) {
+            if (auto err = copy_input(g_->node(id), g_->node(in.id), *src, dev, ref)) {
                 release_scratch();
                 return err;
             }
@@ -209,7 +244,7 @@ std::optional<RunError> Session::run_node(NodeId id) {
         data = allocate_with_retry(dev, *cleanup_, bytes);
         if (!data) {
             release_scratch();
-            const Node& n = g_.node(id);
+            const Node& n = g_->node(id);
             return RunError{oom_message(n, bytes, dev.allocator(), type_string(n.dtype, n.shape)), n.loc};
         }
         frame.bind_new(id, data, bytes, &dev);
@@ -220,7 +255,7 @@ std::optional<RunError> Session::run_node(NodeId id) {
     std::string err = e.kernel->run(scratch_inputs_.data(), e.n_inputs, out, ctx_);
     if (!scratch_.empty()) release_scratch();
     if (!err.empty()) {
-        const Node& n = g_.node(id);
+        const Node& n = g_->node(id);
         return RunError{node_label(n) + " on " + std::string(n.placed) + ": " + err, n.loc};
     }
     return std::nullopt;
@@ -231,7 +266,7 @@ std::optional<RunError> Session::run_node(NodeId id) {
 std::optional<RunError> Session::run_node_instrumented(NodeId id) {
     auto t0 = RunClock::now();
     auto e = run_node(id);
-    const Node& n = g_.node(id);
+    const Node& n = g_->node(id);
     const ExecNode& x = exec_[static_cast<size_t>(id)];
     // A GPU kernel returns before it has run: wait, so the time is its own.
     if (Device* d = x.dev; !e && d && d->kind() != DeviceKind::Cpu) {
@@ -245,11 +280,11 @@ std::optional<RunError> Session::run_node_instrumented(NodeId id) {
         ++p.count;
         // In place, the output still shares the donor's buffer (the donor's drop comes next).
         const bool in_place = x.donor != kNoNode && frame_.same_buffer(id, x.donor);
-        if (!aliases_input(g_, n) && !in_place) p.bytes += plan_.node_bytes[static_cast<size_t>(id)];
+        if (!aliases_input(*g_, n) && !in_place) p.bytes += plan_->node_bytes[static_cast<size_t>(id)];
     }
     if (observer_ && !e) {
         const std::string_view dev = x.dev ? std::string_view(x.dev->name()) : n.placed;
-        observer_->on_node(NodeRun{n, dev, plan_.node_bytes[static_cast<size_t>(id)], t0, t1});
+        observer_->on_node(NodeRun{n, dev, plan_->node_bytes[static_cast<size_t>(id)], t0, t1});
     }
     return e;
 }
@@ -257,9 +292,9 @@ std::optional<RunError> Session::run_node_instrumented(NodeId id) {
 // The observer's pass end: where it is (each enclosing repeat's pass), after the safe point.
 void Session::observe_pass_end(int32_t loop) {
     position_.clear();
-    for (int32_t r = loop; r >= 0; r = g_.repeats[static_cast<size_t>(r)].parent) {
-        const int64_t count = g_.repeats[static_cast<size_t>(r)].count;
-        position_.push_back(LoopPass{r, count - walker_.passes_left(r), count});
+    for (int32_t r = loop; r >= 0; r = g_->repeats[static_cast<size_t>(r)].parent) {
+        const int64_t count = g_->repeats[static_cast<size_t>(r)].count;
+        position_.push_back(LoopPass{r, count - walker_->passes_left(r), count});
     }
     std::reverse(position_.begin(), position_.end());  // outermost first
     observer_->on_pass_end(PassEnd{pass_, position_});
@@ -267,7 +302,7 @@ void Session::observe_pass_end(int32_t loop) {
 
 RunError Session::interrupted(NodeId before, int sig) const {
     std::string name = sig == 2 ? "SIGINT" : sig == 15 ? "SIGTERM" : "signal " + std::to_string(sig);
-    return RunError{"interrupted by " + name + " before " + node_label(g_.node(before)), {}, sig};
+    return RunError{"interrupted by " + name + " before " + node_label(g_->node(before)), {}, sig};
 }
 
 // The executor as PlanWalker's visitor: the frame makes the moves, the
@@ -310,7 +345,7 @@ struct Session::PassVisitor {
     int64_t tracked_done = 0;
     void track(const Repeat& rep) {
         RunProgress& p = *s.opts_.progress;
-        tracked = static_cast<int32_t>(&rep - s.g_.repeats.data());
+        tracked = static_cast<int32_t>(&rep - s.g_->repeats.data());
         tracked_done = 0;
         p.repeat_line.store(rep.loc.line, std::memory_order_relaxed);
         p.repeat_count.store(rep.count, std::memory_order_relaxed);
@@ -322,19 +357,53 @@ struct Session::PassVisitor {
 std::optional<RunError> Session::run_pass() {
     if (observer_) {
         PassVisitor<true> v{*this, std::nullopt};
-        if (!walker_.walk(v)) return std::move(v.error);
+        if (!walker_->walk(v)) return std::move(v.error);
     } else {
         PassVisitor<false> v{*this, std::nullopt};
-        if (!walker_.walk(v)) return std::move(v.error);
+        if (!walker_->walk(v)) return std::move(v.error);
     }
     cleanup_->at_pass_end();
     if (observer_) observe_pass_end(-1);
     return std::nullopt;
 }
 
-std::optional<RunError> Session::run(int64_t iterations, const std::vector<Output>& outputs,
-                                     std::vector<HostTensor>& fetched) {
+std::optional<RunError> Session::run(const std::vector<FeedView>& feeds, int64_t iterations,
+                                     const std::vector<Output>& outputs, std::vector<HostTensor>& fetched) {
+    if (closed_) return RunError{"the session is closed", {}};
     if (open_error_) return open_error_;
+    if (!g_) return RunError{"internal error: the session has no executable loaded", {}};
+    // Each input's kernel takes its feed; every input must have one, every run
+    // (a kernel must not read the last run's bytes, which the caller may have freed).
+    size_t fed = 0;
+    for (const FeedView& f : feeds) {
+        const size_t i = static_cast<size_t>(f.id);
+        if (f.id < 0 || i >= exec_.size() || !exec_[i].input)
+            return RunError{"internal error: a feed for node " + std::to_string(f.id) + ", which is not an input", {}};
+        ++fed;
+        const Node& n = g_->node(f.id);
+        const uint64_t want = static_cast<uint64_t>(exec_[i].out.numel) * dtype_size(n.dtype);
+        if (f.bytes != want)
+            return RunError{"the value of input '" + std::string(n.display()) + "' has " + std::to_string(f.bytes) +
+                                " bytes, but " + type_string(n.dtype, n.shape) + " takes " + std::to_string(want),
+                            n.loc};
+        if (std::string e = exec_[i].kernel->set_feed(f.data, f.bytes); !e.empty())
+            return RunError{node_label(n) + " on " + std::string(n.placed) + ": " + e, n.loc};
+    }
+    if (fed != inputs_ || (fed && !distinct_feeds(feeds)))
+        for (const ExecNode& e : exec_)
+            if (e.input && std::none_of(feeds.begin(), feeds.end(),
+                                        [&](const FeedView& f) { return &exec_[static_cast<size_t>(f.id)] == &e; })) {
+                const Node& n = g_->node(static_cast<NodeId>(&e - exec_.data()));
+                return RunError{"input '" + std::string(n.display()) + "' (" + type_string(n.dtype, n.shape) +
+                                    ") has no value",
+                                n.loc};
+            }
+    if (fed != inputs_) return RunError{"internal error: an input is fed twice", {}};
+    // What a failed run left bound is unreferenced before this one starts.
+    if (failed_) {
+        frame_.drop_all();
+        failed_ = holding_ = false;
+    }
     auto t0 = std::chrono::steady_clock::now();
     std::optional<RunError> err;
     iterations_ = iterations;
@@ -345,10 +414,14 @@ std::optional<RunError> Session::run(int64_t iterations, const std::vector<Outpu
     }
     for (int64_t pass = 0; pass < iterations && !err; ++pass) {
         pass_ = pass;
-        // The previous pass's outputs stay referenced until this pass's first safe point.
-        if (pass > 0)
-            for (NodeId v : plan_.held) frame_.drop(v);
+        // The previous pass's outputs (or the last run's) stay referenced until this pass's first safe point.
+        if (holding_) {
+            for (NodeId v : plan_->held) frame_.drop(v);
+            holding_ = false;
+        }
         err = run_pass();
+        holding_ = !err;
+        failed_ = err.has_value();
         if (opts_.progress) {
             opts_.progress->repeat.store(-1, std::memory_order_relaxed);
             opts_.progress->passes_done.store(pass + 1, std::memory_order_relaxed);
@@ -362,9 +435,10 @@ std::optional<RunError> Session::run(int64_t iterations, const std::vector<Outpu
     }
     run_ms_ = ms_since(t0);
     cleanup_->after_run();
+    if (err) failed_ = true;
     if (err || iterations == 0) return err;  // nothing ran: nothing to fetch
     for (const Output& o : outputs) {
-        const Node& n = g_.node(o.id);
+        const Node& n = g_->node(o.id);
         HostTensor h{o.name, n.dtype, n.shape, std::string(n.placed), {}};
         const ExecutionFrame::Buffer* buf = frame_.buffer_of(o.id);
         int64_t numel = checked_numel(n.shape).value_or(0);
@@ -380,6 +454,13 @@ std::optional<RunError> Session::run(int64_t iterations, const std::vector<Outpu
         fetched.push_back(std::move(h));
     }
     return std::nullopt;
+}
+
+void Session::release_outputs() {
+    if (!holding_ || !plan_) return;
+    for (NodeId v : plan_->held) frame_.drop(v);
+    holding_ = false;
+    cleanup_->drain();
 }
 
 void Session::close() {

@@ -35,16 +35,44 @@ namespace graphrun {
 
 class Session {
 public:
-    // Opens the session: allocators, kernels, and (background) the reclaimer thread.
+    // Opens the session: the cleanup strategy (background: its reclaimer
+    // thread) and the CPU workers. Devices open when an executable placed on
+    // them is loaded, and stay open until close().
+    explicit Session(SessionOptions opts);
+    // Session(opts), then load(g, plan): a device that cannot be opened is
+    // reported by the first run().
     Session(const Graph& g, const Plan& plan, SessionOptions opts);
     ~Session();  // closes if close() was not called
     Session(const Session&) = delete;
     Session& operator=(const Session&) = delete;
 
-    // Runs `iterations` passes, then copies `outputs` to the host. Stops at the
-    // first error; the session stays open so that statistics can be taken.
+    // Makes (g, plan) the executable that run() runs: opens the devices it is
+    // placed on and makes its kernels, which read the graph (g and plan must
+    // outlive the session, or the next load). Loading another executable
+    // replaces this one: the values the last run still holds become
+    // unreferenced and go by the strategy; the same one again costs nothing.
+    // An error (a device that cannot be opened) leaves nothing loaded.
+    std::optional<RunError> load(const Graph& g, const Plan& plan);
+
+    // Runs `iterations` passes of the loaded executable, then copies
+    // `outputs` to the host. `feeds`: one value per `input` node of the graph
+    // (host bytes of its dtype and shape, kept by the caller until run()
+    // returns); feeds never enter the graph. The last run's outputs stay
+    // referenced until this run's first safe point. Stops at the first error;
+    // the session stays open, so that statistics can be taken and it can run
+    // again.
+    std::optional<RunError> run(const std::vector<FeedView>& feeds, int64_t iterations,
+                                const std::vector<Output>& outputs, std::vector<HostTensor>& fetched);
+    // run() on a graph with no inputs.
     std::optional<RunError> run(int64_t iterations, const std::vector<Output>& outputs,
-                                std::vector<HostTensor>& fetched);
+                                std::vector<HostTensor>& fetched) {
+        return run({}, iterations, outputs, fetched);
+    }
+    // Unreferences what the last run holds (its outputs), now rather than at
+    // the next run's first safe point, and gives it back by the strategy at
+    // once: between runs the session then holds no tensor (caches and
+    // workspace aside), except under close, which holds all until close().
+    void release_outputs();
     // Statistics per device the session used.
     std::map<std::string, MemoryStats> stats() const;
     // The memory limit of each device the session opened.
@@ -78,8 +106,8 @@ private:
     // of the repeat at line 3" (each enclosing repeat, outermost first).
     std::string run_position(const Node& n) const;
 
-    const Graph& g_;
-    const Plan& plan_;
+    const Graph* g_ = nullptr;  // the loaded executable (load)
+    const Plan* plan_ = nullptr;
     SessionOptions opts_;
     DeviceFactory factory_;
     DeviceMap devices_;
@@ -96,12 +124,14 @@ private:
         uint32_t n_inputs = 0;
         NodeId alias_of = kNoNode;  // reshape/identity sharing its input's buffer
         NodeId donor = kNoNode;     // the input whose buffer it may take (Plan::donor; none under close)
+        bool input = false;         // an `input` node: its kernel takes the run's feed
     };
     struct ExecInput {
         NodeId id;
         TensorRef ref;  // dtype, shape, numel; data set per run
     };
     std::vector<ExecNode> exec_;          // per node
+    size_t inputs_ = 0;                   // `input` nodes that run (each needs a feed)
     std::vector<ExecInput> exec_inputs_;
     std::vector<std::unique_ptr<Kernel>> kernels_;
     std::vector<PendingRelease> scratch_;  // the running node's copies of inputs from other devices
@@ -114,7 +144,9 @@ private:
     // The strategy holds every buffer until close: no donors, scratch copies held.
     const bool holds_all_;
     ExecutionFrame frame_;
-    PlanWalker walker_;
+    std::optional<PlanWalker> walker_;  // over the loaded plan
+    bool holding_ = false;  // the last pass's outputs (Plan::held) are still referenced
+    bool failed_ = false;   // the last run stopped at an error: the frame holds what it left
 
     std::vector<OpProfile> op_profile_;  // by OpKind
 

@@ -3,6 +3,7 @@
 // error of a run. session.h re-exports it.
 #pragma once
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -50,6 +51,24 @@ struct SessionOptions {
     // Test hook: given to every device allocator the session opens
     // (Allocator::set_failure_countdown). Optional; outlives the session.
     std::atomic<int64_t>* fail_allocation_countdown = nullptr;
+};
+
+// The options with their defaults filled in (the CPU's memory limit); both
+// executors open with these.
+SessionOptions with_defaults(SessionOptions opts);
+
+// Milliseconds since t0, for the run and teardown times.
+inline double ms_since(std::chrono::steady_clock::time_point t0) {
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// The value of one `input` node for a run: host bytes of the node's dtype and
+// shape, which the caller keeps until the run returns. Feeds are handed to
+// the input's kernel, never written into the graph.
+struct FeedView {
+    NodeId id = kNoNode;
+    const void* data = nullptr;
+    uint64_t bytes = 0;
 };
 
 // Per-op totals of a profiled run.

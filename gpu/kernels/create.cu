@@ -46,7 +46,11 @@ std::string run_on_host(const GpuContext& ctx, const Graph& g, const Node& n, in
 class HostValueKernel final : public GpuKernel {
   public:
     HostValueKernel(const Graph& g, const Node& n, GpuContext& ctx) : GpuKernel(g, n, ctx) {
-        if (n.op == OpKind::Const || n.op == OpKind::Input) {  // input: the fed bytes, as const
+        if (n.op == OpKind::Input) {  // the run's feed comes with set_feed
+            input_ = true;
+            name_ = std::string(n.display());
+            error_ = "input '" + name_ + "' has no value (no feed was given for it)";
+        } else if (n.op == OpKind::Const) {
             error_ = run_on_host(ctx, g, n, out_numel_, bytes_);
             repeat_ = out_numel_ == 1;
             if (error_.empty() && !repeat_ && !bytes_.empty()) keep_on_device();
@@ -86,6 +90,30 @@ class HostValueKernel final : public GpuKernel {
     }
 
   public:
+    // An input's feed, uploaded now (once per run, not per pass) into the
+    // device copy that it keeps as the session's workspace, like a const.
+    std::string set_feed(const void* data, uint64_t bytes) override {
+        if (!input_) return GpuKernel::set_feed(data, bytes);
+        const uint64_t want = static_cast<uint64_t>(out_numel_) * dtype_size(out_dtype_);
+        if (bytes != want)
+            return "internal error: the feed of input '" + name_ + "' has " + std::to_string(bytes) +
+                   " bytes, expected " + std::to_string(want);
+        error_.clear();
+        repeat_ = out_numel_ == 1;
+        const auto* p = static_cast<const uint8_t*>(data);
+        if (device_copy_ && device_bytes_ == bytes) {
+            cudaError_t err = cudaSetDevice(ctx_.device);
+            if (err == cudaSuccess)
+                err = cudaMemcpyAsync(device_copy_, p, bytes, cudaMemcpyHostToDevice, ctx_.stream);
+            if (err == cudaSuccess) err = cudaStreamSynchronize(ctx_.stream);
+            if (err != cudaSuccess) return cuda_error_text(err) + " (uploading input '" + name_ + "')";
+            return "";
+        }
+        bytes_.assign(p, p + bytes);
+        if (!repeat_ && !bytes_.empty()) keep_on_device();
+        return error_;
+    }
+
     ~HostValueKernel() override {
         // Stream-ordered: after the last pass's copy from it. The device
         // destroys its kernels before it closes (Session::close).
@@ -119,6 +147,8 @@ class HostValueKernel final : public GpuKernel {
 
     std::string error_;
     std::vector<uint8_t> bytes_;
+    bool input_ = false;  // an input node: its bytes come with set_feed
+    std::string name_;    // an input's, for messages
     bool repeat_ = false;  // bytes_ is one element, repeated
     void* device_copy_ = nullptr;  // the literal on the device, or nullptr
     size_t device_bytes_ = 0;

@@ -224,9 +224,11 @@ struct Output {
 
 struct RunResult {
     std::vector<Output> outputs;  // in the Executable's output order (or the run's fetch order)
-    // Per device, the figures when the run ended and after its teardown.
-    std::map<std::string, MemoryStats> before_teardown, after_teardown;
-    double run_ms = 0, teardown_ms = 0;
+    // Per device the session has open, its figures when the run ended, its
+    // outputs still held (peak and the counters are the session's, over all
+    // its runs so far).
+    std::map<std::string, MemoryStats> stats;
+    double run_ms = 0;
     // The output of that name (std::out_of_range when none).
     const Output& output(std::string_view name) const;
 };
@@ -241,12 +243,23 @@ struct SessionOptions {
     bool allow_tf32 = false;    // GPU float32 matmul may use TF32
 };
 
-// Runs Executables. Each run opens the devices, allocators and workers it
-// needs from the session's options, computes, copies the outputs to the host
-// and gives every byte back before it returns, so that nothing is held
-// between runs: stats() is zero outside a run, and run() may be called any
-// number of times, with any Executable. A Session is used from one thread at
-// a time; separate Sessions are independent.
+// A session's figures when it closes, before and after its teardown.
+struct Teardown {
+    std::map<std::string, MemoryStats> before, after;
+    double teardown_ms = 0;
+};
+
+// Runs Executables, any number of times, in one session that stays open
+// until close() (TensorFlow's Session, ONNX Runtime's InferenceSession): the
+// devices open as the first run that needs them, and their allocators, the
+// cleanup strategy and the CPU workers live as long as the session. The
+// session keeps the last Executable's kernels (and their device copies of
+// const literals), so running it again costs no setup; running another
+// replaces them. Between runs it holds no tensor under background and
+// safepoint (allocator caches and kernel workspace aside); under close it
+// holds every tensor of every run until close(), as the strategy says. An
+// error leaves the session open and usable. Runs take turns (a lock); an
+// Executable may run in several sessions at once.
 class Session {
 public:
     explicit Session(SessionOptions options = {});
@@ -265,17 +278,21 @@ public:
                               const std::string& name = "<string>") const;
 
     // Runs `exe` once: every input fed from `feeds` (by name; dtype and shape
-    // as the graph declares them), the outputs fetched (`fetch`: a subset of
-    // exe.outputs() by name; empty: all). Throws Error: Usage for a missing,
-    // unknown or mistyped feed or an unknown fetch name; Runtime for a device
-    // that cannot be opened or memory that runs out (after teardown).
+    // as the graph declares them; the session does not keep them), the
+    // outputs fetched (`fetch`: a subset of exe.outputs() by name; empty:
+    // all) and then let go. Throws Error: Usage for a missing, unknown or
+    // mistyped feed or an unknown fetch name; Runtime for a device that
+    // cannot be opened or memory that runs out.
     RunResult run(const Executable& exe, const Feeds& feeds = {}, const std::vector<std::string>& fetch = {});
 
-    // The devices' figures now, per device: zero outside a run.
+    // The devices' figures now, per device the session has open (none before
+    // the first run).
     std::map<std::string, MemoryStats> stats() const;
     uint64_t runs() const;  // runs completed, failed ones included
-    // Ends the session: afterwards stats() is zero and run() throws (Usage).
-    void close();
+    // Ends the session: every buffer released, the devices closed; the
+    // figures before and after. Afterwards stats() is the after-teardown
+    // figures and run() throws (Usage). Again: nothing more.
+    Teardown close();
 
 private:
     struct Impl;
@@ -307,10 +324,6 @@ struct Released {
 };
 
 // A session's figures at teardown, per device: before and after it.
-struct Teardown {
-    std::map<std::string, MemoryStats> before, after;
-    double teardown_ms = 0;
-};
 
 // A session that stays open between statements, as TensorFlow's
 // EagerSession (SPEC section 8; `graphrun repl` is built on it): each

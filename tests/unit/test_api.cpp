@@ -188,7 +188,7 @@ TEST_CASE("run_prepared: an error while running is a runtime error, after teardo
     PrepareResult p =
         prepare_source("a = const([1, 2], dtype=i64)\nb = a / const([1, 0], dtype=i64)\noutput b\n", o.prepare, err);
     REQUIRE(p.ok());
-    RunResult r = run_prepared(p.prepared, o, err);
+    RunResult r = run_prepared(p.prepared, {}, o, err);
     REQUIRE(r.error);
     CHECK(r.error->kind == ErrorKind::Runtime);
     CHECK(r.error->message == "node 'b' (div) on cpu: integer division by zero");

@@ -5,6 +5,7 @@
 #include <graphrun/graphrun.h>
 
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace {
@@ -39,12 +40,6 @@ graphrun::Error run_error(graphrun::Session& s, const graphrun::Executable& exe,
 bool nothing_held(const std::map<std::string, graphrun::MemoryStats>& m) {
     for (const auto& [dev, s] : m)
         if (s.in_use || s.pending || s.reserved || s.live || s.workspace || s.allocs != s.frees) return false;
-    return true;
-}
-
-bool all_zero(const std::map<std::string, graphrun::MemoryStats>& m) {
-    for (const auto& [dev, s] : m)
-        if (!(s == graphrun::MemoryStats{})) return false;
     return true;
 }
 
@@ -123,14 +118,17 @@ TEST_CASE("library: two runs in one session with different feeds give each its v
     CHECK(b.output("s").value.values<float>() == std::vector<float>{23});
     CHECK(b.output("y").device == "cpu");
     CHECK(session.runs() == 2);
-    // Each run's figures: it allocated, and gave everything back at its teardown.
-    REQUIRE(a.before_teardown.count("cpu") == 1);
-    CHECK(a.before_teardown.at("cpu").peak > 0);
-    CHECK(a.before_teardown.at("cpu").allocs > 0);
-    CHECK(a.before_teardown == b.before_teardown);  // the same graph, the same figures
-    CHECK(a.after_teardown.at("cpu").in_use == 0);
-    CHECK(a.after_teardown.at("cpu").live == 0);
-    CHECK(a.after_teardown.at("cpu").allocs == a.after_teardown.at("cpu").frees);
+    // One session over both runs: its counters go on, the same graph
+    // allocating as much again, and between runs it holds no tensor.
+    REQUIRE(a.stats.count("cpu") == 1);
+    CHECK(a.stats.at("cpu").peak > 0);
+    CHECK(a.stats.at("cpu").allocs > 0);
+    CHECK(a.stats.at("cpu").in_use > 0);  // the outputs, held until fetched
+    CHECK(b.stats.at("cpu").allocs == 2 * a.stats.at("cpu").allocs);
+    CHECK(b.stats.at("cpu").peak == a.stats.at("cpu").peak);
+    CHECK(session.stats().at("cpu").in_use == 0);
+    CHECK(session.stats().at("cpu").live == 0);
+    CHECK(session.stats().at("cpu").allocs == session.stats().at("cpu").frees);
     // A fetch picks outputs, in its order.
     graphrun::RunResult c = session.run(exe, {{"x", graphrun::Array::of<float>({2, 2}, {0, 0, 0, 0})}}, {"s"});
     REQUIRE(c.outputs.size() == 1);
@@ -138,21 +136,69 @@ TEST_CASE("library: two runs in one session with different feeds give each its v
     CHECK(c.outputs[0].value.values<float>() == std::vector<float>{4});
 }
 
-TEST_CASE("library: statistics are zero between runs and after the session closes") {
+TEST_CASE("library: the session stays open between runs; close tears it down") {
     graphrun::Session session(options(graphrun::Cleanup::Close, 1));
     CHECK(session.stats().empty());  // nothing opened yet
     graphrun::Executable exe = session.compile_source("a = ones([64, 64])\nb = a @ a\nrepeat 3 { b = b + a }\n");
     graphrun::RunResult r = session.run(exe);
-    CHECK(r.before_teardown.at("cpu").in_use > 0);  // close holds every value until teardown
-    // Between runs: the last run's figures after its teardown (its peak and
-    // counts), nothing held.
-    REQUIRE(session.stats().count("cpu") == 1);
-    CHECK(session.stats().at("cpu").peak == r.before_teardown.at("cpu").peak);
-    CHECK(nothing_held(session.stats()));
-    session.close();
-    CHECK(all_zero(session.stats()));
+    // close holds every value until the session closes: the next run adds its own.
+    const uint64_t one_run = r.stats.at("cpu").in_use;
+    CHECK(one_run >= 5 * 64 * 64 * 4);
+    CHECK(session.stats().at("cpu").in_use == one_run);
+    graphrun::RunResult r2 = session.run(exe);
+    CHECK(r2.stats.at("cpu").in_use == 2 * one_run);
+    CHECK(r2.output("b").value.values<float>() == r.output("b").value.values<float>());
+    graphrun::Teardown t = session.close();
+    CHECK(t.before.at("cpu").in_use == 2 * one_run);
+    CHECK(t.after.at("cpu").peak == 2 * one_run);  // the peaks are the session's
+    CHECK(nothing_held(t.after));
+    CHECK(session.stats() == t.after);
     graphrun::Error e = run_error(session, exe, {});
     CHECK(e.kind() == graphrun::ErrorKind::Usage);
+    CHECK(nothing_held(session.close().after));  // again: nothing more
+}
+
+TEST_CASE("library: an error leaves the session open, and the next run starts clean") {
+    graphrun::Session session(options(graphrun::Cleanup::Safepoint, 1));
+    graphrun::Executable div = session.compile_source("x = input([2], dtype=i64)\ny = const([6, 8], dtype=i64) / x\n");
+    graphrun::Error e = run_error(session, div, {{"x", graphrun::Array::of<int64_t>({2}, {2, 0})}});
+    CHECK(e.kind() == graphrun::ErrorKind::Runtime);
+    CHECK(std::string(e.what()).find("integer division by zero") != std::string::npos);
+    graphrun::RunResult ok = session.run(div, {{"x", graphrun::Array::of<int64_t>({2}, {2, 4})}});
+    CHECK(ok.output("y").value.values<int64_t>() == std::vector<int64_t>{3, 2});
+    // Another executable replaces the first in the same session.
+    graphrun::Executable other = session.compile_source("z = ones([3]) * 2\n");
+    CHECK(session.run(other).output("z").value.values<float>() == std::vector<float>{2, 2, 2});
+    CHECK(session.run(div, {{"x", graphrun::Array::of<int64_t>({2}, {3, 8})}}).output("y").value.values<int64_t>() ==
+          std::vector<int64_t>{2, 1});
+    CHECK(session.stats().at("cpu").in_use == 0);
+    CHECK(session.runs() == 4);
+    CHECK(nothing_held(session.close().after));
+}
+
+TEST_CASE("library: one Executable runs in two sessions at once, each with its own feeds") {
+    // Feeds never enter the Executable: two threads run it side by side.
+    graphrun::Executable exe = graphrun::compile_source(kAffine, on_cpu());
+    auto worker = [&](float base, std::vector<float>* sums) {
+        graphrun::Session s(options(graphrun::Cleanup::Background, 1));
+        for (int i = 0; i < 50; ++i) {
+            const float v = base + static_cast<float>(i);
+            graphrun::RunResult r = s.run(exe, {{"x", graphrun::Array::of<float>({2, 2}, {v, v, v, v})}});
+            sums->push_back(r.output("s").value.values<float>()[0]);
+        }
+        s.close();
+    };
+    std::vector<float> a, b;
+    std::thread ta(worker, 0.0f, &a), tb(worker, 1000.0f, &b);
+    ta.join();
+    tb.join();
+    REQUIRE(a.size() == 50);
+    REQUIRE(b.size() == 50);
+    for (int i = 0; i < 50; ++i) {
+        // y = 2x + 1 elementwise; s = sum(y) = 4 (2v + 1)
+        CHECK(a[static_cast<size_t>(i)] == 4 * (2 * static_cast<float>(i) + 1));
+        CHECK(b[static_cast<size_t>(i)] == 4 * (2 * (1000.0f + static_cast<float>(i)) + 1));
+    }
 }
 
 TEST_CASE("library: feeds are checked, and a run keeps none of them for the next") {
@@ -183,7 +229,7 @@ TEST_CASE("library: one Executable runs in two sessions with their own strategie
     CHECK(rc.output("c").value.values<float>() == rs.output("c").value.values<float>());
     CHECK(rc.output("c").value.values<float>()[0] == 4.0f);
     // close keeps a and b until teardown; safepoint gives them back as it goes.
-    CHECK(rc.before_teardown.at("cpu").in_use > rs.before_teardown.at("cpu").in_use);
+    CHECK(rc.stats.at("cpu").in_use > rs.stats.at("cpu").in_use);
     // A session whose memory limit is under the plan's static peak refuses before running.
     graphrun::Session small(options(graphrun::Cleanup::Background, 1, 1024));
     graphrun::Error e = run_error(small, exe, {});

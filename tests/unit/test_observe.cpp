@@ -117,7 +117,7 @@ TEST_CASE("run_prepared: a timeline of at most the rows asked, ending at the run
     o.iterations = 4;  // 36 pass ends
     o.timeline_rows = 5;
     std::ostringstream err;
-    RunResult r = run_prepared(pr.prepared, o, err);
+    RunResult r = run_prepared(pr.prepared, {}, o, err);
     REQUIRE_FALSE(r.error);
     CHECK(r.timeline.pass_ends == 36);
     CHECK(r.timeline.every == 8);  // ceil(36 / 5)
@@ -138,7 +138,7 @@ TEST_CASE("trace: capped, says so, keeps the last counters, and is valid JSON") 
     o.iterations = 5;
     o.trace = &trace;
     std::ostringstream err;
-    RunResult r = run_prepared(pr.prepared, o, err);
+    RunResult r = run_prepared(pr.prepared, {}, o, err);
     REQUIRE_FALSE(r.error);
     CHECK(trace.dropped_events() > 0);
     std::ostringstream out;
@@ -163,7 +163,7 @@ TEST_CASE("trace: background's reclaimer records its batches while the executor 
     o.iterations = 3;
     o.trace = &trace;
     std::ostringstream err;
-    RunResult r = run_prepared(pr.prepared, o, err);
+    RunResult r = run_prepared(pr.prepared, {}, o, err);
     REQUIRE_FALSE(r.error);
     CHECK(trace.dropped_events() == 0);
     std::ostringstream out;

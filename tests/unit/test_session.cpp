@@ -653,3 +653,114 @@ TEST_CASE("device factory: cpu opens with its limit; a GPU without the plugin sa
     CHECK(f.open("gpu:0", &error) == nullptr);
     CHECK(error == "graphrun was built without CUDA support");
 }
+
+namespace {
+struct Compiled {
+    std::unique_ptr<LoadedGraph> lg;
+    Plan plan;
+};
+
+Compiled compile_cpu(const std::string& src) {
+    Compiled c;
+    c.lg = load_graph_source("test.graph", src, false);
+    REQUIRE(c.lg->ok());
+    std::ostringstream log;
+    PlacementOptions po;
+    po.device = "cpu";
+    REQUIRE_FALSE(place(c.lg->graph, po, DeviceAvailability{}, log).has_value());
+    std::vector<NodeId> outs;
+    for (const Output& o : c.lg->graph.outputs) outs.push_back(o.id);
+    auto plan = compile_plan(c.lg->graph, outs, nullptr);
+    REQUIRE(plan);
+    c.plan = std::move(*plan);
+    return c;
+}
+
+NodeId input_id(const Graph& g, std::string_view name) {
+    for (size_t i = 0; i < g.nodes.size(); ++i)
+        if (g.nodes[i].op == OpKind::Input && g.nodes[i].display() == name) return static_cast<NodeId>(i);
+    FAIL("no input " << name);
+    return kNoNode;
+}
+}  // namespace
+
+TEST_CASE("session: compiled once, run many: feeds per run, another executable, an error, never the graph") {
+    Compiled affine = compile_cpu("x = input([256])\ny = x * 2 + 1\noutput y\n");
+    Compiled chain3 = compile_cpu(chain(3));
+    const Graph& g = affine.lg->graph;
+    const NodeId x = input_id(g, "x");
+    SessionOptions so;
+    so.cleanup = CleanupStrategy::Safepoint;
+    so.cpu_memory_limit = uint64_t{1} << 32;
+    Session s(so);
+    CHECK(s.stats()["cpu"].allocs == 0);
+    REQUIRE_FALSE(s.load(g, affine.plan));
+    std::vector<float> a(256, 1.0f), b(256, -3.0f);
+    for (int round = 0; round < 2; ++round) {
+        for (const std::vector<float>* v : {&a, &b}) {
+            std::vector<HostTensor> out;
+            std::vector<FeedView> feeds{FeedView{x, v->data(), v->size() * 4}};
+            REQUIRE_FALSE(s.run(feeds, 2, g.outputs, out));
+            REQUIRE(out.size() == 1);
+            CHECK(first_f32(out[0]) == (*v)[0] * 2 + 1);
+            // The run held one pass's values at most: the static peak (the
+            // peak is the session's: chain3's, larger, from round 1 on).
+            if (round == 0) CHECK(s.stats()["cpu"].peak == affine.plan.static_peak["cpu"]);
+        }
+        // Another executable in the same session, then back.
+        REQUIRE_FALSE(s.load(chain3.lg->graph, chain3.plan));
+        std::vector<HostTensor> out;
+        REQUIRE_FALSE(s.run(2, chain3.lg->graph.outputs, out));
+        CHECK(first_f32(out[0]) == 3.0f);
+        REQUIRE_FALSE(s.load(g, affine.plan));
+    }
+    CHECK(g.node(x).literal.empty());  // feeds never entered the graph
+    // Every run must feed every input: the last run's bytes are not reused.
+    std::vector<HostTensor> out;
+    auto missing = s.run({}, 1, g.outputs, out);
+    REQUIRE(missing);
+    CHECK(missing->message == "input 'x' (f32[256]) has no value");
+    auto short_feed = s.run({FeedView{x, a.data(), 8}}, 1, g.outputs, out);
+    REQUIRE(short_feed);
+    CHECK(short_feed->message == "the value of input 'x' has 8 bytes, but f32[256] takes 1024");
+    // Outputs let go between runs: no tensor held.
+    REQUIRE_FALSE(s.run({FeedView{x, a.data(), 1024}}, 1, g.outputs, out));
+    CHECK(s.stats()["cpu"].in_use > 0);
+    s.release_outputs();
+    CHECK(s.stats()["cpu"].in_use == 0);
+    s.close();
+    check_torn_down(s.stats()["cpu"]);
+    CHECK(s.run({FeedView{x, a.data(), 1024}}, 1, g.outputs, out)->message == "the session is closed");
+}
+
+TEST_CASE("session: a run that failed leaves the session usable, and the next run starts clean") {
+    Compiled div = compile_cpu("x = input([2], dtype=i64)\ny = const([6, 8], dtype=i64) / x\nz = y + 1\noutput z\n");
+    const Graph& g = div.lg->graph;
+    const NodeId x = input_id(g, "x");
+    for (CleanupStrategy c : {CleanupStrategy::Background, CleanupStrategy::Safepoint, CleanupStrategy::Close}) {
+        CAPTURE(cleanup_name(c));
+        SessionOptions so;
+        so.cleanup = c;
+        so.cpu_memory_limit = uint64_t{1} << 32;
+        Session s(g, div.plan, so);
+        const int64_t zero[2] = {2, 0}, good[2] = {3, 4};
+        std::vector<HostTensor> out;
+        auto e = s.run({FeedView{x, zero, 16}}, 3, g.outputs, out);
+        REQUIRE(e);
+        CHECK(e->message.find("integer division by zero") != std::string::npos);
+        for (int i = 0; i < 3; ++i) {
+            out.clear();
+            REQUIRE_FALSE(s.run({FeedView{x, good, 16}}, 2, g.outputs, out));
+            int64_t z[2];
+            std::memcpy(z, out[0].data.data(), 16);
+            CHECK(z[0] == 3);
+            CHECK(z[1] == 3);
+        }
+        if (c != CleanupStrategy::Close) {
+            s.release_outputs();
+            CHECK(s.stats()["cpu"].live == 0);
+        }
+        s.close();
+        check_torn_down(s.stats()["cpu"]);
+    }
+}

@@ -50,6 +50,15 @@ public:
     // Never throws. A device kernel may return before its work has finished;
     // the device orders later work and copies after it.
     virtual std::string run(const TensorRef* inputs, size_t n_inputs, TensorRef& out, const KernelContext& ctx) = 0;
+    // An `input` node's kernel: the value of the runs to come, on the host
+    // (the executor calls it before each run; feeds never enter the graph).
+    // `data` stays valid until the next set_feed or the kernel's end; a device
+    // kernel may copy it now. "" or an error message; other kernels refuse.
+    virtual std::string set_feed(const void* data, uint64_t bytes) {
+        (void)data;
+        (void)bytes;
+        return "internal error: a feed given to a node that is not an input";
+    }
 };
 
 }  // namespace graphrun
