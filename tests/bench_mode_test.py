@@ -243,6 +243,25 @@ def a_failed_run_still_reports_what_was_measured():
 
 
 @test
+def past_two_to_the_twenty_passes_the_percentiles_are_sampled():
+    # A tiny graph under safepoint: 1.1 million passes take well under a second.
+    add = os.path.join(EXAMPLES, "add.graph")
+    passes = (1 << 20) + 51424
+    doc = run_ok_json("--device=cpu", "--cleanup=safepoint", "--no-data", "--bench", "--warmup=0",
+                      f"--iterations={passes}", add)
+    b = doc["bench"]
+    expect(b["passes"] == passes and b["sampled"] == 1 << 20, b)
+    figures = [b[k] for k in LATENCY]
+    expect(figures == sorted(figures) and b["min_ms"] <= b["mean_ms"] <= b["max_ms"], b)
+    expect(abs(b["mean_ms"] * passes - b["total_ms"]) <= 1e-9 * b["total_ms"], b)
+    code, out, err = run("run", "--device=cpu", "--cleanup=safepoint", "--no-data", "--bench", "--warmup=0",
+                         f"--iterations={passes}", add)
+    expect(code == 0, err)
+    expect(f"  median, p90 and p99 from an even sample of {1 << 20} of the {passes} passes (min, max and mean "
+           "from all)" in text_section(out, "bench ("), out)
+
+
+@test
 def each_file_has_its_own_bench():
     code, docs, err = run_json("--device=cpu", "--bench", "--iterations=2", "--warmup=1", MLP, POWER)
     expect(code == 0 and len(docs) == 2, err)
