@@ -10,6 +10,7 @@
 #include <functional>
 #include <iostream>
 
+#include "cli/bench_output.h"
 #include "cli/commands.h"
 #include "cli/data_options.h"
 #include "cli/repl.h"
@@ -240,9 +241,10 @@ int run_command_line(int argc, char** argv) {
         ->check(CLI::IsMember({"background", "safepoint", "close"}))
         ->default_str("background");
     add_placement_options(run_cmd, run.engine.prepare.placement);
-    run_cmd
+    CLI::Option* run_iterations = run_cmd
         ->add_option("--iterations", run.engine.iterations,
-                     "run the graph N times in the one session (0 to 2^40)")
+                     "run the graph N times in the one session (0 to 2^40; with --bench: the measured passes, "
+                     "default 10)")
         ->check(CLI::Validator(
             [](std::string& v) { return integer_problem(v, 0, int64_t{1} << 40, "2^40"); }, ""))
         ->default_str("1");
@@ -272,7 +274,19 @@ int run_command_line(int argc, char** argv) {
             CLI::Validator([](std::string& v) { return integer_problem(v, 1, 1024, "1024"); }, ""));
     run_cmd->add_flag("--allow-tf32", run.engine.allow_tf32, "let GPU matmul use TF32 (no effect without a GPU)");
     run_cmd->add_flag("--reset-device", run.engine.reset_device, "end the CUDA context at teardown (no effect without a GPU)");
-    run_cmd->add_flag("--profile", run.engine.profile, "print per-op totals (count, time, bytes) after the run");
+    std::string run_profile;  // "" (off), "true" (--profile alone), "ops" or "nodes"
+    run_cmd
+        ->add_flag("--profile", run_profile,
+                   "print per-op totals (count, time, bytes) after the run; --profile=nodes adds a table per node "
+                   "(op, output, calls, time, share of the pass time), slowest first")
+        ->check(CLI::Validator(
+            [](std::string& v) -> std::string {
+                if (v == "true" || v == "ops" || v == "nodes") return {};  // CLI11 gives a bare flag "true"
+                return "'" + v + "' is neither ops nor nodes (--profile alone: per-op totals; --profile=nodes: "
+                       "per op and per node)";
+            },
+            ""))
+        ->option_text("[=nodes]");
     DataOptionStrings run_data;
     add_data_options(run_cmd, run_data);
     add_output_options(run_cmd, run);
@@ -286,6 +300,20 @@ int run_command_line(int argc, char** argv) {
                         "reclaimer's release batches, in_use/pending/reserved counters per device (at most 200000 "
                         "events)")
         ->type_name("FILE");
+
+    // The benchmark mode (issue 25): its own block, so that it merges cleanly.
+    bool run_bench = false;
+    int64_t run_warmup = kDefaultWarmup;
+    CLI::Option* run_bench_flag = run_cmd->add_flag(
+        "--bench", run_bench,
+        "time each pass: after --warmup passes that are not counted, --iterations measured passes (default 10); "
+        "prints latency per pass (min, median, mean, p90, p99, max) and passes per second");
+    run_cmd
+        ->add_option("--warmup", run_warmup,
+                     "with --bench: passes run first in the same session and not counted (0 to 2^40, default 2)")
+        ->check(CLI::Validator([](std::string& v) { return integer_problem(v, 0, int64_t{1} << 40, "2^40"); }, ""))
+        ->needs(run_bench_flag)
+        ->default_str(std::to_string(kDefaultWarmup));
 
     // `graphrun compare` (issue 14): its own block, so that it merges cleanly.
     CompareOptions compare;
@@ -391,6 +419,15 @@ int run_command_line(int argc, char** argv) {
             return kExitUsage;
         }
         if (run_timeline) run.engine.timeline_rows = 50;
+        run.engine.profile = !run_profile.empty();
+        run.engine.bench.nodes = run_profile == "nodes";
+        if (run_bench) {
+            if (std::string bench_error = apply_bench_options(run_warmup, run_iterations->count() > 0, run.engine);
+                !bench_error.empty()) {
+                std::cerr << bench_error << "\nRun with --help for more information.\n";
+                return kExitUsage;
+            }
+        }
         run.engine.mode = run_mode == "eager" ? ExecMode::Eager : ExecMode::Graph;
         return run_command(run, std::cout, std::cerr);
     }

@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "cli/app.h"
+#include "cli/bench_output.h"
 #include "cli/commands.h"
 #include "cli/data_options.h"
 #include "cli/progress.h"
@@ -103,6 +104,7 @@ void print_text(const RunResult& r, const RunOptions& ro, std::ostream& out) {
     line << std::fixed << std::setprecision(3) << "session: cleanup=" << cleanup_name(opts.cleanup)
          << (opts.mode == ExecMode::Eager ? " mode=eager" : "") << " iterations=" << opts.iterations << " run " << r.run_ms << " ms, teardown " << r.teardown_ms << " ms";
     out << line.str() << "\n";
+    if (opts.bench.passes) print_bench(r.bench, out);
     if (opts.profile) {
         out << "profile (per op, slowest first):\n";
         out << "  " << std::left << std::setw(16) << "op" << std::right << std::setw(10) << "count" << std::setw(14)
@@ -114,6 +116,7 @@ void print_text(const RunResult& r, const RunOptions& ro, std::ostream& out) {
                 << std::setw(14) << ms.str() << std::setw(16) << p.bytes << "\n";
         }
     }
+    if (opts.bench.nodes) print_node_profile(r.bench, opts.bench.passes, out);
     if (opts.timeline_rows) print_timeline(r.timeline, opts.iterations, out);
 }
 

@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cli/bench_output.h"
 #include "cli/commands.h"
 #include "cli/data_options.h"
 #include "cli/observe_output.h"
@@ -56,12 +57,14 @@ ojson rest_json(const RunResult& r, const RunFileOptions& opts) {
                            {"run_ms", r.ran ? ojson(r.run_ms) : none},
                            {"teardown_ms", r.ran ? ojson(r.teardown_ms) : none}};
     if (opts.mode == ExecMode::Eager) doc["session"]["mode"] = "eager";  // graph mode's document is unchanged
+    if (opts.bench.passes) doc["bench"] = r.bench.recorded ? bench_json(r.bench) : none;
     if (opts.profile) {
         auto prof = ojson::array();
         for (const OpProfile& p : r.profile)
             prof.push_back(ojson{{"op", p.op}, {"count", p.count}, {"ms", p.ms}, {"bytes", p.bytes}});
         doc["profile"] = r.ran ? std::move(prof) : none;
     }
+    if (opts.bench.nodes) doc["node_profile"] = r.bench.recorded ? node_profile_json(r.bench) : none;
     if (opts.timeline_rows) doc["timeline"] = timeline_json(r.timeline);
     if (!r.expected.empty()) doc["expected_outputs"] = expected_outputs_json(r, opts);
     if (r.error) {

@@ -174,6 +174,8 @@ RunResult run_prepared(const Prepared& p, const InputValues& feeds, const RunFil
     if (opts.series_points)
         observers.add(&series.emplace(expected_node_runs(g, plan, opts.iterations), opts.series_points));
     if (opts.trace) observers.add((traced = opts.trace->begin_run(lg.display)).get());
+    std::optional<BenchRecorder> bench;  // --bench, --profile=nodes (bench.h)
+    if (opts.bench.passes || opts.bench.nodes) observers.add(&bench.emplace(g, opts.bench));
     so.observer = observers.empty() ? nullptr : observers.single() ? observers.single() : &observers;
     r.rss_session = resident_bytes();
     r.ran = true;
@@ -219,6 +221,7 @@ RunResult run_prepared(const Prepared& p, const InputValues& feeds, const RunFil
         Session session(g, plan, so);
         drive(session, [&] { return session.run(feed_views(feeds), opts.iterations, g.outputs, r.outputs); });
     }
+    if (bench) r.bench = bench->finish();  // the session has closed: nothing calls the recorder now
     if (!refused.empty()) {
         r.error = Error{ErrorKind::Runtime, refused, 0};
         return r;

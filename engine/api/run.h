@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/api/bench.h"  // BenchOptions, BenchResult
 #include "engine/api/error.h"
 #include "engine/api/feeds.h"
 #include "engine/api/observe.h"  // Timeline, SeriesPoint
@@ -57,6 +58,9 @@ struct RunFileOptions {
     // Where given, every file the run reads and its --output and --save files
     // are added (for a file written after all runs).
     FilesSeen* seen = nullptr;
+    // --bench, --warmup, --profile=nodes (bench.h): `iterations` counts the
+    // warm-up passes too.
+    BenchOptions bench;
 };
 
 // A GPU's used memory as the driver reports it (NVML), at three moments.
@@ -81,6 +85,7 @@ struct RunResult {
     // --expected-output: one check per expected value, in the order given
     // (empty when none was given or the run failed before comparing).
     std::vector<ExpectedCheck> expected;
+    BenchResult bench;  // RunFileOptions::bench (recorded: a session opened)
 };
 
 // prepare() and run_prepared().
