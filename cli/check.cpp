@@ -118,7 +118,7 @@ std::string render_listing(const Graph& g) {
     return buf;
 }
 
-// The rest of the text listing: outputs, the static peak and the close growth.
+// The rest of the text listing: outputs, the static peak, the weights and the close growth.
 void print_text_tail(const Graph& g, const Plan& plan, std::ostream& out) {
     bool any_input = false;  // the values `run` needs: --input=NAME=@FILE.npy of this dtype and shape
     for (const Node& n : g.nodes) {
@@ -135,6 +135,11 @@ void print_text_tail(const Graph& g, const Plan& plan, std::ostream& out) {
     out << "\nstatic peak (one pass, live tensor bytes):\n";
     for (const auto& [dev, bytes] : plan.static_peak)
         out << "  " << dev << ": " << bytes << " bytes (" << human_bytes(bytes) << ")\n";
+    if (!plan.weights.empty()) {
+        out << "\nweights (constants, placed once when the session opens and held until it closes):\n";
+        for (const auto& [dev, bytes] : plan.weights)
+            out << "  " << dev << ": " << bytes << " bytes (" << human_bytes(bytes) << ")\n";
+    }
     out << "\nclose growth (--cleanup=close holds every tensor until the session closes):\n";
     for (const auto& [dev, bytes] : plan.close_growth) {
         out << "  " << dev << ": a pass allocates " << bytes << " bytes";
@@ -188,6 +193,9 @@ void print_json(const Graph& g, const Plan& plan, std::ostream& out) {
     nlohmann::ordered_json growth = nlohmann::ordered_json::object();
     for (const auto& [dev, bytes] : plan.close_growth) growth[dev] = bytes;
     doc["close_growth"] = std::move(growth);
+    nlohmann::ordered_json weights = nlohmann::ordered_json::object();
+    for (const auto& [dev, bytes] : plan.weights) weights[dev] = bytes;
+    doc["weights"] = std::move(weights);
     out << dump_json(doc) << "\n";
 }
 

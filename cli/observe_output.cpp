@@ -45,6 +45,22 @@ private:
 
 }  // namespace
 
+void print_memory_table(const std::string& title, const std::map<std::string, MemoryStats>& stats,
+                        std::ostream& out) {
+    out << title << ":\n";
+    TextTable table({"device", "in_use", "peak", "pending", "pending_peak", "reserved", "allocs", "frees", "live",
+                     "copied_in", "weights", "workspace"},
+                    1);
+    for (const auto& [dev, s] : stats)
+        table.add({dev, std::to_string(s.in_use), std::to_string(s.peak), std::to_string(s.pending),
+                   std::to_string(s.pending_peak), std::to_string(s.reserved), std::to_string(s.allocs),
+                   std::to_string(s.frees), std::to_string(s.live), std::to_string(s.copied_in),
+                   std::to_string(s.weights), std::to_string(s.workspace)},
+                  {{1, s.in_use}, {2, s.peak}, {3, s.pending}, {4, s.pending_peak}, {5, s.reserved},
+                   {9, s.copied_in}, {10, s.weights}, {11, s.workspace}});
+    table.print(out);
+}
+
 void print_timeline(const Timeline& t, int64_t iterations, std::ostream& out) {
     out << "timeline (" << t.rows.size() << " rows for " << t.pass_ends << " pass ends";
     if (t.every > 1) out << ", one every " << t.every;

@@ -2,6 +2,7 @@
 // and the trace file written once every file has run.
 #pragma once
 #include <nlohmann/json.hpp>
+#include <map>
 #include <ostream>
 #include <string>
 
@@ -9,6 +10,11 @@
 #include "engine/api/trace.h"
 
 namespace graphrun::cli {
+
+// "TITLE:" and the allocator figures (SPEC section 4), one row per device:
+// the table `run` prints before and after teardown, and the REPL's :stats.
+void print_memory_table(const std::string& title, const std::map<std::string, MemoryStats>& stats,
+                        std::ostream& out);
 
 // "timeline (...):" and one row per sampled pass end and device.
 void print_timeline(const Timeline& t, int64_t iterations, std::ostream& out);

@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "cli/observe_output.h"  // print_memory_table
 #include "cli/repl.h"
 #include "cli/repl_line.h"
 
@@ -85,8 +86,5 @@ class Repl {
 // Splits a command line into words: blanks separate them, double quotes
 // group (with \" and \\ inside). nullopt-like: `error` set on an open quote.
 std::vector<std::string> command_words(std::string_view line, std::string& error);
-// The memory table of `graphrun run` ("memory before teardown:" and a row per device).
-void print_memory_table(const std::string& title, const std::map<std::string, MemoryStats>& stats,
-                        std::ostream& out);
 
 }  // namespace graphrun::cli

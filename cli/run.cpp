@@ -61,18 +61,7 @@ void print_gpu_system(const RunResult& r, bool reset_device, int moment, std::os
 
 void print_table(const std::string& title, const std::map<std::string, MemoryStats>& stats, uint64_t rss,
                  const std::string& rss_label, std::ostream& out) {
-    out << title << ":\n";
-    TextTable table({"device", "in_use", "peak", "pending", "pending_peak", "reserved", "allocs", "frees", "live",
-                     "copied_in", "workspace"},
-                    1);
-    for (const auto& [dev, s] : stats)
-        table.add({dev, std::to_string(s.in_use), std::to_string(s.peak), std::to_string(s.pending),
-                   std::to_string(s.pending_peak), std::to_string(s.reserved), std::to_string(s.allocs),
-                   std::to_string(s.frees), std::to_string(s.live), std::to_string(s.copied_in),
-                   std::to_string(s.workspace)},
-                  {{1, s.in_use}, {2, s.peak}, {3, s.pending}, {4, s.pending_peak}, {5, s.reserved},
-                   {9, s.copied_in}, {10, s.workspace}});
-    table.print(out);
+    print_memory_table(title, stats, out);
     out << "  system (cpu): process resident memory " << rss_label << ": " << rss << " bytes ("
         << human_bytes(rss) << ")\n";
 }

@@ -22,7 +22,7 @@ ojson stats_json(const MemoryStats& s) {
     return ojson{{"in_use", s.in_use},       {"peak", s.peak},     {"pending", s.pending},
                  {"pending_peak", s.pending_peak}, {"reserved", s.reserved}, {"allocs", s.allocs},
                  {"frees", s.frees},         {"live", s.live},     {"copied_in", s.copied_in},
-                 {"workspace", s.workspace}};
+                 {"weights", s.weights},     {"workspace", s.workspace}};
 }
 
 // Everything after `outputs`: memory, system, session, profile, error.

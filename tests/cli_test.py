@@ -119,7 +119,7 @@ def check_json_fields():
     expect(doc["outputs"][0]["shape"] == [32, 10] and doc["outputs"][0]["dtype"] == "f32", doc["outputs"][0])
     expect(doc["outputs"][1]["shape"] == [32], doc["outputs"][1])
     expect(isinstance(doc["static_peak"]["cpu"], int) and doc["static_peak"]["cpu"] > 0, doc["static_peak"])
-    expect(list(doc.keys())[-2:] == ["static_peak", "close_growth"], list(doc.keys()))
+    expect(list(doc.keys())[-3:] == ["static_peak", "close_growth", "weights"], list(doc.keys()))
     expect(doc["close_growth"].keys() == doc["static_peak"].keys(), doc["close_growth"])
     expect(doc["close_growth"]["cpu"] > doc["static_peak"]["cpu"], doc)  # mlp runs in place under safepoint
     code, out, _ = run("check", os.path.join(EXAMPLES, "mlp.graph"))

@@ -8,6 +8,7 @@ the harness reads:
   # expect: y: f32[2,3] (cpu)   a line that stdout must contain (stripped, exact)
   # expect-peak: cpu 1216       `check` must report this static peak (bytes)
   # expect-close: cpu 4096      `check` must report this close growth (bytes one pass allocates)
+  # expect-weights: cpu 64      `check` must report these weights (bytes of constants; "cpu 0": none)
   # run-expect: [2. 3.]         with cmd check: `graphrun run FILE ARGS RUN-ARGS` must also
                                 exit 0 and print this line (the values the checked graph computes)
   # run-args: --fill=ones       extra arguments for that run only
@@ -36,10 +37,10 @@ def expectations(path):
     with open(exp_path, encoding="utf-8", errors="replace") as f:
         lines = f.read().splitlines()
     spec = {"args": [], "cmd": "check", "expect": [], "peak": [], "error": [],
-            "warning": [], "exit": None, "errors_only": False, "close": [],
+            "warning": [], "exit": None, "errors_only": False, "close": [], "weights": [],
             "run_expect": [], "run_args": []}
     for line in lines:
-        m = re.search(r"#\s*(args|cmd|expect-peak|expect-close|expect|errors-only|error|warning|exit|run-expect|run-args):?\s?(.*)$",
+        m = re.search(r"#\s*(args|cmd|expect-peak|expect-close|expect-weights|expect|errors-only|error|warning|exit|run-expect|run-args):?\s?(.*)$",
                       line)
         if not m:
             continue
@@ -54,6 +55,8 @@ def expectations(path):
             spec["peak"].append(val)
         elif key == "expect-close":
             spec["close"].append(val)
+        elif key == "expect-weights":
+            spec["weights"].append(val)
         elif key == "error":
             spec["error"].append(val)
         elif key == "warning":
@@ -135,6 +138,12 @@ def check_one(binary, path):
         dev, val = cg.split()
         if not any(l.startswith(f"{dev}: a pass allocates {val} bytes (") for l in growth):
             problems.append(f"close growth {dev} is not {val} bytes")
+    weights = section(out, "weights (constants, placed once when the session opens and held until it closes):")
+    for w in spec["weights"]:
+        dev, val = w.split()
+        found = any(l.startswith(f"{dev}: {val} bytes (") for l in weights)
+        if not found and not (val == "0" and not any(l.startswith(f"{dev}:") for l in weights)):
+            problems.append(f"weights {dev} are not {val} bytes")
     diag_re = re.compile(r"^" + re.escape(path) + r"(?::(\d+):(\d+)|: (\S+)): error: (.*)$")
     diags = []
     for line in err.splitlines():

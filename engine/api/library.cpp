@@ -36,7 +36,7 @@ graphrun::DType to_engine(DType t) { return static_cast<graphrun::DType>(t); }
 
 MemoryStats from_engine(const graphrun::MemoryStats& s) {
     return MemoryStats{s.in_use, s.peak,  s.pending, s.pending_peak, s.reserved,
-                       s.allocs, s.frees, s.live,    s.copied_in,    s.workspace};
+                       s.allocs, s.frees, s.live,    s.copied_in,    s.weights, s.workspace};
 }
 
 std::map<std::string, MemoryStats> from_engine(const std::map<std::string, graphrun::MemoryStats>& m) {
@@ -324,9 +324,9 @@ RunResult Session::run(const Executable& exe, const Feeds& feeds, const std::vec
     const SessionOptions& so = impl_->options;
     // The session's memory limit, where it sets one, bounds this run instead of the compiled one.
     if (so.memory_limit)
-        for (const auto& [dev, bytes] : p.plan->static_peak)
-            if (bytes > so.memory_limit)
-                throw Error(ErrorKind::Runtime, over_limit_message(dev, bytes, so.memory_limit));
+        for (const auto& [dev, peak] : p.plan->static_peak)
+            if (const uint64_t bytes = peak_with_weights(*p.plan, dev); bytes > so.memory_limit)
+                throw Error(ErrorKind::Runtime, over_limit_message(dev, bytes, so.memory_limit, bytes - peak));
     const std::vector<FeedView> views = feed_views(g, feeds);
     if (!impl_->engine) {
         graphrun::SessionOptions eo;

@@ -41,10 +41,21 @@ bool apply_fetch(Graph& g, const std::vector<std::string>& fetch, std::string& e
     return true;
 }
 
-std::string over_limit_message(const std::string& device, uint64_t bytes, uint64_t limit) {
+std::string over_limit_message(const std::string& device, uint64_t bytes, uint64_t limit, uint64_t weights) {
+    const std::string held = weights ? " (its tensors' peak " + std::to_string(bytes - weights) + " bytes and " +
+                                           std::to_string(weights) + " bytes of weights)"
+                                     : "";
     return "the static plan needs " + std::to_string(bytes) + " bytes (" + human_bytes(bytes) + ") on " + device +
-           " at its peak, more than the memory limit of " + std::to_string(limit) + " bytes (" + human_bytes(limit) +
-           "); refused before running";
+           " at its peak" + held + ", more than the memory limit of " + std::to_string(limit) + " bytes (" +
+           human_bytes(limit) + "); refused before running";
+}
+
+uint64_t peak_with_weights(const Plan& plan, const std::string& device) {
+    auto p = plan.static_peak.find(device);
+    auto w = plan.weights.find(device);
+    const uint64_t peak = p == plan.static_peak.end() ? 0 : p->second;
+    const uint64_t weights = w == plan.weights.end() ? 0 : w->second;
+    return peak + weights < peak ? UINT64_MAX : peak + weights;
 }
 
 PrepareResult load_and_place(const std::string& path, const PrepareOptions& opts, std::ostream& err) {
@@ -101,11 +112,13 @@ std::optional<Error> plan_prepared(Prepared& p, const PrepareOptions& opts, std:
     }
     if (!opts.refuse_over_limit) return std::nullopt;
     p.cpu_memory_limit = opts.memory_limit ? opts.memory_limit : default_cpu_memory_limit();
-    for (const auto& [dev, bytes] : p.plan->static_peak) {
+    for (const auto& [dev, peak] : p.plan->static_peak) {
         bool gpu = device_kind(dev) == DeviceKind::Gpu;
+        // The weights are held beside the tensors, under the same limit.
+        const uint64_t bytes = peak_with_weights(*p.plan, dev);
         // A GPU without --memory-limit is checked against its free memory once it is open.
         if (bytes > p.cpu_memory_limit && (!gpu || opts.memory_limit)) {
-            std::string msg = over_limit_message(dev, bytes, p.cpu_memory_limit);
+            std::string msg = over_limit_message(dev, bytes, p.cpu_memory_limit, bytes - peak);
             err << file << ": error: " << msg << "\n";
             return Error{ErrorKind::Runtime, msg, 0};
         }

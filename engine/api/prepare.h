@@ -71,6 +71,10 @@ bool apply_fetch(Graph& g, const std::vector<std::string>& fetch, std::string& e
 
 // The message for a static peak over a device's limit (also printed by run_prepared
 // for a GPU whose limit is known once it is open).
-std::string over_limit_message(const std::string& device, uint64_t bytes, uint64_t limit);
+// `weights`: how much of `bytes` is the device's weights (0: none).
+std::string over_limit_message(const std::string& device, uint64_t bytes, uint64_t limit, uint64_t weights = 0);
+// A device's static peak plus its weights (Plan::weights): what one pass
+// holds at most under safepoint, the limit's measure.
+uint64_t peak_with_weights(const Plan& plan, const std::string& device);
 
 }  // namespace graphrun

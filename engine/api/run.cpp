@@ -41,13 +41,13 @@ std::optional<Error> check_host_copies(const Prepared& p, int64_t iterations, st
         for (const Output& o : g.outputs) outputs += bytes_of(g.node(o.id));
     for (const Node& n : g.nodes)
         if (n.op == OpKind::Input && n.valid) inputs += bytes_of(n);
-    auto it = p.plan->static_peak.find("cpu");
-    const uint64_t peak = it == p.plan->static_peak.end() ? 0 : it->second;
+    const uint64_t peak = peak_with_weights(*p.plan, "cpu");
     const uint64_t total = peak + outputs + inputs;
     if (total <= p.cpu_memory_limit) return std::nullopt;
     auto figure = [](uint64_t b) { return std::to_string(b) + " bytes (" + human_bytes(b) + ")"; };
     std::string msg = "the run needs " + figure(total) + " of host memory, more than the memory limit of " +
-                      figure(p.cpu_memory_limit) + ": the static plan's peak on cpu " + figure(peak);
+                      figure(p.cpu_memory_limit) + ": the static plan's peak on cpu " +
+                      (p.plan->weights.count("cpu") && p.plan->weights.at("cpu") ? "with its weights " : "") + figure(peak);
     if (outputs) msg += ", the outputs' host copies " + figure(outputs);
     if (inputs) msg += ", the inputs' values " + figure(inputs);
     msg += "; refused before running";
@@ -254,12 +254,14 @@ std::string gpu_over_limit(const Plan& plan, const std::map<std::string, MemoryS
         auto it = plan.static_peak.find(dev);
         auto st = opened.find(dev);
         const uint64_t workspace = st == opened.end() ? 0 : st->second.workspace;
-        if (device_kind(dev) == DeviceKind::Gpu && it != plan.static_peak.end() &&
-            (it->second > lim || (workspace > 0 && it->second + workspace > lim)))
-            return it->second > lim ? over_limit_message(dev, it->second, lim)
-                                    : over_limit_message(dev, it->second, lim - workspace) + " (the limit of " +
-                                          std::to_string(lim) + " bytes less the " + std::to_string(workspace) +
-                                          " bytes of workspace " + dev + " holds for the session)";
+        if (device_kind(dev) != DeviceKind::Gpu || it == plan.static_peak.end()) continue;
+        // The weights are placed already (load), so they are checked as part of the plan, not as held.
+        const uint64_t bytes = peak_with_weights(plan, dev), weights = bytes - it->second;
+        if (bytes > lim || (workspace > 0 && bytes + workspace > lim))
+            return bytes > lim ? over_limit_message(dev, bytes, lim, weights)
+                               : over_limit_message(dev, bytes, lim - workspace, weights) + " (the limit of " +
+                                     std::to_string(lim) + " bytes less the " + std::to_string(workspace) +
+                                     " bytes of workspace " + dev + " holds for the session)";
     }
     return "";
 }
@@ -278,11 +280,12 @@ const char* exec_mode_name(ExecMode m) { return m == ExecMode::Eager ? "eager" :
 std::string leak_report(const std::map<std::string, MemoryStats>& after) {
     std::string out;
     for (const auto& [dev, s] : after) {
-        if (s.in_use || s.pending || s.reserved || s.live || s.allocs != s.frees || s.workspace)
+        if (s.in_use || s.pending || s.reserved || s.live || s.allocs != s.frees || s.workspace || s.weights)
             out += dev + ": in_use " + std::to_string(s.in_use) + ", pending " + std::to_string(s.pending) +
                    ", reserved " + std::to_string(s.reserved) + ", live " + std::to_string(s.live) + ", allocs " +
                    std::to_string(s.allocs) + " vs frees " + std::to_string(s.frees) +
-                   (s.workspace ? ", workspace " + std::to_string(s.workspace) : std::string()) + "; ";
+                   (s.workspace ? ", workspace " + std::to_string(s.workspace) : std::string()) +
+                   (s.weights ? ", weights " + std::to_string(s.weights) : std::string()) + "; ";
     }
     return out;
 }

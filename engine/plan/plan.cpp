@@ -15,6 +15,8 @@ bool aliases_input(const Graph& g, const Node& n) {
     return is_alias_op(n.op) && n.inputs.size() == 1 && g.node(n.inputs[0].id).placed == n.placed;
 }
 
+bool is_weight(const Node& n) { return n.op == OpKind::Const && n.valid; }
+
 bool may_take_input_buffer(const Graph& g, const Node& n, size_t k) {
     // The CPU kernels of these ops read each element before they write it, at
     // the same index (elementwise.cpp); the GPU kernels are not written for it.
@@ -27,6 +29,16 @@ bool may_take_input_buffer(const Graph& g, const Node& n, size_t k) {
 namespace {
 
 constexpr int64_t kNever = -1;
+
+uint64_t saturating_add(uint64_t a, uint64_t b) {
+    uint64_t r;
+    return __builtin_add_overflow(a, b, &r) ? UINT64_MAX : r;
+}
+uint64_t saturating_mul(uint64_t a, uint64_t b) {
+    uint64_t r;
+    return __builtin_mul_overflow(a, b, &r) ? UINT64_MAX : r;
+}
+
 
 // Builds the steps. A block is the top level (repeat -1) or a repeat body.
 // Positions inside a block: statement k's begin is 2k, its end 2k+1. A value's
@@ -52,12 +64,25 @@ public:
     Plan build() {
         emit_block(g_.top, -1);
         plan_.node_bytes.resize(g_.nodes.size(), 0);
+        plan_.weight_bytes.resize(g_.nodes.size(), 0);
+        std::vector<bool> runs(g_.nodes.size(), false);
+        for (const PlanStep& s : plan_.steps)
+            if (s.kind == PlanStep::Kind::Run) runs[static_cast<size_t>(s.arg)] = true;
         for (size_t i = 0; i < g_.nodes.size(); ++i) {
             const Node& n = g_.nodes[i];
             if (n.op == OpKind::LoopParam || n.op == OpKind::Invalid || aliases_input(g_, n)) continue;
-            auto numel = checked_numel(n.shape);
-            auto bytes = numel ? checked_buffer_bytes(*numel, n.dtype) : std::nullopt;
-            plan_.node_bytes[i] = bytes.value_or(0);
+            const auto numel = checked_numel(n.shape);
+            uint64_t size = 0;
+            if (numel)
+                if (const auto b = checked_buffer_bytes(*numel, n.dtype)) size = *b;
+            if (is_weight(n)) {
+                if (!runs[i]) continue;
+                plan_.weight_bytes[i] = size;
+                uint64_t& w = plan_.weights[std::string(n.placed)];
+                w = saturating_add(w, plan_.weight_bytes[i]);
+                continue;
+            }
+            plan_.node_bytes[i] = size;
         }
         return std::move(plan_);
     }
@@ -224,15 +249,6 @@ private:
     std::unordered_map<int32_t, std::unordered_map<NodeId, bool>> free_cache_;
 };
 
-uint64_t saturating_add(uint64_t a, uint64_t b) {
-    uint64_t r;
-    return __builtin_add_overflow(a, b, &r) ? UINT64_MAX : r;
-}
-uint64_t saturating_mul(uint64_t a, uint64_t b) {
-    uint64_t r;
-    return __builtin_mul_overflow(a, b, &r) ? UINT64_MAX : r;
-}
-
 // Runs the steps with sizes instead of data: the same moves the executor makes
 // under safepoint (the static peak). In the same walk it adds up what every
 // Run step allocates when nothing is reused or released (the close growth):
@@ -242,7 +258,8 @@ uint64_t saturating_mul(uint64_t a, uint64_t b) {
 // the second pass's allocations count (count - 1) times.
 class PeakSimulator {
 public:
-    PeakSimulator(const Graph& g, const Plan& p) : g_(g), p_(p), value_buf_(g.nodes.size(), -1) {
+    PeakSimulator(const Graph& g, const Plan& p)
+        : g_(g), p_(p), value_buf_(g.nodes.size(), -1), weight_buf_(g.nodes.size(), -1) {
         // Devices by number, so that a step costs no string compare.
         device_of_.assign(g.nodes.size(), 0);
         for (size_t i = 0; i < g.nodes.size(); ++i) {
@@ -363,6 +380,19 @@ private:
             if (copies) live_[dev] -= copies;
             return;
         }
+        if (is_weight(n)) {
+            // The session's own buffer, placed at load: a reference to it, no
+            // allocation, and never anyone's donor (the session's reference).
+            int64_t& w = weight_buf_[static_cast<size_t>(id)];
+            if (w < 0) {
+                w = static_cast<int64_t>(bufs_.size());
+                bufs_.push_back(Buffer{0, dev, 1});
+            }
+            drop(id);
+            value_buf_[static_cast<size_t>(id)] = w;
+            ++bufs_[static_cast<size_t>(w)].refs;
+            return;
+        }
         // Under close: the output's buffer and the copies, all held.
         close_alloc(dev, copies + p_.node_bytes[static_cast<size_t>(id)]);
         if (const int8_t k = p_.donor[static_cast<size_t>(id)];
@@ -395,6 +425,7 @@ private:
     const Graph& g_;
     const Plan& p_;
     std::vector<int64_t> value_buf_;
+    std::vector<int64_t> weight_buf_;  // per weight node: its buffer, created at its first run
     std::vector<Buffer> bufs_;
     std::vector<int64_t> free_;  // slots of released buffers, reused
     std::vector<std::string_view> devices_;  // placed names seen

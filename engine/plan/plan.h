@@ -39,7 +39,7 @@ struct Plan {
     std::vector<PlanStep> steps;
     std::vector<LoopPlan> loops;        // by Graph::repeats index
     std::vector<NodeId> held;           // the pass's outputs: held to the next pass's first safe point
-    std::vector<uint64_t> node_bytes;   // buffer bytes per node (64-byte rounded; 0 for an alias)
+    std::vector<uint64_t> node_bytes;   // buffer bytes per node (64-byte rounded; 0 for an alias or a weight)
     // Per node: the input whose buffer it may write its output into (-1: none);
     // see may_take_input_buffer. Whether it does is decided when it runs.
     // Only a strategy that releases before close reuses a buffer: under
@@ -56,6 +56,11 @@ struct Plan {
     // until the session closes, so its in_use grows by this much per pass and
     // m passes peak at m times it. Saturates at UINT64_MAX.
     std::map<std::string, uint64_t> close_growth;
+    // Per device, the bytes of its weights (is_weight, 64-byte rounded): held
+    // by the session from load to close, apart from the tensors above.
+    std::map<std::string, uint64_t> weights;
+    // Per node: the bytes of its weight buffer (0 for a node that is not one).
+    std::vector<uint64_t> weight_bytes;
 };
 
 // Largest number of steps simulated for the static peak. The simulation runs
@@ -66,6 +71,13 @@ constexpr uint64_t kMaxSimulatedSteps = uint64_t{200} * 1000 * 1000;
 // True when node `n` shares its input's buffer instead of allocating one (the
 // one rule shared by the executor and the static plan).
 bool aliases_input(const Graph& g, const Node& n);
+
+// True when node `n` is a weight (SPEC section 4): a `const` (a literal, a
+// file's array, an ONNX initializer), placed once when the session loads the
+// executable and held until close, never copied per pass. Its Run step only
+// makes its value refer to that buffer, which no node may write over (the
+// session holds a reference of its own), and which no drop releases.
+bool is_weight(const Node& n);
 
 // In-place execution, the one rule shared by the executor and the static plan:
 // node n may write its output over input `k`'s buffer when n is an elementwise

@@ -21,9 +21,13 @@ struct MemoryStats {
     uint64_t frees = 0;
     uint64_t live = 0;          // buffers not yet released
     uint64_t copied_in = 0;     // bytes copied onto this device from another
+    // Constants held for the session (placed when an executable is loaded,
+    // released at close or when another replaces it): never in the tensor
+    // fields above, but under the same limit.
+    uint64_t weights = 0;
     // Non-tensor buffers the device holds now (a library's workspace, an error
     // flag, kernel scratch, a const literal's device copy): never in the
-    // tensor fields above, but under the same limit (in_use + workspace).
+    // tensor fields above, but under the same limit (in_use + weights + workspace).
     uint64_t workspace = 0;
     bool operator==(const MemoryStats&) const = default;
 };
@@ -68,6 +72,17 @@ public:
         add_pending(bytes);
         release(p, bytes);
     }
+    // A constant's buffer for the session (MemoryStats::weights): `bytes` a
+    // multiple of 64; nullptr when the limit (in_use + weights + workspace)
+    // has no room or the system no memory. release_weights gives it back.
+    virtual void* allocate_weights(uint64_t bytes) = 0;
+    virtual void release_weights(void* p, uint64_t bytes) = 0;
+    // Host bytes the session uses in place as weights (a CPU constant's bytes
+    // as the graph holds them, not copied): counted in `weights` and under the
+    // limit, but not obtained from the system (not in `reserved`). False when
+    // the limit has no room. release_adopted_weights stops counting them.
+    virtual bool adopt_weights(uint64_t bytes) = 0;
+    virtual void release_adopted_weights(uint64_t bytes) = 0;
     // A buffer became unreferenced (pending) / a pending buffer is about to be released.
     virtual void add_pending(uint64_t bytes) = 0;
     // Gives every cached block back to the system.
@@ -197,28 +212,50 @@ public:
     // (what a device opens with). release_workspace gives it back.
     void* allocate_workspace(uint64_t bytes, bool injectable) {
         if (injectable && injected_allocation_failure()) return nullptr;
-        return allocate_counted(bytes, true);
+        return allocate_counted(bytes, Kind::Workspace);
     }
     void release_workspace(void* p, uint64_t bytes) {
         std::lock_guard<BriefMutex> lock(mu_);
         s_.workspace -= std::min(s_.workspace, bytes);
         if (bytes != 0) impl().give_back_locked(p, bytes);
     }
+    void* allocate_weights(uint64_t bytes) override { return allocate_counted(bytes, Kind::Weights); }
+    bool adopt_weights(uint64_t bytes) override {
+        std::lock_guard<BriefMutex> lock(mu_);
+        const uint64_t held = s_.in_use + s_.workspace + s_.weights;
+        if (held + bytes > limit_ || held + bytes < held) return false;
+        s_.weights += bytes;
+        return true;
+    }
+    void release_adopted_weights(uint64_t bytes) override {
+        std::lock_guard<BriefMutex> lock(mu_);
+        s_.weights -= std::min(s_.weights, bytes);
+    }
+    void release_weights(void* p, uint64_t bytes) override {
+        std::lock_guard<BriefMutex> lock(mu_);
+        s_.weights -= std::min(s_.weights, bytes);
+        if (bytes != 0) impl().give_back_locked(p, bytes);
+    }
 
 protected:
-    // allocate() without the failure-injection hook: a tensor buffer, or a
-    // workspace buffer. The limit holds tensors and workspace together.
-    void* allocate_counted(uint64_t bytes, bool workspace = false) {
+    enum class Kind { Tensor, Workspace, Weights };
+    // allocate() without the failure-injection hook: a tensor buffer, a
+    // workspace buffer or a weight. The limit holds the three together.
+    void* allocate_counted(uint64_t bytes, Kind kind = Kind::Tensor) {
         std::lock_guard<BriefMutex> lock(mu_);
-        const uint64_t held = s_.in_use + s_.workspace;
+        const uint64_t held = s_.in_use + s_.workspace + s_.weights;
         if (held + bytes > limit_ || held + bytes < held) return nullptr;
         void* p = empty_buffer_;
         if (bytes != 0) {
             p = impl().obtain_locked(bytes);
             if (!p) return nullptr;
         }
-        if (workspace) {
+        if (kind == Kind::Workspace) {
             s_.workspace += bytes;
+            return p;
+        }
+        if (kind == Kind::Weights) {
+            s_.weights += bytes;
             return p;
         }
         s_.in_use += bytes;

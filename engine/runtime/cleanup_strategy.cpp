@@ -135,7 +135,7 @@ void BackgroundCleanup::at_pass_end() {
 // that allocation fails (gpu/cuda_allocator.cpp), so that the blocks the
 // drain freed in stream order are free to be had.
 bool BackgroundCleanup::release_for_retry(const Allocator& a, uint64_t bytes) {
-    if (const MemoryStats s = a.stats(); s.in_use + s.workspace + bytes <= a.limit()) {
+    if (const MemoryStats s = a.stats(); s.in_use + s.workspace + s.weights + bytes <= a.limit()) {
         bool backlog = !pending_.empty();
         if (!backlog) {
             std::lock_guard<std::mutex> lock(mu_);

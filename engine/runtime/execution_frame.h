@@ -101,6 +101,27 @@ public:
         value_buf_[static_cast<size_t>(v)] = b;
     }
 
+    // A weight (plan.h, is_weight): a buffer the session holds a reference
+    // to itself, so that no drop hands it to the strategy and no node takes
+    // it in place. The buffer's index, for refer() and unpin().
+    int32_t pin_weight(void* data, uint64_t bytes, Device* dev) {
+        const int32_t b = static_cast<int32_t>(bufs_.size());
+        bufs_.push_back(Buffer{data, bytes, 1, dev});
+        return b;
+    }
+    // v drops its buffer and refers to buffer b (a weight's).
+    void refer(NodeId v, int32_t b) {
+        drop(v);
+        value_buf_[static_cast<size_t>(v)] = b;
+        ++bufs_[static_cast<size_t>(b)].refs;
+    }
+    // The session lets go of weight b, after every value has dropped it: its
+    // slot is free, its memory the caller's to give back (not the strategy's).
+    void unpin(int32_t b) {
+        bufs_[static_cast<size_t>(b)] = Buffer{};
+        free_bufs_.push_back(b);
+    }
+
 private:
     void unreferenced(int32_t b);
 

@@ -55,16 +55,17 @@ Session::Session(SessionOptions opts)
 }
 
 Session::Session(const Graph& g, const Plan& plan, SessionOptions opts) : Session(std::move(opts)) {
-    // A device that cannot be opened: open_error_ says why, and run() reports it.
-    (void)load(g, plan);
+    // A device that cannot be opened, or weights that do not fit: run() reports it.
+    load_error_ = load(g, plan);
 }
 
 std::optional<RunError> Session::load(const Graph& g, const Plan& plan) {
     if (closed_) return RunError{"the session is closed", {}};
     if (g_ == &g && plan_ == &plan) return open_error_;
-    // The last executable's values go by the strategy; its kernels go now
-    // (a GPU kernel's session workspace is given back stream-ordered).
+    // The last executable's values go by the strategy, its weights and its
+    // kernels now (a GPU kernel's session workspace is given back stream-ordered).
     frame_.drop_all();
+    release_weights();
     holding_ = failed_ = false;
     exec_.clear();
     exec_inputs_.clear();
@@ -82,6 +83,7 @@ std::optional<RunError> Session::load(const Graph& g, const Plan& plan) {
     set_blas_threads(ctx_.threads, uses_blas);
     frame_.ensure(g.nodes.size());
     size_t max_inputs = 0;
+    std::optional<RunError> weight_error;  // a weight that did not fit: this load's error only
     exec_.resize(g.nodes.size());
     kernels_.resize(g.nodes.size());
     auto numel = [&](NodeId id) { return checked_numel(g.node(id).shape).value_or(0); };
@@ -102,6 +104,9 @@ std::optional<RunError> Session::load(const Graph& g, const Plan& plan) {
                                                               numel(in.id)}});
         if (aliases_input(g, n)) {
             e.alias_of = n.inputs[0].id;
+        } else if (is_weight(n)) {
+            if ((weight_error = place_weight(n, plan.weight_bytes[static_cast<size_t>(s.arg)], *dev, e.weight)))
+                break;
         } else {
             // In place only where the strategy reuses buffers (not under close).
             if (const int8_t k = plan.donor[static_cast<size_t>(s.arg)]; k >= 0 && !holds_all_)
@@ -115,11 +120,13 @@ std::optional<RunError> Session::load(const Graph& g, const Plan& plan) {
     }
     scratch_inputs_.resize(max_inputs);
     scratch_.reserve(max_inputs);
-    if (open_error_) {
+    if (open_error_ || weight_error) {
+        release_weights();
         exec_.clear();
         exec_inputs_.clear();
         kernels_.clear();
-        return open_error_;
+        inputs_ = 0;
+        return open_error_ ? open_error_ : weight_error;
     }
     g_ = &g;
     plan_ = &plan;
@@ -129,6 +136,57 @@ std::optional<RunError> Session::load(const Graph& g, const Plan& plan) {
 }
 
 Session::~Session() { close(); }
+
+// A weight: placed once on its device, counted in `weights`, and pinned in
+// the frame. On the CPU it is the graph's own bytes of the constant, used in
+// place (held once, not copied: the Executable outlives the session's use of
+// it, and no kernel writes an input); on a GPU a buffer of the device's,
+// filled from them once.
+std::optional<RunError> Session::place_weight(const Node& n, uint64_t bytes, Device& dev, int32_t& buf) {
+    const uint64_t exact = static_cast<uint64_t>(checked_numel(n.shape).value_or(0)) * dtype_size(n.dtype);
+    if (n.literal.size() != exact)
+        return RunError{"internal error: " + node_label(n) + " holds " + std::to_string(n.literal.size()) +
+                            " bytes, expected " + std::to_string(exact),
+                        n.loc};
+    Allocator& a = dev.allocator();
+    const bool adopt = dev.kind() == DeviceKind::Cpu;
+    void* p = nullptr;
+    bool placed = false;
+    if (adopt) {
+        // Never written: the frame's pin keeps every node from taking it in place.
+        static unsigned char empty[64];
+        p = exact ? static_cast<void*>(const_cast<uint8_t*>(n.literal.data())) : empty;
+        placed = a.adopt_weights(bytes);
+    } else {
+        p = a.allocate_weights(bytes);
+        placed = p != nullptr;
+    }
+    if (!placed) {
+        const MemoryStats st = a.stats();
+        return RunError{"out of memory on " + std::string(n.placed) + " placing the weight " + node_label(n) + " " +
+                            type_string(n.dtype, n.shape) + ": needs " + std::to_string(bytes) +
+                            " bytes; weights placed " + std::to_string(st.weights) + " bytes, in use " +
+                            std::to_string(st.in_use) + " bytes" +
+                            (st.workspace ? " (and " + std::to_string(st.workspace) + " bytes of workspace)" : "") +
+                            ", limit " + std::to_string(a.limit()) + " bytes",
+                        n.loc};
+    }
+    buf = frame_.pin_weight(p, bytes, &dev);
+    weights_.push_back(Weight{buf, p, bytes, &a, adopt});
+    if (!adopt)
+        if (std::string e = dev.copy_from_host(p, n.literal.data(), exact); !e.empty())
+            return RunError{"placing the weight " + node_label(n) + " on " + dev.name() + " failed: " + e, n.loc};
+    return std::nullopt;
+}
+
+void Session::release_weights() {
+    for (const Weight& w : weights_) {
+        frame_.unpin(w.buf);
+        if (w.adopted) w.alloc->release_adopted_weights(w.bytes);
+        else w.alloc->release_weights(w.data, w.bytes);
+    }
+    weights_.clear();
+}
 
 // The session's device for a placed name, opened on first use; nullptr (and
 // open_error_ set) when a GPU cannot be opened.
@@ -220,6 +278,10 @@ std::optional<RunError> Session::run_node(NodeId id) {
     ExecutionFrame& frame = frame_;
     if (e.alias_of != kNoNode) {
         frame.share(id, e.alias_of);
+        return std::nullopt;
+    }
+    if (e.weight >= 0) {  // placed at load: the value refers to it
+        frame.refer(id, e.weight);
         return std::nullopt;
     }
     Device& dev = *e.dev;
@@ -371,7 +433,7 @@ std::optional<RunError> Session::run(const std::vector<FeedView>& feeds, int64_t
                                      const std::vector<Output>& outputs, std::vector<HostTensor>& fetched) {
     if (closed_) return RunError{"the session is closed", {}};
     if (open_error_) return open_error_;
-    if (!g_) return RunError{"internal error: the session has no executable loaded", {}};
+    if (!g_) return load_error_ ? load_error_ : RunError{"internal error: the session has no executable loaded", {}};
     // Each input's kernel takes its feed; every input must have one, every run
     // (a kernel must not read the last run's bytes, which the caller may have freed).
     size_t fed = 0;
@@ -470,6 +532,7 @@ void Session::close() {
     // The peaks are the run's: teardown's releases pass through pending too.
     for (auto& [name, dev] : devices_) dev->allocator().freeze_peaks();
     frame_.drop_all();
+    release_weights();
     cleanup_->close();  // releases everything; joins the reclaimer
     kernels_.clear();  // before the devices whose handles they use
     ctx_.pool = nullptr;

@@ -112,6 +112,7 @@ private:
     DeviceFactory factory_;
     DeviceMap devices_;
     std::optional<RunError> open_error_;  // a device that could not be opened
+    std::optional<RunError> load_error_;  // the constructor's load()
     // What the per-node path reads, per node, compiled once: one record and
     // its inputs' fixed parts back to back, so that a chain of tiny nodes
     // touches a few cache lines per node rather than the Graph's nodes.
@@ -125,7 +126,20 @@ private:
         NodeId alias_of = kNoNode;  // reshape/identity sharing its input's buffer
         NodeId donor = kNoNode;     // the input whose buffer it may take (Plan::donor; none under close)
         bool input = false;         // an `input` node: its kernel takes the run's feed
+        int32_t weight = -1;        // a weight (is_weight): its frame buffer, placed at load
     };
+    // A weight's memory, held from load to close (or the next load).
+    struct Weight {
+        int32_t buf;
+        void* data;
+        uint64_t bytes;
+        Allocator* alloc;
+        bool adopted;  // the graph's own bytes, used in place (a CPU weight): counted, not allocated
+    };
+    std::vector<Weight> weights_;
+    // Places node n's constant (`bytes`: its buffer's) on `dev` as a weight: `buf`, its frame buffer.
+    std::optional<RunError> place_weight(const Node& n, uint64_t bytes, Device& dev, int32_t& buf);
+    void release_weights();  // after every value has dropped them
     struct ExecInput {
         NodeId id;
         TensorRef ref;  // dtype, shape, numel; data set per run

@@ -212,6 +212,7 @@ struct MemoryStats {
     uint64_t frees = 0;
     uint64_t live = 0;          // buffers not yet released
     uint64_t copied_in = 0;     // bytes copied onto this device from another
+    uint64_t weights = 0;       // constants held for the session (placed once, released at close)
     uint64_t workspace = 0;     // non-tensor buffers held (library workspace, kernel scratch)
     bool operator==(const MemoryStats&) const = default;
 };

@@ -142,20 +142,21 @@ uint64_t plan_growth(const std::string& src) {
 }  // namespace
 
 TEST_CASE("plan: the close growth is every Run step's output, each repeat pass counted, aliases 0") {
-    // x, the literal, y, the literal, z: no donor is taken under close.
-    CHECK(plan_growth("x = zeros([16])\ny = x + 1\nz = y * 2\noutput z\n") == 5 * 64);
+    // x, y, z: no donor is taken under close; the literals are weights (placed once, not per pass).
+    CHECK(plan_growth("x = zeros([16])\ny = x + 1\nz = y * 2\noutput z\n") == 3 * 64);
     CHECK(plan_growth("x = zeros([4, 16])\ny = reshape(x, shape=[64])\nz = y\noutput z\n") == 256);
     CHECK(plan_growth("x = zeros([16])\nrepeat 0 { x = x + 1 }\noutput x\n") == 64);
-    CHECK(plan_growth("x = zeros([16])\nrepeat 1 { x = x + 1 }\noutput x\n") == 64 + 128);
-    CHECK(plan_growth("x = zeros([16])\nrepeat 1000 { x = x + 1 }\noutput x\n") == 64 + 1000 * 128);
-    // Nested: 3 outer passes of (2 inner passes of literal + product) and (reduce_sum + add).
+    CHECK(plan_growth("x = zeros([16])\nrepeat 1 { x = x + 1 }\noutput x\n") == 64 + 64);
+    CHECK(plan_growth("x = zeros([16])\nrepeat 1000 { x = x + 1 }\noutput x\n") == 64 + 1000 * 64);
+    // Nested: 3 outer passes of (2 inner passes of a product) and (reduce_sum + add).
     CHECK(plan_growth("x = ones([16])\ns = zeros([])\nrepeat 3 {\n repeat 2 { x = x * 2 }\n"
-                      " s = s + reduce_sum(x)\n}\noutput x, s\n") == 64 + 64 + 3 * (2 * 128 + 128));
-    CHECK(plan_growth("x = ones([16])\nrepeat 5 { repeat 0 { x = x * 2 }\n x = x + 1 }\n") == 64 + 5 * 128);
-    // The static peak is unchanged: in place under safepoint.
+                      " s = s + reduce_sum(x)\n}\noutput x, s\n") == 64 + 64 + 3 * (2 * 64 + 128));
+    CHECK(plan_growth("x = ones([16])\nrepeat 5 { repeat 0 { x = x * 2 }\n x = x + 1 }\n") == 64 + 5 * 64);
+    // The static peak is one x: in place under safepoint; the literal is a weight.
     Planned p = plan_of("t.graph", "x = zeros([16])\nrepeat 1000 { x = x + 1 }\noutput x\n");
     REQUIRE(p.plan);
-    CHECK(p.plan->static_peak.at("cpu") == 128);
+    CHECK(p.plan->static_peak.at("cpu") == 64);
+    CHECK(p.plan->weights.at("cpu") == 64);
     // Past 2^64 - 1 bytes the figure saturates.
     CHECK(plan_growth("x = zeros([16])\nrepeat 9223372036854775807 { x = x + 1 }\noutput x\n") == UINT64_MAX);
     CHECK(plan_growth("x = zeros([16])\nrepeat 4294967296 { repeat 4294967296 { x = x + 1 } }\noutput x\n") ==

@@ -168,17 +168,22 @@ TEST_CASE("placement: a listed GPU this build cannot use is unavailable, and aut
     }
 }
 
-TEST_CASE("plan: a chain runs in place: the input and the literal are live") {
-    // y is written over x (x dies at y), z over y: 64 + 64.
+TEST_CASE("plan: a chain runs in place; its literals are weights, not tensors") {
+    // y is written over x (x dies at y), z over y: 64; the literals 1 and 2 are weights.
     auto lg = load_ok("x = zeros([16])\ny = x + 1\nz = y * 2\noutput z\n");
-    CHECK(cpu_peak(*lg) == 128);
+    CHECK(cpu_peak(*lg) == 64);
+    std::vector<NodeId> outs;
+    for (const Output& o : lg->graph.outputs) outs.push_back(o.id);
+    auto plan = compile_plan(lg->graph, outs, nullptr);
+    REQUIRE(plan);
+    CHECK(plan->weights.at("cpu") == 2 * 64);
 }
 
 TEST_CASE("plan: outputs stay live to the end of the pass") {
     auto lg = load_ok("a = zeros([16])\nb = a + 1\nc = b + 1\noutput a, c\n");
-    // a (64) is held, so b cannot be written over it: a + literal + b = 192;
-    // c is written over b.
-    CHECK(cpu_peak(*lg) == 192);
+    // a (64) is held, so b cannot be written over it: a + b = 128 (the
+    // literal is a weight); c is written over b.
+    CHECK(cpu_peak(*lg) == 128);
 }
 
 TEST_CASE("plan: a node nobody reads still runs and is dropped after it") {
@@ -196,18 +201,18 @@ TEST_CASE("plan: loop-carried values do not grow with the repeat count") {
     auto a = load_ok("x = zeros([16])\nrepeat 1 { x = x + 1 }\noutput x\n");
     auto b = load_ok("x = zeros([16])\nrepeat 1000 { x = x + 1 }\noutput x\n");
     auto c = load_ok("x = zeros([16])\nrepeat 0 { x = x + 1 }\noutput x\n");
-    // The carried x and the literal; each pass writes x + 1 over x.
-    CHECK(cpu_peak(*a) == 128);
-    CHECK(cpu_peak(*b) == 128);
+    // The carried x (the literal is a weight); each pass writes x + 1 over x.
+    CHECK(cpu_peak(*a) == 64);
+    CHECK(cpu_peak(*b) == 64);
     CHECK(cpu_peak(*c) == 64);
 }
 
 TEST_CASE("plan: an init still used after the loop stays live during it") {
     // x0 is read after the loop, so the first pass cannot write over the buffer
-    // it shares with x: x0, the literal and the new x are live; later passes
-    // are in place, and so is d over x.
+    // it shares with x: x0 and the new x are live (the literal is a weight);
+    // later passes are in place, and so is d over x.
     auto lg = load_ok("x = zeros([16])\nx0 = x\nrepeat 3 { x = x + 1 }\nd = x - x0\noutput d\n");
-    CHECK(cpu_peak(*lg) == 64 + 64 + 64);
+    CHECK(cpu_peak(*lg) == 64 + 64);
 }
 
 TEST_CASE("plan: nested loops") {

@@ -79,6 +79,7 @@ Ran run_script(const std::string& src, CleanupStrategy cleanup, int64_t iteratio
 
 void check_torn_down(const MemoryStats& s) {
     CHECK(s.in_use == 0);
+    CHECK(s.weights == 0);
     CHECK(s.pending == 0);
     CHECK(s.reserved == 0);
     CHECK(s.live == 0);
@@ -175,8 +176,9 @@ std::vector<float> f32s(const HostTensor& t) {
 TEST_CASE("session: in place, each element is read before it is written, whichever operand gives the buffer") {
     // b gives its buffer in every node (a is broadcast, s is held): a - b writes
     // over b as the second operand, then relu and b + b over their inputs.
+    // (a and b are computed: a const itself is a weight, never written over.)
     const std::string src =
-        "a = const([[1], [2], [3]])\nb = const([[10, 20], [30, 40], [50, 60]])\n"
+        "a0 = const([[1], [2], [3]])\nb0 = const([[10, 20], [30, 40], [50, 60]])\na = a0 * 1\nb = b0 * 1\n"
         "c = a - b\nd = neg(c)\ne = d + d\nf = e / a\ns = f\noutput s, a\n";
     for (CleanupStrategy st : {CleanupStrategy::Close, CleanupStrategy::Safepoint, CleanupStrategy::Background}) {
         CAPTURE(cleanup_name(st));
@@ -201,9 +203,10 @@ TEST_CASE("session: in place never writes over a buffer another value still read
     CHECK(f32s(r.outputs[0]) == std::vector<float>(16, 3.0f));
     CHECK(f32s(r.outputs[1]) == std::vector<float>(16, 0.0f));
     CHECK(r.before.peak == r.static_peak);
-    CHECK(r.static_peak == 3 * 64);
-    // zeros, the literal 1 per pass, the first pass's sum.
-    CHECK(r.before.allocs == 1 + 3 + 1);
+    CHECK(r.static_peak == 2 * 64);
+    // zeros and the first pass's sum (the literal 1 is a weight, placed once).
+    CHECK(r.before.allocs == 1 + 1);
+    CHECK(r.before.weights == 64);
     check_torn_down(r.after);
 }
 
@@ -223,8 +226,8 @@ TEST_CASE("session: in place on tensors split across threads gives the out-of-pl
         const float v = std::max(x[i] * 2 - x[i] - 0.5f, 0.0f);
         REQUIRE(y[i] == v * v);
     }
-    // x, y = x * 2, and the literals 2 and 0.5; the rest is in place.
-    CHECK(one.before.allocs == 4);
+    // x and y = x * 2 (the literals are weights); the rest is in place.
+    CHECK(one.before.allocs == 2);
 }
 
 TEST_CASE("session: statistics before teardown show the outputs still held") {
@@ -558,6 +561,10 @@ public:
     MemoryStats stats() const override { return a_.stats(); }
     void add_copied_in(uint64_t bytes) override { a_.add_copied_in(bytes); }
     uint64_t limit() const override { return a_.limit(); }
+    void* allocate_weights(uint64_t bytes) override { return a_.allocate_weights(bytes); }
+    void release_weights(void* p, uint64_t bytes) override { a_.release_weights(p, bytes); }
+    bool adopt_weights(uint64_t bytes) override { return a_.adopt_weights(bytes); }
+    void release_adopted_weights(uint64_t bytes) override { a_.release_adopted_weights(bytes); }
 
 private:
     CpuAllocator a_;
