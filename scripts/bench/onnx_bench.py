@@ -251,25 +251,31 @@ def torch_ms(model, x, k, rounds, device):
 
 
 # ---- running a peer in its own process ----
+# Runs argv[2:] and writes its ru_maxrss (KiB) to argv[1]. A small process of its own does this
+# because Linux counts in a child's ru_maxrss the resident set of the process it was forked from
+# (the high-water mark of the mm that exec replaces): forked straight from this script, which holds
+# the models' weights, every peer would report at least this script's peak.
+RSS_WRAPPER = ("import os, subprocess, sys\n"
+               "p = subprocess.Popen(sys.argv[2:])\n"
+               "_, status, ru = os.wait4(p.pid, 0)\n"
+               "open(sys.argv[1], 'w').write(str(ru.ru_maxrss))\n"
+               "sys.exit(os.waitstatus_to_exitcode(status) & 255)\n")
+
+
 def run_measured(cmd, timeout=1800):
     """Runs cmd; returns (returncode, stdout, stderr, peak RSS in bytes of that process alone)."""
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        p = subprocess.Popen(cmd, stdout=out, stderr=err)
-        deadline = time.monotonic() + timeout
-        while True:
-            pid, status, ru = os.wait4(p.pid, os.WNOHANG)
-            if pid:
-                break
-            if time.monotonic() > deadline:
-                p.kill()
-                pid, status, ru = os.wait4(p.pid, 0)
-                break
-            time.sleep(0.01)
-        p.returncode = os.waitstatus_to_exitcode(status)
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err, \
+            tempfile.NamedTemporaryFile("r", suffix=".maxrss") as rss:
+        try:
+            rc = subprocess.run([sys.executable, "-c", RSS_WRAPPER, rss.name, *cmd], stdout=out, stderr=err,
+                                timeout=timeout).returncode
+        except subprocess.TimeoutExpired:
+            rc = 124
         out.seek(0)
         err.seek(0)
-        return (p.returncode, out.read().decode(errors="replace"), err.read().decode(errors="replace"),
-                ru.ru_maxrss * 1024)
+        text = rss.read().strip()
+        return (rc, out.read().decode(errors="replace"), err.read().decode(errors="replace"),
+                int(text) * 1024 if text else None)
 
 
 def run_graphrun(binary, model, inputs_npz, out_npz, warmup, k, device):
@@ -371,7 +377,7 @@ def print_table(rows):
         tms = t["median_ms"] if t else None
         print(f"{r['model']:<12} {r['source']:<5} {r['batch']:>5} {fmt(gms, '11.2f'):>11} {fmt(oms, '8.2f'):>8} "
               f"{fmt(tms, '10.2f'):>10} {fmt(r['ratio_ort'], '6.2f'):>6} {fmt(r['ratio_torch'], '6.2f'):>6} "
-              f"{fmt(g['rss'] / 2**20 if g else None, '9.1f'):>9} {fmt(o['rss'] / 2**20 if o else None, '10.1f'):>10} "
+              f"{fmt(g['rss'] / 2**20 if g and g['rss'] else None, '9.1f'):>9} {fmt(o['rss'] / 2**20 if o and o['rss'] else None, '10.1f'):>10} "
               f"{fmt(r['err_ort'], '10.1e'):>10} {fmt(r['err_torch'], '9.1e'):>9}")
 
 
