@@ -3,7 +3,7 @@
 (issue 25 item 5).
 
 Usage: onnx_bench.py GRAPHRUN [--quick] [--models resnet18,gpt2] [--batches 1,16]
-                     [--warmup W] [--iterations K] [--ort-dir DIR | --no-ort]
+                     [--warmup W] [--iterations K] [--rounds R] [--ort-dir DIR | --no-ort]
                      [--json OUT] [--device cpu|gpu] [--strict] [--keep]
 
 Models (random weights, fixed seeds), each at every batch size of --batches:
@@ -28,6 +28,9 @@ Peers, each in its own process, on the same ONNX file and inputs:
     Without node, npm or the network, ORT is reported unavailable and the other peers still run;
   * PyTorch (only when `import torch` works, on the models it built): median over rounds of
     K forward calls under torch.no_grad() after one untimed call, torch.set_num_threads(cores).
+graphrun and ORT run in R rounds (default 3, 1 with --quick), alternating, one process per peer
+and round: a peer's ms is the median of its round medians (so a burst of load from elsewhere
+hits both peers), and the JSON also has the least pass (min_ms) and each round's median.
 Peak RSS is each process's own maximum resident set (os.wait4), the host included: graphrun's
 whole process, and Node.js with ONNX Runtime loaded (the Node host alone before ORT is loaded
 is in the JSON as rss_before_ort). ratio = ORT ms / graphrun ms: > 1 means graphrun is faster
@@ -344,6 +347,15 @@ def run_ort(ort_dir, model, feeds, work, warmup, k):
             "rss_before_ort": doc["rss_before_ort"], "create_ms": doc["create_ms"]}, outputs
 
 
+def combine(runs):
+    """One peer's rounds: median of the round medians, least pass, greatest peak RSS."""
+    if not runs:
+        return None
+    rss = [r["rss"] for r in runs if r["rss"] is not None]
+    return {**runs[0], "median_ms": med(r["median_ms"] for r in runs), "min_ms": min(r["min_ms"] for r in runs),
+            "rss": max(rss) if rss else None, "round_medians_ms": [r["median_ms"] for r in runs]}
+
+
 def rel_err(got, want):
     """max |got - want| / max |want| over the outputs, matched by name (by order if the names differ)."""
     if set(got) != set(want):
@@ -375,9 +387,11 @@ def print_table(rows):
         gms = g["median_ms"] if g else None
         oms = o["median_ms"] if o else None
         tms = t["median_ms"] if t else None
+        grss = g["rss"] / 2**20 if g and g["rss"] else None
+        orss = o["rss"] / 2**20 if o and o["rss"] else None
         print(f"{r['model']:<12} {r['source']:<5} {r['batch']:>5} {fmt(gms, '11.2f'):>11} {fmt(oms, '8.2f'):>8} "
               f"{fmt(tms, '10.2f'):>10} {fmt(r['ratio_ort'], '6.2f'):>6} {fmt(r['ratio_torch'], '6.2f'):>6} "
-              f"{fmt(g['rss'] / 2**20 if g and g['rss'] else None, '9.1f'):>9} {fmt(o['rss'] / 2**20 if o and o['rss'] else None, '10.1f'):>10} "
+              f"{fmt(grss, '9.1f'):>9} {fmt(orss, '10.1f'):>10} "
               f"{fmt(r['err_ort'], '10.1e'):>10} {fmt(r['err_torch'], '9.1e'):>9}")
 
 
@@ -390,7 +404,8 @@ def main():
     ap.add_argument("--batches", help="comma-separated batch sizes (default 1,16; 1 with --quick)")
     ap.add_argument("--warmup", type=int, help="untimed passes per peer (default 2; 1 with --quick)")
     ap.add_argument("--iterations", type=int,
-                    help="timed passes per peer (default 10 for the CNNs, 50 for the others; 3 and 10 with --quick)")
+                    help="timed passes per peer (default 10 for the CNNs, 50 for the others; 5 and 20 with --quick)")
+    ap.add_argument("--rounds", type=int, help="processes per peer, alternating (default 3; 1 with --quick)")
     ap.add_argument("--ort-dir", default=os.path.join(os.path.expanduser("~"), ".cache", "graphrun-bench", "ort"),
                     help="where onnxruntime-node is (or is installed on first use)")
     ap.add_argument("--no-ort", action="store_true", help="leave ONNX Runtime out")
@@ -410,6 +425,7 @@ def main():
             ap.error(f"unknown model {m!r} (known: {', '.join(ALL_MODELS)})")
     batches = [int(b) for b in (a.batches or ("1" if a.quick else "1,16")).split(",")]
     warmup = a.warmup if a.warmup is not None else (1 if a.quick else 2)
+    rounds = a.rounds or (1 if a.quick else 3)
     use_torch = torch is not None and not a.no_torch
     if use_torch:
         torch.set_num_threads(CORES)
@@ -429,7 +445,7 @@ def main():
     except (OSError, StopIteration):
         pass
     print(f"graphrun {a.graphrun} on {CORES} cores ({cpu}), device {a.device}")
-    print(f"ONNX Runtime: {'onnxruntime-node ' + ort_info + ' (CPU provider)' if ort_ok else 'unavailable: ' + ort_info}")
+    print("ONNX Runtime: " + (f"onnxruntime-node {ort_info} (CPU provider)" if ort_ok else f"unavailable: {ort_info}"))
     print(f"PyTorch: {torch.__version__ if use_torch else ('left out' if torch is not None else 'not installed')}")
 
     tmp = tempfile.mkdtemp(prefix="graphrun-onnx-bench-")
@@ -437,14 +453,14 @@ def main():
     try:
         for name in models:
             for batch in ([64] if name == "mlp" else batches):
-                k = a.iterations or ((3 if a.quick else 10) if name in HEAVY else (10 if a.quick else 50))
+                k = a.iterations or ((5 if a.quick else 10) if name in HEAVY else (20 if a.quick else 50))
                 work = os.path.join(tmp, f"{name}_b{batch}")
                 os.makedirs(work)
                 path = os.path.join(work, "model.onnx")
                 inputs = os.path.join(work, "inputs.npz")
-                row = {"model": name, "batch": batch, "warmup": warmup, "iterations": k, "graphrun": None,
-                       "ort": None, "torch": None, "ratio_ort": None, "ratio_torch": None, "err_ort": None,
-                       "err_torch": None, "errors": []}
+                row = {"model": name, "batch": batch, "warmup": warmup, "iterations": k, "rounds": rounds,
+                       "graphrun": None, "ort": None, "torch": None, "ratio_ort": None, "ratio_torch": None,
+                       "err_ort": None, "err_torch": None, "errors": []}
                 print(f"{name} batch {batch}: building", end="", flush=True)
                 want_torch = None
                 if use_torch and name in TORCH_MODELS:
@@ -461,24 +477,34 @@ def main():
                     feeds = m.feeds
                 np.savez(inputs, **feeds)
 
-                print(", graphrun", end="", flush=True)
-                got = None
-                try:
-                    row["graphrun"], got = run_graphrun(a.graphrun, path, inputs, os.path.join(work, "graphrun_out.npz"),
-                                                        warmup, k, a.device)
-                except (RuntimeError, OSError, ValueError, KeyError, IndexError) as e:
-                    row["errors"].append(f"graphrun: {e}")
-                if ort_ok:
-                    print(", ORT", end="", flush=True)
+                # Rounds alternate the peers, so that a burst of load from elsewhere on the machine
+                # hits both; a peer's ms is the median of its per-round medians, min the least pass.
+                got, want_ort, g_runs, o_runs = None, None, [], []
+                for r in range(rounds):
+                    print(f", round {r + 1}: graphrun", end="", flush=True)
                     try:
-                        row["ort"], want_ort = run_ort(ort_dir, path, feeds, work, warmup, k)
-                        if got is not None:
-                            row["err_ort"] = rel_err(got, want_ort)
+                        res, outs = run_graphrun(a.graphrun, path, inputs, os.path.join(work, "graphrun_out.npz"),
+                                                 warmup, k, a.device)
+                        g_runs.append(res)
+                        got = outs if got is None else got
                     except (RuntimeError, OSError, ValueError, KeyError, IndexError) as e:
-                        row["errors"].append(f"ORT: {e}")
+                        row["errors"].append(f"graphrun: {e}")
+                        break
+                    if ort_ok:
+                        print(" ORT", end="", flush=True)
+                        try:
+                            res, outs = run_ort(ort_dir, path, feeds, work, warmup, k)
+                            o_runs.append(res)
+                            want_ort = outs if want_ort is None else want_ort
+                        except (RuntimeError, OSError, ValueError, KeyError, IndexError) as e:
+                            row["errors"].append(f"ORT: {e}")
+                            break
+                row["graphrun"], row["ort"] = combine(g_runs), combine(o_runs)
+                if got is not None and want_ort is not None:
+                    row["err_ort"] = rel_err(got, want_ort)
                 if want_torch is not None:
                     print(", PyTorch", end="", flush=True)
-                    row["torch"] = {"median_ms": torch_ms(tm, x, k, 1 if a.quick else 3, a.device)}
+                    row["torch"] = {"median_ms": torch_ms(tm, x, k, rounds, a.device)}
                     if got is not None:
                         row["err_torch"] = rel_err(got, want_torch)
                 print(flush=True)
