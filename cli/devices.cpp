@@ -4,6 +4,7 @@
 #include "cli/app.h"
 #include "cli/commands.h"
 #include "engine/api/devices.h"
+#include "engine/api/output_text.h"
 #include "engine/api/units.h"
 
 namespace graphrun::cli {
@@ -27,7 +28,9 @@ std::string version_string() {
 
 int devices_command(std::ostream& out) {
     DeviceListing l = list_devices();
-    out << "cpu: " << l.cpu_cores << " cores, " << human_bytes(l.cpu_memory) << " memory\n";
+    out << "cpu: " << l.cpu_cores << " cores, " << human_bytes(l.cpu_memory) << " memory";
+    if (!l.cpu_model.empty()) out << ", " << terminal_text(l.cpu_model);
+    out << "; kernels: " << l.cpu_kernels << "\n";
     if (l.gpus.empty()) {
         out << "gpu: none usable: " << l.why_no_gpu << "\n";
         return kExitOk;

@@ -3,6 +3,7 @@
 output formats. Usage: cli_test.py GRAPHRUN_BINARY SOURCE_DIR"""
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -236,6 +237,10 @@ def devices_says_why_no_gpu():
     code, out, _ = run("devices")
     expect(code == 0, f"exit {code}")
     expect("cpu:" in out and WHY_NO_GPU, out)
+    # The CPU kernels chosen by the features the CPU reports (issue 25 item 6).
+    cpu = [l for l in out.splitlines() if l.startswith("cpu: ")]
+    expect(len(cpu) == 1 and re.search(r"; kernels: (baseline|avx2|avx512) loops, OpenBLAS \S+ kernels$", cpu[0]),
+           out)
     _, version, _ = run("--version")
     if "not built in" in version:
         expect(WHY_NO_GPU == "graphrun was built without CUDA support", WHY_NO_GPU)

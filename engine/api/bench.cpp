@@ -82,7 +82,7 @@ BenchResult BenchRecorder::finish() {
     BenchResult r;
     r.recorded = true;
     r.warmup = std::min(iterations_done_, opts_.warmup);
-    r.gpu_waits = gpu_;
+    r.gpu_waits = gpu_ && opts_.nodes;
     PassLatency& l = lat_;
     std::sort(samples_.begin(), samples_.end());
     l.sampled = samples_.size();

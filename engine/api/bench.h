@@ -52,9 +52,9 @@ struct BenchResult {
     // BenchOptions::nodes: every node that ran in a measured pass, slowest first
     // (ties in program order).
     std::vector<NodeTime> nodes;
-    // A GPU ran nodes: the session waited for each GPU node's kernel (as it
-    // does for --profile), so a pass's time includes the device's work, without
-    // overlap of one node's dispatch with the previous node's execution.
+    // A GPU ran nodes and the per-node profile was asked for: the session
+    // waited for each GPU node's kernel (as it does for --profile), so a pass's
+    // time includes no overlap of one node's dispatch with the previous one's work.
     bool gpu_waits = false;
 };
 
@@ -62,9 +62,11 @@ class BenchRecorder final : public RunObserver {
   public:
     static constexpr size_t kMaxSamples = size_t{1} << 20;
     BenchRecorder(const Graph& g, const BenchOptions& opts);
-    // Nodes for the profile; and on a GPU, to wait for each node's kernel so
-    // that the pass end comes after the device's work.
-    bool wants_nodes() const override { return opts_.nodes || gpu_; }
+    // Nodes for the profile (on a GPU each node's kernel is then waited for).
+    bool wants_nodes() const override { return opts_.nodes; }
+    // On a GPU the session waits for the devices at each pass end, so that a
+    // pass's time includes the device's work (kernels still overlap within it).
+    bool wants_pass_sync() const override { return gpu_; }
     void on_start(const std::vector<ObservedDevice>& devices) override;
     void on_node(const NodeRun& n) override;
     void on_pass_end(const PassEnd& p) override;

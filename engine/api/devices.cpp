@@ -1,8 +1,11 @@
 // Asking the CUDA plugin what it offers.
 #include "engine/api/devices.h"
 
+#include <fstream>
 #include <thread>
 #include <unistd.h>
+
+#include "engine/kernels/cpu/kernel_families.h"
 
 namespace graphrun {
 
@@ -29,6 +32,13 @@ DeviceListing list_devices() {
     long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
     l.cpu_memory = pages > 0 && page > 0 ? static_cast<uint64_t>(pages) * static_cast<uint64_t>(page) : 0;
     l.cpu_cores = std::thread::hardware_concurrency();
+    std::ifstream info("/proc/cpuinfo");
+    for (std::string line; l.cpu_model.empty() && std::getline(info, line);)
+        if (line.rfind("model name", 0) == 0 && line.find(':') != std::string::npos) {
+            l.cpu_model = line.substr(line.find(':') + 1);
+            l.cpu_model.erase(0, l.cpu_model.find_first_not_of(" \t"));
+        }
+    l.cpu_kernels = kernels::cpu_kernels_text();
     GpuRuntime* rt = gpu_runtime(&l.why_no_gpu);
     int count = rt ? rt->device_count(&l.why_no_gpu) : 0;
     if (count == 0) return l;

@@ -17,6 +17,8 @@ DeviceAvailability device_availability();
 struct DeviceListing {
     unsigned cpu_cores = 0;
     uint64_t cpu_memory = 0;  // physical memory, bytes (0: unknown)
+    std::string cpu_model;    // /proc/cpuinfo's model name ("" when unknown)
+    std::string cpu_kernels;  // what the CPU kernels chose by its features (cpu_kernels_text)
     // One entry per GPU the plugin counts, by index; nullopt where it cannot be queried.
     std::vector<std::optional<GpuInfo>> gpus;
     std::string driver_version;  // empty: unknown

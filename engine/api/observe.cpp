@@ -121,6 +121,12 @@ bool ObserverFanout::wants_nodes() const {
     return false;
 }
 
+bool ObserverFanout::wants_pass_sync() const {
+    for (RunObserver* o : list_)
+        if (o->wants_pass_sync()) return true;
+    return false;
+}
+
 void ObserverFanout::on_start(const std::vector<ObservedDevice>& devices) {
     for (RunObserver* o : list_) o->on_start(devices);
 }

@@ -103,6 +103,7 @@ public:
     bool empty() const { return list_.empty(); }
     RunObserver* single() const { return list_.size() == 1 ? list_[0] : nullptr; }
     bool wants_nodes() const override;
+    bool wants_pass_sync() const override;
     void on_start(const std::vector<ObservedDevice>& devices) override;
     void on_node(const NodeRun& n) override;
     void on_pass_end(const PassEnd& p) override;

@@ -426,6 +426,9 @@ std::optional<RunError> EagerSession::run(const Graph& g, const EagerRun& spec) 
         if (!runner.block(g.top)) break;
         cleanup_->at_pass_end();
         if (opts_.observer) {
+            if (opts_.observer->wants_pass_sync())
+                for (auto& [name, dev] : devices_)
+                    if (dev->kind() != DeviceKind::Cpu) (void)dev->synchronize();
             std::vector<LoopPass> none;
             opts_.observer->on_pass_end(PassEnd{pass, none});
         }

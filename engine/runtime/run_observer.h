@@ -54,6 +54,11 @@ public:
     // Read once when the session opens: whether on_node is wanted. A session
     // whose observer says no runs the same per-node path as one without.
     virtual bool wants_nodes() const { return false; }
+    // Read once when the session opens: whether the session waits for every
+    // device at the end of each iteration, before on_pass_end, so that the
+    // pass end seen on the host comes after the devices' work (GPU kernels
+    // return before they have run). A benchmark's per-pass time.
+    virtual bool wants_pass_sync() const { return false; }
     // Before the first pass, with every device the session opened.
     virtual void on_start(const std::vector<ObservedDevice>& /*devices*/) {}
     // A node ran (on the executing thread; wants_nodes() only). On a GPU the

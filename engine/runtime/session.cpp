@@ -425,7 +425,13 @@ std::optional<RunError> Session::run_pass() {
         if (!walker_->walk(v)) return std::move(v.error);
     }
     cleanup_->at_pass_end();
-    if (observer_) observe_pass_end(-1);
+    if (observer_) {
+        // A device's failure here is the run's to report, at its end (run()).
+        if (observer_->wants_pass_sync())
+            for (auto& [name, dev] : devices_)
+                if (dev->kind() != DeviceKind::Cpu) (void)dev->synchronize();
+        observe_pass_end(-1);
+    }
     return std::nullopt;
 }
 

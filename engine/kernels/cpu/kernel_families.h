@@ -19,6 +19,9 @@ std::unique_ptr<Kernel> make_matmul_kernel(const Graph& g, const Node& n);
 // Picks OpenBLAS's kernels for a CPU newer than it knows (matmul.cpp); every
 // kernel factory that calls CBLAS calls it first.
 void select_openblas_core();
+// What the CPU kernels run with on this machine, chosen by the features the
+// CPU reports: "avx512 loops, OpenBLAS SkylakeX kernels" (`graphrun devices`).
+std::string cpu_kernels_text();
 // shape_ops.cpp: transpose reshape identity cast concat
 std::unique_ptr<Kernel> make_transpose_kernel(const Graph& g, const Node& n);
 std::unique_ptr<Kernel> make_copy_kernel(const Graph& g, const Node& n);  // reshape, identity

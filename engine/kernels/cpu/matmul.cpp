@@ -56,6 +56,13 @@ void select_openblas_core() {
     });
 }
 
+std::string cpu_kernels_text() {
+    select_openblas_core();
+    const char* core = openblas_get_corename();
+    return std::string(isa_name(active_isa())) + " loops, OpenBLAS " + (core && *core ? core : "unknown") +
+           " kernels";
+}
+
 namespace {
 
 void gemm(bool ta, bool tb, int m, int n, int k, const float* a, int lda, const float* b, int ldb,
