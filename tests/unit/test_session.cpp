@@ -662,27 +662,6 @@ TEST_CASE("device factory: cpu opens with its limit; a GPU without the plugin sa
 }
 
 namespace {
-struct Compiled {
-    std::unique_ptr<LoadedGraph> lg;
-    Plan plan;
-};
-
-Compiled compile_cpu(const std::string& src) {
-    Compiled c;
-    c.lg = load_graph_source("test.graph", src, false);
-    REQUIRE(c.lg->ok());
-    std::ostringstream log;
-    PlacementOptions po;
-    po.device = "cpu";
-    REQUIRE_FALSE(place(c.lg->graph, po, DeviceAvailability{}, log).has_value());
-    std::vector<NodeId> outs;
-    for (const Output& o : c.lg->graph.outputs) outs.push_back(o.id);
-    auto plan = compile_plan(c.lg->graph, outs, nullptr);
-    REQUIRE(plan);
-    c.plan = std::move(*plan);
-    return c;
-}
-
 NodeId input_id(const Graph& g, std::string_view name) {
     for (size_t i = 0; i < g.nodes.size(); ++i)
         if (g.nodes[i].op == OpKind::Input && g.nodes[i].display() == name) return static_cast<NodeId>(i);
@@ -692,8 +671,8 @@ NodeId input_id(const Graph& g, std::string_view name) {
 }  // namespace
 
 TEST_CASE("session: compiled once, run many: feeds per run, another executable, an error, never the graph") {
-    Compiled affine = compile_cpu("x = input([256])\ny = x * 2 + 1\noutput y\n");
-    Compiled chain3 = compile_cpu(chain(3));
+    PlannedScript affine = plan_script("x = input([256])\ny = x * 2 + 1\noutput y\n");
+    PlannedScript chain3 = plan_script(chain(3));
     const Graph& g = affine.lg->graph;
     const NodeId x = input_id(g, "x");
     SessionOptions so;
@@ -741,7 +720,7 @@ TEST_CASE("session: compiled once, run many: feeds per run, another executable, 
 }
 
 TEST_CASE("session: a run that failed leaves the session usable, and the next run starts clean") {
-    Compiled div = compile_cpu("x = input([2], dtype=i64)\ny = const([6, 8], dtype=i64) / x\nz = y + 1\noutput z\n");
+    PlannedScript div = plan_script("x = input([2], dtype=i64)\ny = const([6, 8], dtype=i64) / x\nz = y + 1\noutput z\n");
     const Graph& g = div.lg->graph;
     const NodeId x = input_id(g, "x");
     for (CleanupStrategy c : {CleanupStrategy::Background, CleanupStrategy::Safepoint, CleanupStrategy::Close}) {
