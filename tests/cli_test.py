@@ -339,6 +339,35 @@ def run_json(*args, stdin=None, want=0):
 
 
 @test
+def weights_are_placed_once_and_held_until_teardown():
+    # SPEC section 4: every const is a weight. A 1024-float matrix, a literal
+    # operand, a `repeat` that reads both 50 times: the weights are check's
+    # figure under every strategy, never in in_use or peak, 0 after teardown.
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "w.graph")
+        with open(path, "w") as f:
+            f.write("w = const([" + ", ".join(["0.5"] * 1024) + "])\nx = zeros([1024])\n"
+                    "repeat 50 { x = x * w + 1 }\noutput x\n")
+        doc = check_json(path)
+        expect(doc["weights"] == {"cpu": 4096 + 64}, doc["weights"])
+        expect(doc["static_peak"]["cpu"] == 4096, doc["static_peak"])  # x alone, in place
+        expect(doc["close_growth"]["cpu"] == 4096 + 50 * 2 * 4096, doc["close_growth"])  # x, 50 x (product, sum)
+        for cleanup in ("background", "safepoint", "close"):
+            docs, _ = run_json(path, f"--cleanup={cleanup}", "--iterations=3", "--check-leaks")
+            before = docs[0]["memory"]["before_teardown"]["cpu"]
+            after = docs[0]["memory"]["after_teardown"]["cpu"]
+            expect(before["weights"] == 4096 + 64 and after["weights"] == 0, (cleanup, before, after))
+            if cleanup == "safepoint":
+                expect(before["peak"] == 4096, (cleanup, before))
+            if cleanup == "close":
+                expect(before["peak"] == 3 * doc["close_growth"]["cpu"], (cleanup, before))
+            expect(docs[0]["outputs"][0]["data"][0] == 2.0, docs[0]["outputs"][0]["data"][:3])  # x -> x/2 + 1 -> 2
+        # The limit holds tensors and weights together: refused before running, both named.
+        code, out, err = run("run", path, "--memory-limit=8000")
+        expect(code == 1 and "(its tensors' peak 4096 bytes and 4160 bytes of weights)" in err, (code, err))
+
+
+@test
 def safepoint_peak_equals_static_plan_for_every_example():
     for path in examples(".graph") + examples(".json"):
         plan = check_json(path)["static_peak"]["cpu"]

@@ -39,7 +39,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from gpu_ops_test import gpu_usable, listed_gpus, run_bin  # noqa: E402
 
-TEARDOWN_ZERO = ("in_use", "pending", "reserved", "live", "workspace")
+TEARDOWN_ZERO = ("in_use", "pending", "reserved", "live", "weights", "workspace")
 
 
 class Skip(Exception):
@@ -202,8 +202,9 @@ def test_limit(binary, workdir, gpu):
         m = doc["memory"]["before_teardown"][gpu]
         if m["workspace"] <= 0:
             failures.append(f"--cleanup={cleanup}: no workspace counted on {gpu}")
-        if m["peak"] + m["workspace"] > 8 << 20:
-            failures.append(f"--cleanup={cleanup}: peak {m['peak']} + workspace {m['workspace']} past the limit")
+        if m["peak"] + m["workspace"] + m["weights"] > 8 << 20:
+            failures.append(f"--cleanup={cleanup}: peak {m['peak']} + workspace {m['workspace']} + weights "
+                            f"{m['weights']} past the limit")
         failures += [f"--cleanup={cleanup}: {p}" for p in torn_down(doc)]
     return failures
 
@@ -251,8 +252,9 @@ def test_conv_limit(binary, workdir, gpu):
         if len(got) != len(ref) or worst > 1e-4:
             failures.append(f"{where}: y differs from the CPU by {worst:.3g} (relative)")
         m = doc["memory"]["before_teardown"][gpu]
-        if m["peak"] + m["workspace"] > limit << 20:
-            failures.append(f"{where}: peak {m['peak']} + workspace {m['workspace']} past the limit")
+        if m["peak"] + m["workspace"] + m["weights"] > limit << 20:
+            failures.append(f"{where}: peak {m['peak']} + workspace {m['workspace']} + weights {m['weights']} "
+                            "past the limit")
         failures += [f"{where}: {p}" for p in torn_down(doc)]
     path = write(workdir, "conv_no_tile.graph", CONV_NO_TILE)
     args = ["--device=gpu", "--no-soft-placement", "--memory-limit=6MiB", "--check-leaks"]
