@@ -31,7 +31,7 @@ __device__ inline void walk_offsets(const Walk& w, int64_t i, int64_t* off, int 
 
 // The walk of `out` for the operand shapes `in` (right-aligned); false when
 // the rank is too large or an operand does not broadcast to out.
-bool make_walk(const std::vector<Shape>& in, const Shape& out, Walk& w) {
+bool make_walk(const kernels::InputShapes& in, const Shape& out, Walk& w) {
     const int rank = static_cast<int>(out.size());
     if (rank > kMaxRank || in.size() > 3) return false;
     w.rank = rank;

@@ -207,7 +207,7 @@ std::optional<MatmulPlan> matmul_plan(const Node& n, const Shape& a, const Shape
     return p;
 }
 
-std::optional<ConcatSplit> concat_split(const Node& n, const Shape& out, const std::vector<Shape>& in) {
+std::optional<ConcatSplit> concat_split(const Node& n, const Shape& out, const InputShapes& in) {
     const size_t r = out.size();
     const int64_t axis = normalize_axis(int_attr(n, "axis", 0), r);
     if (axis < 0 || in.empty()) return std::nullopt;
@@ -239,7 +239,8 @@ int64_t numel_of(const Shape& s) {
 
 NodeKernel::NodeKernel(const Graph& g, const Node& n)
     : op_(n.op), out_dtype_(n.dtype), out_shape_(n.shape), out_numel_(numel_of(n.shape)) {
-    in_dtypes_.reserve(n.inputs.size());  // exactly: a graph may hold a million kernels
+    // Up to three inputs inline: a graph may hold a million kernels.
+    in_dtypes_.reserve(n.inputs.size());
     in_shapes_.reserve(n.inputs.size());
     in_numel_.reserve(n.inputs.size());
     for (const Input& in : n.inputs) {

@@ -9,10 +9,12 @@
 #include <cstdint>
 #include <cstring>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "engine/base/small_vector.h"
 #include "engine/ir/dtype.h"
 #include "engine/ir/graph.h"
 #include "engine/kernels/common/kernel.h"
@@ -105,7 +107,40 @@ struct ConcatSplit {
     int64_t outer = 1, pitch = 0;
     std::vector<int64_t> widths;
 };
-std::optional<ConcatSplit> concat_split(const Node& n, const Shape& out, const std::vector<Shape>& in);
+// The shapes of a node's inputs as a kernel keeps them: references to the
+// graph's own (the graph outlives every kernel made from it), so that a
+// million kernels copy no shape. Indexes and iterates as a vector of shapes.
+class InputShapes {
+  public:
+    void push_back(const Shape& s) { p_.push_back(&s); }
+    void reserve(size_t n) { p_.reserve(n); }
+    size_t size() const { return p_.size(); }
+    bool empty() const { return p_.empty(); }
+    const Shape& operator[](size_t i) const { return *p_[i]; }
+    const Shape& at(size_t i) const {
+        if (i >= p_.size()) throw std::out_of_range("InputShapes::at");
+        return *p_[i];
+    }
+    const Shape& front() const { return *p_.front(); }
+    const Shape& back() const { return *p_.back(); }
+    struct Iterator {
+        const Shape* const* p;
+        const Shape& operator*() const { return **p; }
+        Iterator& operator++() {
+            ++p;
+            return *this;
+        }
+        bool operator!=(const Iterator& o) const { return p != o.p; }
+        bool operator==(const Iterator& o) const { return p == o.p; }
+    };
+    Iterator begin() const { return Iterator{p_.data()}; }
+    Iterator end() const { return Iterator{p_.data() + p_.size()}; }
+
+  private:
+    SmallVector<const Shape*, 3> p_;
+};
+
+std::optional<ConcatSplit> concat_split(const Node& n, const Shape& out, const InputShapes& in);
 
 // `axis` in [-rank, rank) made non-negative, or -1 when out of range.
 int64_t normalize_axis(int64_t axis, size_t rank);
@@ -124,11 +159,11 @@ class NodeKernel : public Kernel {
                       const char* what) const;
 
     OpKind op_;
-    std::vector<DType> in_dtypes_;
-    std::vector<Shape> in_shapes_;
-    std::vector<int64_t> in_numel_;
+    SmallVector<DType, 3> in_dtypes_;
+    InputShapes in_shapes_;  // the graph's shapes, referred to
+    SmallVector<int64_t, 3> in_numel_;
     DType out_dtype_;
-    Shape out_shape_;
+    const Shape& out_shape_;  // the graph's
     int64_t out_numel_;
 };
 

@@ -33,7 +33,7 @@ bool param_dims(const Shape& s, const Shape& row, int64_t len, LayerNormParam& p
 
 }  // namespace
 
-std::optional<LayerNormPlan> layer_norm_plan(const Node& n, const std::vector<Shape>& in) {
+std::optional<LayerNormPlan> layer_norm_plan(const Node& n, const InputShapes& in) {
     if (in.size() < 2 || in[0].empty()) return std::nullopt;
     const Shape& x = in[0];
     const int64_t axis = normalize_axis(int_attr(n, "axis", -1), x.size());
@@ -58,7 +58,7 @@ BatchNormPlan batch_norm_plan(const Shape& x) {
     return p;
 }
 
-std::optional<GemmPlan> gemm_plan(const Node& n, const std::vector<Shape>& in) {
+std::optional<GemmPlan> gemm_plan(const Node& n, const InputShapes& in) {
     if (in.size() < 2 || in[0].size() != 2 || in[1].size() != 2) return std::nullopt;
     GemmPlan p;
     p.ta = bool_attr(n, "transpose_a", false);

@@ -35,7 +35,7 @@ struct LayerNormPlan {
     LayerNormParam scale, bias;
 };
 // nullopt when the node's shapes do not fit (validation refuses those).
-std::optional<LayerNormPlan> layer_norm_plan(const Node& n, const std::vector<Shape>& in);
+std::optional<LayerNormPlan> layer_norm_plan(const Node& n, const InputShapes& in);
 
 // The offset into a non-dense parameter of element j of a row.
 inline int64_t param_offset(const std::vector<StridedDim>& dims, int64_t j) {
@@ -65,6 +65,6 @@ struct GemmPlan {
     int64_t c_sm = 0, c_sn = 0;
     double alpha = 1, beta = 1;  // as the node's dtype rounds them
 };
-std::optional<GemmPlan> gemm_plan(const Node& n, const std::vector<Shape>& in);
+std::optional<GemmPlan> gemm_plan(const Node& n, const InputShapes& in);
 
 }  // namespace graphrun::kernels
