@@ -112,9 +112,9 @@ std::string child(const std::string& pointer, size_t index) {
     return out;
 }
 
-Loc at(std::string pointer) {
+Loc at(std::string_view pointer) {
     Loc loc;
-    loc.pointer = std::move(pointer);
+    loc.pointer = CompactString(pointer);
     return loc;
 }
 

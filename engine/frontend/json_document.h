@@ -31,7 +31,7 @@ std::string pointer_token(std::string_view key);
 std::string child(const std::string& pointer, std::string_view key);
 std::string child(const std::string& pointer, size_t index);
 // A place given by a JSON pointer.
-Loc at(std::string pointer);
+Loc at(std::string_view pointer);
 // Line and column (1-based, in bytes) of byte `index` of `source`.
 Loc line_col(std::string_view source, size_t index);
 
