@@ -597,7 +597,7 @@ bool parse_json(std::string_view source, Graph& g, Diagnostics& diag, const Inpu
     Document doc;
     if (!read_document(source, doc, limits, diag)) return false;
     JsonReader reader(g, diag, limits);
-    reader.read(JVal(doc, doc.root));
+    reader.read(JVal(doc, doc.root()));
     return !diag.has_errors() && !interrupted();
 }
 
