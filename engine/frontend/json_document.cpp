@@ -112,9 +112,9 @@ std::string child(const std::string& pointer, size_t index) {
     return out;
 }
 
-Loc at(std::string pointer) {
+Loc at(std::string_view pointer) {
     Loc loc;
-    loc.pointer = std::move(pointer);
+    loc.pointer = CompactString(pointer);
     return loc;
 }
 
@@ -196,6 +196,7 @@ std::string clean_parse_message(const std::string& what, const std::string& last
 class DocumentBuilder : public nlohmann::json_sax<nlohmann::json> {
   public:
     using Type = Document::Type;
+    using Value = Document::Value;
     static constexpr uint32_t kNone = Document::kNone;
 
     // `in_source`: every string and key it is given is a view into `source`
@@ -216,7 +217,7 @@ class DocumentBuilder : public nlohmann::json_sax<nlohmann::json> {
     bool boolean(bool v) override {
         const uint32_t i = add(Type::Bool);
         if (i == kNone) return false;
-        doc_.values[i].b = v;
+        if (v) doc_.values[i].flags |= Document::kTrue;
         return true;
     }
     bool number_integer(number_integer_t v) override {
@@ -241,8 +242,8 @@ class DocumentBuilder : public nlohmann::json_sax<nlohmann::json> {
     bool add_string(std::string_view v) {
         const uint32_t i = add(Type::String);
         if (i == kNone) return false;
-        doc_.values[i].offset = place(v);
-        doc_.values[i].count = static_cast<uint32_t>(v.size());
+        doc_.values[i].span.a = place(v);
+        doc_.values[i].span.b = static_cast<uint32_t>(v.size());
         return true;
     }
     bool binary(binary_t&) override { return add(Type::Null) != kNone; }  // not in JSON text
@@ -253,28 +254,23 @@ class DocumentBuilder : public nlohmann::json_sax<nlohmann::json> {
     bool end_array() override { return close(); }
 
     bool key(string_t& k) override { return add_key(k); }
+    // The key of the member whose value comes next.
     bool add_key(std::string_view k) {
         Frame& f = frames_.back();
-        uint32_t member = find_key(f, k);
-        if (member == kNone) {
-            member = static_cast<uint32_t>(doc_.members.size());
-            Document::Member m;
-            m.key_offset = static_cast<uint32_t>(place(k));
-            m.key_size = static_cast<uint32_t>(k.size());
-            doc_.members.push_back(m);
-            link(f, member);
-            if (f.keys) {
-                f.keys->emplace(k, member);
-            } else if (doc_.values[f.value].count > kLinearKeys) {
-                f.keys = std::make_unique<std::unordered_map<std::string, uint32_t>>();
-                for (uint32_t i = doc_.values[f.value].first; i != kNone; i = doc_.members[i].next)
-                    f.keys->emplace(doc_.key(doc_.members[i]), i);  // count > 0 here
-            }
-        } else {
+        f.duplicate = find_key(f, k);
+        if (f.duplicate != kNone) {
             if (duplicates_.size() < kMaxErrors) duplicates_.emplace_back(child(pointer(), k), k);
-            doc_.members[member].value = kNone;
+            return true;  // the first one's key stays
         }
-        f.pending = member;
+        const uint32_t offset = place(k);
+        if (k.size() < Document::kLongKey) {
+            f.key_offset = offset;
+            f.key_size = static_cast<uint16_t>(k.size());
+        } else {
+            f.key_offset = static_cast<uint32_t>(doc_.long_keys.size());
+            f.key_size = Document::kLongKey;
+            doc_.long_keys.emplace_back(offset, static_cast<uint32_t>(k.size()));
+        }
         return true;
     }
 
@@ -294,22 +290,31 @@ class DocumentBuilder : public nlohmann::json_sax<nlohmann::json> {
     // Up to this many keys an object's keys are compared one by one.
     static constexpr uint32_t kLinearKeys = 16;
 
+    // Keys are copied: `chars` moves while it grows. Looked up by view.
+    struct KeyHash {
+        using is_transparent = void;
+        size_t operator()(std::string_view k) const { return std::hash<std::string_view>{}(k); }
+    };
+    using KeyIndex = std::unordered_map<std::string, uint32_t, KeyHash, std::equal_to<>>;
+
     struct Frame {
         uint32_t value = kNone;    // the open array or object
-        uint32_t member = kNone;   // its member in the enclosing container
-        uint32_t ordinal = 0;      // its index there, when that is an array
-        uint32_t pending = kNone;  // objects: the member whose value comes next
-        uint32_t last = kNone;     // its last member
-        std::unique_ptr<std::unordered_map<std::string, uint32_t>> keys;  // big objects: key -> member
+        uint32_t ordinal = 0;      // its index in the enclosing container, when that is an array
+        // Objects: the key of the member whose value comes next, or the
+        // member whose key it repeats (then the value replaces that member's).
+        uint32_t key_offset = 0;
+        uint16_t key_size = 0;
+        uint32_t duplicate = kNone;
+        std::unique_ptr<KeyIndex> keys;  // big objects: key -> member
     };
 
     // Where `v` is in the document's text, copying it there if need be.
-    size_t place(std::string_view v) {
-        if (in_source_) return static_cast<size_t>(v.data() - source_.data());
+    uint32_t place(std::string_view v) {
+        if (in_source_) return static_cast<uint32_t>(v.data() - source_.data());
         const size_t offset = doc_.chars.size();
         doc_.chars += v;
         doc_.text = doc_.chars;
-        return offset;
+        return static_cast<uint32_t>(offset);
     }
 
     void fail(Loc loc, std::string message) {
@@ -317,26 +322,16 @@ class DocumentBuilder : public nlohmann::json_sax<nlohmann::json> {
         failure_ = Diagnostic{Severity::Error, std::move(loc), std::move(message)};
     }
 
+    // The member of the open object of `f` whose key is `k`, or kNone.
     uint32_t find_key(const Frame& f, std::string_view k) const {
         if (f.keys) {
-            auto it = f.keys->find(std::string(k));
+            auto it = f.keys->find(k);
             return it == f.keys->end() ? kNone : it->second;
         }
-        if (doc_.values[f.value].count == 0) return kNone;
-        for (uint32_t i = doc_.values[f.value].first; i != kNone; i = doc_.members[i].next)
-            if (doc_.key(doc_.members[i]) == k) return i;
+        const auto end = static_cast<uint32_t>(doc_.values.size());  // it is the innermost open one
+        for (uint32_t i = doc_.visible(f.value + 1, end); i < end; i = doc_.visible(doc_.next(i), end))
+            if (doc_.key(doc_.values[i]) == k) return i;
         return kNone;
-    }
-
-    // Appends `member` to the open container of `f`.
-    void link(Frame& f, uint32_t member) {
-        Document::Value& container = doc_.values[f.value];
-        if (container.count == 0)
-            container.first = member;
-        else
-            doc_.members[f.last].next = member;
-        f.last = member;
-        ++container.count;
     }
 
     // The JSON pointer of the innermost open container.
@@ -347,7 +342,7 @@ class DocumentBuilder : public nlohmann::json_sax<nlohmann::json> {
             if (doc_.values[frames_[i - 1].value].type == Type::Array)
                 p += std::to_string(frames_[i].ordinal);
             else
-                p += pointer_token(doc_.key(doc_.members[frames_[i].member]));
+                p += pointer_token(doc_.key(doc_.values[frames_[i].value]));
         }
         return p;
     }
@@ -365,18 +360,40 @@ class DocumentBuilder : public nlohmann::json_sax<nlohmann::json> {
             return kNone;
         }
         const auto index = static_cast<uint32_t>(doc_.values.size());
-        doc_.values.emplace_back().type = type;
-        if (frames_.empty()) {
-            doc_.root = index;
+        Value& v = doc_.values.emplace_back();
+        v.type = type;
+        if (frames_.empty()) return index;  // the root
+        Frame& f = frames_.back();
+        Value& container = doc_.values[f.value];
+        if (container.type == Type::Array) {
+            ++container.span.b;
             return index;
         }
-        Frame& f = frames_.back();
-        if (doc_.values[f.value].type == Type::Array) {
-            const auto member = static_cast<uint32_t>(doc_.members.size());
-            doc_.members.emplace_back().value = index;
-            link(f, member);
-        } else {
-            doc_.members[f.pending].value = index;
+        if (f.duplicate != kNone) {
+            // The last value wins, at the place of the first.
+            Value& first = doc_.values[f.duplicate];
+            v.flags |= Document::kHidden;
+            v.key_offset = first.key_offset;  // the same key, for pointer()
+            v.key_size = first.key_size;
+            if (first.type != Type::Redirect) {
+                first.span.a = doc_.next(f.duplicate);
+                first.type = Type::Redirect;
+                first.flags = 0;
+            }
+            first.span.b = index;
+            f.duplicate = kNone;
+            return index;
+        }
+        v.key_offset = f.key_offset;
+        v.key_size = f.key_size;
+        ++container.span.b;
+        if (f.keys) {
+            f.keys->emplace(doc_.key(v), index);
+        } else if (container.span.b > kLinearKeys) {
+            f.keys = std::make_unique<KeyIndex>();
+            for (uint32_t i = doc_.visible(f.value + 1, index); i < index; i = doc_.visible(doc_.next(i), index))
+                f.keys->emplace(doc_.key(doc_.values[i]), i);
+            f.keys->emplace(doc_.key(v), index);
         }
         return index;
     }
@@ -390,20 +407,15 @@ class DocumentBuilder : public nlohmann::json_sax<nlohmann::json> {
             return false;
         }
         Frame f;
-        if (!frames_.empty()) {
-            const Frame& parent = frames_.back();
-            const Document::Value& pv = doc_.values[parent.value];
-            f.ordinal = pv.count;  // before add() counts this one
-            f.member = pv.type == Type::Array ? kNone : parent.pending;
-        }
+        if (!frames_.empty()) f.ordinal = doc_.values[frames_.back().value].span.b;  // before add() counts this one
         f.value = add(type);
         if (f.value == kNone) return false;
-        if (f.member == kNone && !frames_.empty()) f.member = frames_.back().last;
         frames_.push_back(std::move(f));
         return true;
     }
 
     bool close() {
+        doc_.values[frames_.back().value].span.a = static_cast<uint32_t>(doc_.values.size());
         frames_.pop_back();
         return true;
     }
@@ -600,20 +612,22 @@ class FastJsonReader {
 }  // namespace
 
 bool read_document(std::string_view source, Document& doc, const InputLimits& limits, Diagnostics& diag) {
-    {
-        // Roughly one value per 12 bytes of a graph file; the strings are about a third of it.
-        const size_t guess = std::min(source.size() / 12, limits.json_values);
-        doc.values.reserve(guess);
-        doc.members.reserve(guess);
+    // Strings and keys are placed by 32-bit offsets (graph files are read up to kMaxFileBytes).
+    if (source.size() > UINT32_MAX) {
+        diag.error(Loc{}, "JSON document too large: more than 4 GiB");
+        return false;
     }
+    // Every value takes at least a byte and most a separator too: room for
+    // them all up front (capped by the limit), so that the records never move.
+    // Room reserved but never used costs no memory.
+    doc.values.reserve(std::min(source.size() / 2, limits.json_values) + 1);
     auto builder = std::make_unique<DocumentBuilder>(source, doc, true, limits);
     if (!FastJsonReader(source, *builder).read() || builder->failed()) {
         if (interrupted()) return false;  // stopped by a signal, which the loader reports
         // Read it again with nlohmann's parser, the reference for errors.
         doc.values.clear();
-        doc.members.clear();
+        doc.long_keys.clear();
         doc.chars.clear();
-        doc.root = Document::kNone;
         builder = std::make_unique<DocumentBuilder>(source, doc, false, limits);
         bool parsed = nlohmann::json::sax_parse(source.data(), source.data() + source.size(), builder.get());
         if (!parsed || builder->failed()) {

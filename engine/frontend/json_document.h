@@ -31,52 +31,80 @@ std::string pointer_token(std::string_view key);
 std::string child(const std::string& pointer, std::string_view key);
 std::string child(const std::string& pointer, size_t index);
 // A place given by a JSON pointer.
-Loc at(std::string pointer);
+Loc at(std::string_view pointer);
 // Line and column (1-based, in bytes) of byte `index` of `source`.
 Loc line_col(std::string_view source, size_t index);
 
 // --- the document ------------------------------------------------------------------
 
-// A parsed JSON document, held compactly: every value in one array, every
-// string and key in one buffer, and the members of each array and object as a
-// linked list in document order. It is built from nlohmann's SAX events, so
-// that the syntax checks and their messages are nlohmann's, without
-// nlohmann's DOM, whose allocation per value and per key costs several times
-// the parse itself on a big graph.
+// A parsed JSON document, held compactly: every value one 16-byte record in
+// one array, in document order (a container's members follow it, each
+// member's own members before the next one, as in simdjson's tape), and every
+// string and key in the source itself (or, when a string needed unescaping,
+// in `chars`). An object member's record holds its key. It is built from
+// parse events (the fast reader's, or nlohmann's SAX parser's, so that the
+// syntax checks and their messages are nlohmann's), without nlohmann's DOM,
+// whose allocation per value and per key costs several times the parse
+// itself on a big graph.
+//
+// A duplicate key's value replaces the first one's where the first one stood
+// (the last value wins, at the place of the first): the first record becomes
+// a Redirect to the later one, which is Hidden from iteration.
 class Document {
   public:
-    enum class Type : uint8_t { Null, Bool, Integer, Unsigned, Float, String, Array, Object };
+    enum class Type : uint8_t { Null, Bool, Integer, Unsigned, Float, String, Array, Object, Redirect };
     static constexpr uint32_t kNone = UINT32_MAX;
+    // Flags.
+    static constexpr uint8_t kTrue = 1;    // Bool
+    static constexpr uint8_t kHidden = 2;  // a duplicate key's value, reached through a Redirect
+    // key_size of a key of kLongKey bytes or more: key_offset indexes long_keys.
+    static constexpr uint16_t kLongKey = UINT16_MAX;
 
     struct Value {  // 16 bytes
         Type type = Type::Null;
-        bool b = false;
-        uint32_t count = 0;  // Array, Object: members; String: bytes
+        uint8_t flags = 0;
+        uint16_t key_size = 0;    // object members: the key's size (or kLongKey)
+        uint32_t key_offset = 0;  // ... and where it is in text
         union {
             int64_t i;
             uint64_t u;
             double f;
-            size_t offset;   // String: into text
-            uint32_t first;  // Array, Object: first member
+            struct {
+                // String: offset in text, size. Array, Object: the index past
+                // the last member's records, members (Hidden ones not counted).
+                // Redirect: the index past the first value's records, the value.
+                uint32_t a;
+                uint32_t b;
+            } span;
         };
         Value() : u(0) {}
     };
-    struct Member {
-        uint32_t value = kNone;
-        uint32_t next = kNone;
-        uint32_t key_offset = 0;  // Object members: the key, in text
-        uint32_t key_size = 0;
-    };
+    static_assert(sizeof(Value) == 16);
 
-    std::vector<Value> values;
-    std::vector<Member> members;
+    std::vector<Value> values;  // the root first
+    std::vector<std::pair<uint32_t, uint32_t>> long_keys;  // offset, size
     // Where the strings and keys are: the source itself when no string needed
     // unescaping (the fast reader's documents), else `chars`.
     std::string_view text;
     std::string chars;
-    uint32_t root = kNone;
 
-    std::string_view key(const Member& m) const { return text.substr(m.key_offset, m.key_size); }
+    uint32_t root() const { return values.empty() ? kNone : 0; }
+    std::string_view key(const Value& v) const {
+        if (v.key_size != kLongKey) return text.substr(v.key_offset, v.key_size);
+        const auto& [offset, size] = long_keys[v.key_offset];
+        return text.substr(offset, size);
+    }
+    // The index of the record after `index` and its members.
+    uint32_t next(uint32_t index) const {
+        const Value& v = values[index];
+        return v.type == Type::Array || v.type == Type::Object || v.type == Type::Redirect ? v.span.a
+                                                                                          : index + 1;
+    }
+    // `index`, or the first record from it on that is not Hidden, before `end`.
+    uint32_t visible(uint32_t index, uint32_t end) const {
+        while (index < end && (values[index].flags & kHidden)) index = next(index);
+        return index;
+    }
 };
 
 class JRange;
@@ -87,7 +115,10 @@ class JVal {
   public:
     using Type = Document::Type;
 
-    JVal(const Document& doc, uint32_t index) : doc_(&doc), v_(&doc.values[index]) {}
+    JVal(const Document& doc, uint32_t index) : doc_(&doc), index_(index) {
+        if (doc.values[index].type == Type::Redirect) index_ = doc.values[index].span.b;
+        v_ = &doc.values[index_];
+    }
 
     bool is_null() const { return v_->type == Type::Null; }
     bool is_boolean() const { return v_->type == Type::Bool; }
@@ -98,8 +129,8 @@ class JVal {
     bool is_array() const { return v_->type == Type::Array; }
     bool is_object() const { return v_->type == Type::Object; }
 
-    bool boolean() const { return v_->b; }
-    std::string_view string() const { return doc_->text.substr(v_->offset, v_->count); }
+    bool boolean() const { return (v_->flags & Document::kTrue) != 0; }
+    std::string_view string() const { return doc_->text.substr(v_->span.a, v_->span.b); }
     uint64_t as_unsigned() const { return v_->u; }
     int64_t as_integer() const { return v_->type == Type::Unsigned ? static_cast<int64_t>(v_->u) : v_->i; }
     double as_double() const {
@@ -111,13 +142,13 @@ class JVal {
         }
     }
     // Members of an array or object.
-    size_t size() const { return is_array() || is_object() ? v_->count : 0; }
+    size_t size() const { return is_array() || is_object() ? v_->span.b : 0; }
     bool empty() const { return size() == 0; }
 
     // A scalar as nlohmann's DOM would hold it (for messages that show the value).
     nlohmann::json scalar() const {
         switch (v_->type) {
-            case Type::Bool: return v_->b;
+            case Type::Bool: return boolean();
             case Type::Integer: return v_->i;
             case Type::Unsigned: return v_->u;
             case Type::Float: return v_->f;
@@ -130,10 +161,10 @@ class JVal {
     JRange items() const;
 
     const Document& doc() const { return *doc_; }
-    uint32_t first() const { return (is_array() || is_object()) && v_->count > 0 ? v_->first : Document::kNone; }
 
   private:
     const Document* doc_;
+    uint32_t index_;
     const Document::Value* v_;
 };
 
@@ -144,20 +175,18 @@ struct JEntry {
 
 class JIterator {
   public:
-    JIterator(const Document& doc, uint32_t member) : doc_(&doc), m_(member) {}
-    JEntry operator*() const {
-        const Document::Member& m = doc_->members[m_];
-        return JEntry{doc_->key(m), JVal(*doc_, m.value)};
-    }
+    JIterator(const Document& doc, uint32_t index, uint32_t end) : doc_(&doc), i_(index), end_(end) {}
+    JEntry operator*() const { return JEntry{doc_->key(doc_->values[i_]), JVal(*doc_, i_)}; }
     JIterator& operator++() {
-        m_ = doc_->members[m_].next;
+        i_ = doc_->visible(doc_->next(i_), end_);
         return *this;
     }
-    bool operator!=(const JIterator& o) const { return m_ != o.m_; }
+    bool operator!=(const JIterator& o) const { return i_ != o.i_; }
 
   private:
     const Document* doc_;
-    uint32_t m_;
+    uint32_t i_;
+    uint32_t end_;
 };
 
 class JRange {
@@ -171,7 +200,11 @@ class JRange {
 };
 
 inline JRange JVal::items() const {
-    return JRange(JIterator(*doc_, first()), JIterator(*doc_, Document::kNone));
+    // A scalar has no members: an empty range.
+    const bool container = is_array() || is_object();
+    const uint32_t end = container ? v_->span.a : index_ + 1;
+    const uint32_t first = container ? doc_->visible(index_ + 1, end) : end;
+    return JRange(JIterator(*doc_, first, end), JIterator(*doc_, end, end));
 }
 
 // Reads `source` into `doc` (empty): the fast reader first, nlohmann's parser

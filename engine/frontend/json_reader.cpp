@@ -49,6 +49,25 @@ std::optional<double> special_number(std::string_view s) {
     return std::nullopt;
 }
 
+// The nodes `items` will make, loop bodies included: one per node and one per
+// literal input (an upper bound: a bad node makes fewer).
+size_t count_nodes(JVal items) {
+    size_t n = 0;
+    for (auto [unused, item] : items.items()) {
+        ++n;
+        if (!item.is_object()) continue;
+        for (auto [key, value] : item.items()) {
+            if (key == "inputs" && value.is_array()) {
+                for (auto [unused2, in] : value.items())
+                    n += !in.is_string() || special_number(in.string()).has_value();
+            } else if (key == "body" && value.is_array()) {
+                n += count_nodes(value);  // nesting is bounded by kMaxNesting
+            }
+        }
+    }
+    return n;
+}
+
 // A JSON value as a message shows it: short scalars as written, containers by kind.
 std::string describe(JVal j) {
     if (j.is_array()) return j.empty() ? "an empty array" : "an array";
@@ -113,7 +132,7 @@ class JsonReader {
     void read_node(JVal item, const std::string& pointer);
     void read_inputs(JVal inputs, const std::string& pointer, OpKind op, Inputs& out);
     std::optional<Attr> read_attr(JVal j, const std::string& pointer);
-    bool read_node_name(JVal j, const std::string& pointer, std::string& name);
+    bool read_node_name(JVal j, const Loc& loc, std::string& name);
     void read_outputs(JVal outputs, const std::string& pointer);
 
     void unknown_key(std::string_view key, const std::string& pointer,
@@ -129,7 +148,14 @@ class JsonReader {
     void stop_for_errors();
     // Past an input limit: reports it and reads no further.
     void stop_at_limit(const Loc& loc, std::string message);
+    // True (and reported at `pointer`, built only then) once the graph has
+    // limits.nodes nodes.
     bool too_many_nodes(const std::string& pointer);
+    bool too_many_nodes(const std::string& pointer, size_t index);
+    // The place of `pointer`'s member `index` or `key`, built without a
+    // temporary string: there is one per node and input of a graph.
+    Loc at_child(const std::string& pointer, size_t index);
+    Loc at_child(const std::string& pointer, std::string_view key);
 
     Graph& g_;
     GraphBuilder builder_;
@@ -138,6 +164,7 @@ class JsonReader {
     bool stopped_ = false;
     size_t literal_elements_ = 0;  // list elements read so far (kMaxLiteralElements)
     std::string inputs_pointer_;   // read_node(): "/nodes/N/inputs"
+    std::string scratch_;          // at_child()
 };
 
 void JsonReader::error(const Loc& loc, std::string message) {
@@ -160,6 +187,24 @@ bool JsonReader::too_many_nodes(const std::string& pointer) {
     if (g_.nodes.size() + g_.repeats.size() < limits_.nodes) return false;
     stop_at_limit(at(pointer), node_limit_message(limits_));
     return true;
+}
+
+bool JsonReader::too_many_nodes(const std::string& pointer, size_t index) {
+    if (g_.nodes.size() + g_.repeats.size() < limits_.nodes) return false;
+    stop_at_limit(at_child(pointer, index), node_limit_message(limits_));
+    return true;
+}
+
+Loc JsonReader::at_child(const std::string& pointer, size_t index) {
+    char digits[24];
+    auto end = std::to_chars(digits, digits + sizeof digits, index).ptr;
+    scratch_.assign(pointer).append(1, '/').append(digits, end);
+    return at(scratch_);
+}
+
+Loc JsonReader::at_child(const std::string& pointer, std::string_view key) {
+    scratch_.assign(pointer).append(1, '/').append(pointer_token(key));
+    return at(scratch_);
 }
 
 void JsonReader::unknown_key(std::string_view key, const std::string& pointer,
@@ -213,8 +258,9 @@ void JsonReader::read_top(JVal root) {
     } else if (!nodes->is_array()) {
         error(at("/nodes"), "\"nodes\" must be an array of nodes; got " + describe(*nodes));
     } else {
-        // About one node per item: room for them up front.
-        builder_.reserve(std::min(nodes->size(), limits_.nodes + 1), nodes->size());
+        // Room for every node up front: a big graph would otherwise move its
+        // node list while it grows (a literal input is a node of its own).
+        builder_.reserve(std::min(count_nodes(*nodes), limits_.nodes + 1), nodes->size());
         read_items(*nodes, "/nodes");
     }
     if (outputs && !stopped()) read_outputs(*outputs, "/outputs");
@@ -312,18 +358,18 @@ void JsonReader::read_repeat(JVal item, const std::string& pointer) {
     builder_.end_repeat();
 }
 
-bool JsonReader::read_node_name(JVal j, const std::string& pointer, std::string& name) {
+bool JsonReader::read_node_name(JVal j, const Loc& loc, std::string& name) {
     if (!j.is_string()) {
-        error(at(pointer), "\"name\" must be a string; got " + describe(j));
+        error(loc, "\"name\" must be a string; got " + describe(j));
         return false;
     }
     name = j.string();
     if (!is_identifier(name)) {
-        error(at(pointer),
+        error(loc,
               "node name " + quote(name) +
                   " is not an identifier (letters, digits and _, not starting with a digit)");
     } else if (is_keyword(name)) {
-        error(at(pointer),
+        error(loc,
               "node name " + quote(name) + " is a keyword of graph scripts; choose another name");
     }
     return !name.empty();  // bound either way, so that later uses do not cascade
@@ -344,13 +390,13 @@ void JsonReader::read_node(JVal item, const std::string& pointer) {
     if (name_json && name_json->is_string()) builder_.will_assign(name_json->string());
 
     std::string name;
-    std::string name_pointer;
+    Loc name_loc;
     bool named = false;
     if (!name_json) {
         error(at(pointer), "node has no \"name\"");
     } else {
-        name_pointer = child(pointer, "name");
-        named = read_node_name(*name_json, name_pointer, name);
+        name_loc = at_child(pointer, "name");
+        named = read_node_name(*name_json, name_loc, name);
     }
 
     std::optional<OpKind> op;
@@ -425,7 +471,7 @@ void JsonReader::read_node(JVal item, const std::string& pointer) {
     std::string device;
     Loc device_loc;
     if (device_json) {
-        device_loc = at(child(pointer, "device"));
+        device_loc = at_child(pointer, "device");
         if (device_json->is_string())
             device = device_json->string();
         else
@@ -454,7 +500,7 @@ void JsonReader::read_node(JVal item, const std::string& pointer) {
     } else {
         id = builder_.add_invalid(at(pointer));
     }
-    if (named) builder_.assign(name, id, at(std::move(name_pointer)));
+    if (named) builder_.assign(name, id, name_loc);
 }
 
 void JsonReader::read_inputs(JVal inputs, const std::string& pointer, OpKind op,
@@ -464,7 +510,7 @@ void JsonReader::read_inputs(JVal inputs, const std::string& pointer, OpKind op,
     for (auto [unused, in] : inputs.items()) {
         const size_t index = i++;
         if (stopped()) return;
-        Loc loc = at(child(pointer, index));
+        Loc loc = at_child(pointer, index);
         std::optional<Attr> literal;
         if (in.is_string()) {
             const std::string_view text = in.string();
@@ -485,7 +531,7 @@ void JsonReader::read_inputs(JVal inputs, const std::string& pointer, OpKind op,
                   "an input must be the name of an earlier node or a number; got " + describe(in));
             continue;
         }
-        if (too_many_nodes(child(pointer, index))) return;
+        if (too_many_nodes(pointer, index)) return;
         NodeId id =
             builder_.add_scalar_literal(std::move(*literal), loc, takes_weak_literals(op));
         out.push_back(Input{id, std::move(loc)});
@@ -551,7 +597,7 @@ bool parse_json(std::string_view source, Graph& g, Diagnostics& diag, const Inpu
     Document doc;
     if (!read_document(source, doc, limits, diag)) return false;
     JsonReader reader(g, diag, limits);
-    reader.read(JVal(doc, doc.root));
+    reader.read(JVal(doc, doc.root()));
     return !diag.has_errors() && !interrupted();
 }
 

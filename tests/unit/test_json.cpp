@@ -775,3 +775,56 @@ TEST_CASE("json: duplicate keys in big objects") {
     CHECK(n.attrs[4].name == "k3");
     CHECK(n.attrs[4].value.i == 5);
 }
+
+TEST_CASE("json: a duplicate key's last value wins at the first's place, whatever the values") {
+    // Arrays, objects and scalars replacing one another, a key given three
+    // times, and a repeated container holding a duplicate of its own: the
+    // same through the fast reader and nlohmann's parser (a byte order mark).
+    const std::string nodes =
+        R"({"name": "v", "op": "ones", "shape": [2], "attrs": {"k": [1, {"z": 2}], "j": true, "k": 3, "k": [4, 5]}},)"
+        R"({"name": "w", "op": "relu", "inputs": ["v"], "name": "u"})";
+    for (const std::string& src : {doc(nodes), "\xEF\xBB\xBF" + doc(nodes)}) {
+        Parsed p = parse(src);
+        INFO(messages(p.diag));
+        REQUIRE(p.diag.error_count() == 3);
+        CHECK(p.diag.all()[0].loc.pointer == "/nodes/0/attrs/k");
+        CHECK(p.diag.all()[1].loc.pointer == "/nodes/0/attrs/k");
+        CHECK(p.diag.all()[2].loc.pointer == "/nodes/1/name");
+        const Node& v = p.g.nodes.at(0);
+        REQUIRE(v.attrs.size() == 3);
+        CHECK(v.attrs[1].name == "k");
+        REQUIRE(v.attrs[1].value.list.size() == 2);
+        CHECK(v.attrs[1].value.list[1].i == 5);
+        CHECK(v.attrs[1].value.list[1].loc.pointer == "/nodes/0/attrs/k/1");
+        CHECK(v.attrs[2].name == "j");
+        CHECK(id_of(p.g, "u") != kNoNode);
+        CHECK(id_of(p.g, "w") == kNoNode);
+    }
+    const std::string twice =
+        R"({"graphrun": 1, "nodes": [{"name": "x", "op": "nope"}], "outputs": ["a"], )"
+        R"("nodes": [{"name": "a", "op": "ones", "shape": [2], "shape": [3]}]})";
+    for (const std::string& src : {twice, "\xEF\xBB\xBF" + twice}) {
+        Parsed p = parse(src);
+        INFO(messages(p.diag));
+        REQUIRE(p.diag.error_count() == 2);
+        CHECK(p.diag.all()[0].loc.pointer == "/nodes");
+        CHECK(p.diag.all()[1].loc.pointer == "/nodes/0/shape");
+        REQUIRE(p.g.nodes.size() == 1);
+        CHECK(p.g.nodes[0].attrs.at(0).value.list.at(0).i == 3);
+    }
+}
+
+TEST_CASE("json: keys of 64 KiB and more") {
+    // A key too long for a record's 16-bit size is held aside: the same places and messages.
+    const std::string key(70000, 'k');
+    const std::string src = doc(R"({"name": "v", "op": "ones", "shape": [2], ")" + key + R"(": 1, ")" + key +
+                                R"(": 2, ")" + std::string(65535, 'm') + R"(": 3})");
+    Parsed p = parse(src);
+    INFO(messages(p.diag).substr(0, 300));
+    REQUIRE(p.diag.error_count() == 3);
+    CHECK(p.diag.all()[0].loc.pointer == "/nodes/0/" + key);
+    CHECK(p.diag.all()[0].message.find("duplicate key") == 0);
+    CHECK(p.diag.all()[1].loc.pointer == "/nodes/0/" + key);
+    CHECK(p.diag.all()[1].message.find("unknown key") == 0);
+    CHECK(p.diag.all()[2].loc.pointer == "/nodes/0/" + std::string(65535, 'm'));
+}
