@@ -74,7 +74,7 @@ void estimate(const Graph& g, double& work, double& simulated) {
 }
 
 bool all_released(const MemoryStats& s) {
-    return s.in_use == 0 && s.pending == 0 && s.reserved == 0 && s.live == 0 && s.allocs == s.frees;
+    return s.in_use == 0 && s.pending == 0 && s.reserved == 0 && s.live == 0 && s.weights == 0 && s.allocs == s.frees;
 }
 
 }  // namespace
@@ -113,9 +113,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     FeedOptions feeds;
     feeds.fill = FillMode::Random;
     feeds.seed = mode;
-    if (apply_feeds(prepared.prepared.graph(), feeds, "fuzz", log)) return 0;
+    InputValues values;
+    if (read_feeds(prepared.prepared.graph(), feeds, "fuzz", values, log)) return 0;
     // Out of memory and the like are fine outcomes; teardown must still be complete.
-    RunResult r = run_prepared(prepared.prepared, opts, log);
+    RunResult r = run_prepared(prepared.prepared, values, opts, log);
     for (const auto& [device, stats] : r.after)
         if (!all_released(stats)) __builtin_trap();
     return 0;
