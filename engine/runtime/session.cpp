@@ -13,13 +13,6 @@
 namespace graphrun {
 
 namespace {
-bool distinct_feeds(const std::vector<FeedView>& feeds) {
-    std::vector<NodeId> ids;
-    for (const FeedView& f : feeds) ids.push_back(f.id);
-    std::sort(ids.begin(), ids.end());
-    return std::adjacent_find(ids.begin(), ids.end()) == ids.end();
-}
-
 // The largest static peak of one pass over the devices: background's backlog
 // may grow to it before the executing thread waits.
 uint64_t largest_static_peak(const Plan& plan) {
@@ -70,7 +63,6 @@ std::optional<RunError> Session::load(const Graph& g, const Plan& plan) {
     exec_.clear();
     exec_inputs_.clear();
     kernels_.clear();
-    inputs_ = 0;
     walker_.reset();
     g_ = nullptr;
     plan_ = nullptr;
@@ -114,7 +106,6 @@ std::optional<RunError> Session::load(const Graph& g, const Plan& plan) {
             kernels_[static_cast<size_t>(s.arg)] = dev->make_kernel(g, n);
             e.kernel = kernels_[static_cast<size_t>(s.arg)].get();
             e.input = n.op == OpKind::Input;
-            inputs_ += e.input;
         }
         max_inputs = std::max(max_inputs, n.inputs.size());
     }
@@ -125,8 +116,7 @@ std::optional<RunError> Session::load(const Graph& g, const Plan& plan) {
         exec_.clear();
         exec_inputs_.clear();
         kernels_.clear();
-        inputs_ = 0;
-        return open_error_ ? open_error_ : weight_error;
+            return open_error_ ? open_error_ : weight_error;
     }
     g_ = &g;
     plan_ = &plan;
@@ -442,12 +432,13 @@ std::optional<RunError> Session::run(const std::vector<FeedView>& feeds, int64_t
     if (!g_) return load_error_ ? load_error_ : RunError{"internal error: the session has no executable loaded", {}};
     // Each input's kernel takes its feed; every input must have one, every run
     // (a kernel must not read the last run's bytes, which the caller may have freed).
-    size_t fed = 0;
+    std::vector<bool> fed(feeds.empty() ? 0 : exec_.size(), false);
     for (const FeedView& f : feeds) {
         const size_t i = static_cast<size_t>(f.id);
-        if (f.id < 0 || i >= exec_.size() || !exec_[i].input)
-            return RunError{"internal error: a feed for node " + std::to_string(f.id) + ", which is not an input", {}};
-        ++fed;
+        if (f.id < 0 || i >= exec_.size() || !exec_[i].input || fed[i])
+            return RunError{"internal error: a feed for node " + std::to_string(f.id) + ", which is not an unfed input",
+                            {}};
+        fed[i] = true;
         const Node& n = g_->node(f.id);
         const uint64_t want = static_cast<uint64_t>(exec_[i].out.numel) * dtype_size(n.dtype);
         if (f.bytes != want)
@@ -457,16 +448,13 @@ std::optional<RunError> Session::run(const std::vector<FeedView>& feeds, int64_t
         if (std::string e = exec_[i].kernel->set_feed(f.data, f.bytes); !e.empty())
             return RunError{node_label(n) + " on " + std::string(n.placed) + ": " + e, n.loc};
     }
-    if (fed != inputs_ || (fed && !distinct_feeds(feeds)))
-        for (const ExecNode& e : exec_)
-            if (e.input && std::none_of(feeds.begin(), feeds.end(),
-                                        [&](const FeedView& f) { return &exec_[static_cast<size_t>(f.id)] == &e; })) {
-                const Node& n = g_->node(static_cast<NodeId>(&e - exec_.data()));
-                return RunError{"input '" + std::string(n.display()) + "' (" + type_string(n.dtype, n.shape) +
-                                    ") has no value",
-                                n.loc};
-            }
-    if (fed != inputs_) return RunError{"internal error: an input is fed twice", {}};
+    for (size_t i = 0; i < exec_.size(); ++i)
+        if (exec_[i].input && (fed.empty() || !fed[i])) {
+            const Node& n = g_->node(static_cast<NodeId>(i));
+            return RunError{"input '" + std::string(n.display()) + "' (" + type_string(n.dtype, n.shape) +
+                                ") has no value",
+                            n.loc};
+        }
     // What a failed run left bound is unreferenced before this one starts.
     if (failed_) {
         frame_.drop_all();

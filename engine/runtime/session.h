@@ -145,7 +145,6 @@ private:
         TensorRef ref;  // dtype, shape, numel; data set per run
     };
     std::vector<ExecNode> exec_;          // per node
-    size_t inputs_ = 0;                   // `input` nodes that run (each needs a feed)
     std::vector<ExecInput> exec_inputs_;
     std::vector<std::unique_ptr<Kernel>> kernels_;
     std::vector<PendingRelease> scratch_;  // the running node's copies of inputs from other devices
