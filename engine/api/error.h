@@ -1,31 +1,4 @@
-// The one error the engine API returns: what kind of failure, and its message.
-// The kind says what went wrong, not how a program reports it: cli/ maps each
-// kind to its exit code (SPEC section 6); a REPL or a library user may not exit
-// at all.
+// The engine API's error is the engine's one error type (engine/base/error.h),
+// re-exported here because cli/ includes only api/ and ir/.
 #pragma once
-#include <string>
-#include <vector>
-
-namespace graphrun {
-
-enum class ErrorKind {
-    Usage,         // the request names something the graph lacks (--fetch)
-    InvalidGraph,  // parse, validation or planning errors
-    Runtime,       // unreadable file, unusable device, out of memory, over the memory limit
-    Interrupted,   // a signal stopped the run (Error::signal)
-    Leak,          // memory left after teardown (RunFileOptions::check_leaks)
-    Mismatch,      // an output differs from its expected value (--expected-output)
-};
-
-struct Error {
-    ErrorKind kind = ErrorKind::Runtime;
-    // One line: the first diagnostic's first line, or the message as printed.
-    std::string message;
-    int signal = 0;  // ErrorKind::Interrupted: the signal's number
-    // Every diagnostic the failure printed, in order, each in full as printed
-    // (several lines with the source line and caret where known); empty when
-    // `message` is all there is.
-    std::vector<std::string> diagnostics = {};
-};
-
-}  // namespace graphrun
+#include "engine/base/error.h"

@@ -292,9 +292,8 @@ std::vector<FeedView> feed_views(const Graph& g, const Feeds& feeds) {
 }
 
 // A run's error as the library's, with its place in the graph's source.
-Error run_failure(const RunError& e, const LoadedGraph& lg) {
-    std::ostringstream printed;
-    return from_engine(error_of(e, lg, printed), nullptr, lg.display);
+Error run_failure(graphrun::Error e, const LoadedGraph& lg) {
+    return from_engine(describe(std::move(e), lg), nullptr, lg.display);
 }
 }  // namespace
 
@@ -341,11 +340,11 @@ RunResult Session::run(const Executable& exe, const Feeds& feeds, const std::vec
     graphrun::Session& session = *impl_->engine;
     ++impl_->runs;
     impl_->loaded = exe.impl_;  // the engine's kernels read its graph
-    if (std::optional<RunError> e = session.load(g, *p.plan)) throw run_failure(*e, *p.loaded);
+    if (std::optional<graphrun::Error> e = session.load(g, *p.plan)) throw run_failure(*e, *p.loaded);
     if (std::string refused = gpu_over_limit(*p.plan, session.stats(), session.limits()); !refused.empty())
         throw Error(ErrorKind::Runtime, refused);
     std::vector<HostTensor> fetched;
-    if (std::optional<RunError> e = session.run(views, 1, outputs, fetched)) throw run_failure(*e, *p.loaded);
+    if (std::optional<graphrun::Error> e = session.run(views, 1, outputs, fetched)) throw run_failure(*e, *p.loaded);
     RunResult out;
     out.stats = from_engine(session.stats());
     out.run_ms = session.run_ms();
@@ -436,9 +435,9 @@ std::vector<Variable> LiveSession::variables() const {
 }
 
 Array LiveSession::value(std::string_view name) const {
-    std::string why;
+    graphrun::Error why;
     std::optional<HostTensor> t = impl_->live->value(name, &why);
-    if (!t) throw Error(ErrorKind::Usage, why.empty() ? "no name '" + std::string(name) + "'" : why);
+    if (!t) throw from_engine(why, nullptr);
     return from_engine(std::move(*t));
 }
 

@@ -73,15 +73,16 @@ Error error_at(ErrorKind kind, const std::string& display, const std::string& so
     Diagnostics d(display, source);
     d.set_first_line(first_line);
     d.error(loc, message);
-    Error e{kind, message, 0};
-    e.diagnostics.push_back(d.format(d.all().front()));
-    return e;
+    return Error{kind, message, 0, {d.format(d.all().front())}, loc};
 }
 
 // The error of a failed run, with its place in the text where it has one.
-Error run_error(const RunError& re, const std::string& display, const std::string& source, uint32_t first_line) {
-    if (re.signal) return Error{ErrorKind::Interrupted, re.message, re.signal, {re.message}};
-    return error_at(ErrorKind::Runtime, display, source, first_line, re.loc, re.message);
+Error run_error(Error re, const std::string& display, const std::string& source, uint32_t first_line) {
+    if (re.kind == ErrorKind::Interrupted) {
+        re.diagnostics.assign(1, re.message);
+        return re;
+    }
+    return error_at(re.kind, display, source, first_line, re.place, re.message);
 }
 
 std::vector<std::string> lines_of(const std::string& text) {
@@ -164,19 +165,22 @@ struct LiveSession::Impl {
         spec.bind = std::move(bind);
         const uint64_t before = session->statements();
         auto t0 = std::chrono::steady_clock::now();
-        std::optional<RunError> e = session->run(g, spec);
+        std::optional<Error> e = session->run(g, spec);
         r.ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
         r.statements = session->statements() - before;
         if (e) {
-            r.error = run_error(*e, display, source, first_line);
+            r.error = run_error(std::move(*e), display, source, first_line);
             return r;
         }
         for (const auto& [name, id] : spec.bind)
             if (static_cast<size_t>(id) >= predeclared) r.bound.push_back(name);
         if (show) {
-            std::string why;
+            Error why;
             r.shown = session->value(kShownName, &why);
-            if (!r.shown) r.error = Error{ErrorKind::Runtime, why, 0, {why}};
+            if (!r.shown) {
+                why.diagnostics.assign(1, why.message);
+                r.error = std::move(why);
+            }
         }
         return r;
     }
@@ -355,9 +359,12 @@ std::optional<Error> LiveSession::save(const std::vector<std::string>& names, co
     Impl& m = *impl_;
     std::vector<HostTensor> values;
     for (const std::string& name : names) {
-        std::string why;
+        Error why;
         std::optional<HostTensor> t = m.session->value(name, &why);
-        if (!t) return Error{ErrorKind::Usage, why, 0, {why}};
+        if (!t) {
+            why.diagnostics.assign(1, why.message);
+            return why;
+        }
         values.push_back(std::move(*t));
     }
     if (values.empty()) return Error{ErrorKind::Usage, "nothing to save: name the values", 0, {}};
@@ -383,7 +390,7 @@ std::vector<LiveVar> LiveSession::vars() const {
     return out;
 }
 
-std::optional<HostTensor> LiveSession::value(std::string_view name, std::string* error) const {
+std::optional<HostTensor> LiveSession::value(std::string_view name, Error* error) const {
     return impl_->session->value(name, error);
 }
 

@@ -110,8 +110,9 @@ public:
     std::optional<Error> save(const std::vector<std::string>& names, const std::string& file);
 
     std::vector<LiveVar> vars() const;  // sorted by name
-    // A bound name's value copied to the host; nullopt (and `error` says why) for an unknown name.
-    std::optional<HostTensor> value(std::string_view name, std::string* error = nullptr) const;
+    // A bound name's value copied to the host; nullopt, and `error` says why:
+    // Usage for an unknown name, Runtime for a copy from its device that failed.
+    std::optional<HostTensor> value(std::string_view name, Error* error = nullptr) const;
     std::optional<ReleaseReport> del(std::string_view name);  // nullopt: no such name
     ReleaseReport reset();  // unbinds every name (Keras' clear_session)
 

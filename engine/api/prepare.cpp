@@ -24,21 +24,21 @@ std::optional<Error> load_error(const LoadedGraph& lg) {
     return e;
 }
 
-bool apply_fetch(Graph& g, const std::vector<std::string>& fetch, std::string& error) {
-    if (fetch.empty()) return true;
+std::optional<Error> apply_fetch(Graph& g, const std::vector<std::string>& fetch) {
+    if (fetch.empty()) return std::nullopt;
     std::vector<Output> outs;
     for (const std::string& name : fetch) {
         auto id = g.find_fetchable(name);
         if (!id) {
-            error = "--fetch=" + name + ": no top-level name or node '" + name + "' in " + g.file;
+            std::string error = "--fetch=" + name + ": no top-level name or node '" + name + "' in " + g.file;
             if (auto near = nearest_name(name, g.fetchable_names()); !near.empty())
                 error += "; did you mean '" + near + "'?";
-            return false;
+            return Error{ErrorKind::Usage, std::move(error)};
         }
         outs.push_back(Output{name, *id, {}});
     }
     g.outputs = std::move(outs);
-    return true;
+    return std::nullopt;
 }
 
 std::string over_limit_message(const std::string& device, uint64_t bytes, uint64_t limit, uint64_t weights) {
@@ -70,24 +70,25 @@ PrepareResult load_and_place(std::unique_ptr<LoadedGraph> loaded, const PrepareO
     lg.diag.print(err);  // errors, or warnings only
     if ((r.error = load_error(lg))) return r;
     Graph& g = lg.graph;
-    std::string fetch_error;
-    if (!apply_fetch(g, opts.fetch, fetch_error)) {
-        err << "graphrun: error: " << fetch_error << "\n";
-        r.error = Error{ErrorKind::Usage, fetch_error, 0};
+    if ((r.error = apply_fetch(g, opts.fetch))) {
+        err << "graphrun: error: " << r.error->message << "\n";
         return r;
     }
-    std::optional<PlacementError> perr;
+    std::optional<Error> perr;
     if (opts.devices) perr = place(g, opts.placement, *opts.devices, err);
     else perr = place(g, opts.placement, device_availability(), err);
-    if (!perr && interrupted()) perr = PlacementError{"interrupted by " + signal_name(interrupted()) + " while placing; nothing ran", {}};
+    if (const int sig = interrupted()) {
+        if (!perr) perr = runtime_error_at("interrupted by " + signal_name(sig) + " while placing; nothing ran");
+        perr->kind = ErrorKind::Interrupted;
+        perr->signal = sig;
+    }
     if (perr) {
         Diagnostics d(lg.display, lg.source);
         d.set_first_line(lg.diag.first_line());
-        d.error(perr->loc, perr->message);
+        d.error(perr->place, perr->message);
+        perr->diagnostics.assign(1, d.format(d.all().front()));
         d.print(err);
-        r.error = Error{ErrorKind::Runtime, perr->message, 0};
-        if (const int sig = interrupted()) *r.error = Error{ErrorKind::Interrupted, perr->message, sig};
-        r.error->diagnostics.push_back(d.format(d.all().front()));
+        r.error = std::move(perr);
     }
     return r;
 }

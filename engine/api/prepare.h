@@ -66,8 +66,8 @@ std::optional<Error> plan_prepared(Prepared& p, const PrepareOptions& opts, std:
 // graph loaded and validated.
 std::optional<Error> load_error(const LoadedGraph& lg);
 
-// Replaces the graph's outputs by --fetch names; false (with a message) for an unknown name.
-bool apply_fetch(Graph& g, const std::vector<std::string>& fetch, std::string& error);
+// Replaces the graph's outputs by --fetch names; ErrorKind::Usage for an unknown name.
+std::optional<Error> apply_fetch(Graph& g, const std::vector<std::string>& fetch);
 
 // The message for a static peak over a device's limit (also printed by run_prepared
 // for a GPU whose limit is known once it is open).

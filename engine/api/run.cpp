@@ -179,7 +179,7 @@ RunResult run_prepared(const Prepared& p, const InputValues& feeds, const RunFil
     so.observer = observers.empty() ? nullptr : observers.single() ? observers.single() : &observers;
     r.rss_session = resident_bytes();
     r.ran = true;
-    std::optional<RunError> run_error;
+    std::optional<Error> run_error;
     std::string refused;
     // The same steps for either executor: the GPU limit check, the run, the
     // figures before teardown, the teardown, the figures after.
@@ -212,8 +212,8 @@ RunResult run_prepared(const Prepared& p, const InputValues& feeds, const RunFil
         // The program's names stay bound, holding their values, until teardown.
         for (const auto& [name, id] : g.bindings) spec.bind.emplace_back(std::string(name), id);
         spec.feeds = feed_views(feeds);
-        drive(session, [&]() -> std::optional<RunError> {
-            std::optional<RunError> e = session.run(g, spec);
+        drive(session, [&]() -> std::optional<Error> {
+            std::optional<Error> e = session.run(g, spec);
             if (!e && opts.iterations > 0) e = session.fetch(g, g.outputs, r.outputs);
             return e;
         });
@@ -227,12 +227,13 @@ RunResult run_prepared(const Prepared& p, const InputValues& feeds, const RunFil
         return r;
     }
     if (run_error) {
-        if (run_error->signal) {
+        if (run_error->kind == ErrorKind::Interrupted) {
             err << lg.display << ": " << run_error->message << "; the session was torn down\n";
-            r.error = Error{ErrorKind::Interrupted, run_error->message, run_error->signal};
+            r.error = std::move(run_error);
             return r;
         }
-        r.error = error_of(*run_error, lg, err);
+        r.error = describe(std::move(*run_error), lg);
+        for (const std::string& d : r.error->diagnostics) err << d;
         return r;
     }
     if (opts.check_leaks) {
@@ -266,13 +267,11 @@ std::string gpu_over_limit(const Plan& plan, const std::map<std::string, MemoryS
     return "";
 }
 
-Error error_of(const RunError& e, const LoadedGraph& lg, std::ostream& err) {
+Error describe(Error e, const LoadedGraph& lg) {
     Diagnostics d(lg.display, lg.source);
-    d.error(e.loc, e.message);
-    d.print(err);
-    Error out{e.signal ? ErrorKind::Interrupted : ErrorKind::Runtime, e.message, e.signal};
-    out.diagnostics.push_back(d.format(d.all().front()));
-    return out;
+    d.error(e.place, e.message);
+    e.diagnostics.assign(1, d.format(d.all().front()));
+    return e;
 }
 
 const char* exec_mode_name(ExecMode m) { return m == ExecMode::Eager ? "eager" : "graph"; }

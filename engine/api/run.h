@@ -100,9 +100,10 @@ RunResult run_prepared(const Prepared& p, const InputValues& feeds, const RunFil
 std::string gpu_over_limit(const Plan& plan, const std::map<std::string, MemoryStats>& opened,
                            const std::map<std::string, uint64_t>& limits);
 
-// A run's error (not an interrupt's) with its place in the graph's source,
-// printed to `err` as a diagnostic; the Error repeats it.
-Error error_of(const RunError& e, const LoadedGraph& lg, std::ostream& err);
+// `e` with its place rendered against the graph's source: its one diagnostic
+// (file:line:col, the source line and a caret), as every diagnostic is
+// formatted. Prints nothing.
+Error describe(Error e, const LoadedGraph& lg);
 
 // What the allocators still report after teardown ("" when nothing).
 std::string leak_report(const std::map<std::string, MemoryStats>& after);

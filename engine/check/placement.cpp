@@ -31,8 +31,8 @@ std::string unusable_cause(const DeviceName& want, const Node& n, const DeviceAv
 
 }  // namespace
 
-std::optional<PlacementError> place(Graph& g, const PlacementOptions& opts,
-                                    const DeviceAvailability& avail, std::ostream& log) {
+std::optional<Error> place(Graph& g, const PlacementOptions& opts, const DeviceAvailability& avail,
+                           std::ostream& log) {
     std::optional<DeviceName> fallback_default;
     bool is_auto = opts.device == "auto";
     if (!is_auto) fallback_default = parse_device_name(opts.device);
@@ -65,9 +65,9 @@ std::optional<PlacementError> place(Graph& g, const PlacementOptions& opts,
         // kernel quietly runs on the CPU, as TensorFlow's default placement does.
         bool quiet = is_auto && n.device.empty();
         if (!opts.soft && !quiet) {
-            return PlacementError{node_label(n) + " cannot run on " + want->str() + ": " + cause +
-                                      " (soft placement is off; drop --no-soft-placement to run it on the CPU)",
-                                  n.loc};
+            return runtime_error_at(node_label(n) + " cannot run on " + want->str() + ": " + cause +
+                                        " (soft placement is off; drop --no-soft-placement to run it on the CPU)",
+                                    n.loc);
         }
         n.placed = interned_device_name(DeviceName{});
         if (quiet) continue;

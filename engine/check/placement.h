@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/base/error.h"
 #include "engine/ir/device_name.h"
 #include "engine/ir/graph.h"
 
@@ -30,15 +31,11 @@ struct DeviceAvailability {
     std::vector<std::string> gpu_unusable;
 };
 
-struct PlacementError {
-    std::string message;  // names the node, the device and the cause
-    Loc loc;
-};
-
 // Sets Node::placed for every node of a validated graph. Warnings (one per
 // cause) and log lines go to `log`. Returns an error (exit 1) only without soft
-// placement.
-std::optional<PlacementError> place(Graph& g, const PlacementOptions& opts,
-                                    const DeviceAvailability& avail, std::ostream& log);
+// placement: ErrorKind::Runtime, naming the node, the device and the cause,
+// at the node's place.
+std::optional<Error> place(Graph& g, const PlacementOptions& opts,
+                           const DeviceAvailability& avail, std::ostream& log);
 
 }  // namespace graphrun

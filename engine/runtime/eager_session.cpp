@@ -66,7 +66,7 @@ struct EagerSession::Runner {
     int64_t iteration = 0, iterations = 1;
     std::vector<LoopPass> position;  // the enclosing repeats' passes, outermost first
     std::vector<PendingRelease> scratch;
-    std::optional<RunError> error;
+    std::optional<Error> error;
 
     size_t v(NodeId id) const { return c.base + static_cast<size_t>(id); }
 
@@ -99,7 +99,7 @@ struct EagerSession::Runner {
         scratch.clear();
     }
 
-    bool fail(RunError e) {
+    bool fail(Error e) {
         release_scratch();
         error = std::move(e);
         return false;
@@ -109,7 +109,7 @@ struct EagerSession::Runner {
         if (s.opts_.interrupt) {
             if (const int sig = s.opts_.interrupt->load(std::memory_order_relaxed)) {
                 std::string name = sig == 2 ? "SIGINT" : sig == 15 ? "SIGTERM" : "signal " + std::to_string(sig);
-                error = RunError{"interrupted by " + name + " before " + node_label(g.node(id)) + where(), {}, sig};
+                error = interrupted_by("interrupted by " + name + " before " + node_label(g.node(id)) + where(), sig);
                 return false;
             }
         }
@@ -130,26 +130,23 @@ struct EagerSession::Runner {
                 const ExecutionFrame::Buffer* src = frame.buffer_of(static_cast<NodeId>(v(in.id)));
                 if (!src) {
                     if (ref.numel == 0) continue;
-                    return fail(RunError{node_label(n) + ": input '" + std::string(g.node(in.id).display()) +
-                                             "' holds no value (an executor error)",
-                                         n.loc});
+                    return fail(runtime_error_at(node_label(n) + ": input '" + std::string(g.node(in.id).display()) +
+                                             "' holds no value (an executor error)", n.loc));
                 }
                 ref.data = src->data;
                 if (src->dev == &dev) continue;
                 void* p = allocate_with_retry(dev, *s.cleanup_, src->bytes);
                 const Node& from = g.node(in.id);
                 if (!p)
-                    return fail(RunError{oom(n, src->bytes, dev.allocator(),
+                    return fail(runtime_error_at(oom(n, src->bytes, dev.allocator(),
                                              "the copy of input '" + std::string(from.display()) + "' " +
-                                                 type_string(from.dtype, from.shape) + " from " + src->dev->name()),
-                                         n.loc});
+                                                 type_string(from.dtype, from.shape) + " from " + src->dev->name()), n.loc));
                 scratch.push_back(PendingRelease{p, src->bytes, &dev.allocator()});
                 const uint64_t bytes = static_cast<uint64_t>(ref.numel) * dtype_size(from.dtype);
                 std::string err = copy_between_devices(dev, p, *src->dev, src->data, bytes);
                 if (!err.empty())
-                    return fail(RunError{node_label(n) + ": copying input '" + std::string(from.display()) +
-                                             "' from " + src->dev->name() + " to " + dev.name() + " failed: " + err,
-                                         n.loc});
+                    return fail(runtime_error_at(node_label(n) + ": copying input '" + std::string(from.display()) +
+                                             "' from " + src->dev->name() + " to " + dev.name() + " failed: " + err, n.loc));
                 dev.allocator().add_copied_in(bytes);
                 ref.data = p;
             }
@@ -160,7 +157,7 @@ struct EagerSession::Runner {
             void* data = allocate_with_retry(dev, *s.cleanup_, e.bytes);
             if (!data) {
                 if (had_old) frame.drop(static_cast<NodeId>(c.tmp));
-                return fail(RunError{oom(n, e.bytes, dev.allocator(), type_string(n.dtype, n.shape)), n.loc});
+                return fail(runtime_error_at(oom(n, e.bytes, dev.allocator(), type_string(n.dtype, n.shape)), n.loc));
             }
             frame.drop(static_cast<NodeId>(v(id)));
             frame.bind_new(static_cast<NodeId>(v(id)), data, e.bytes, &dev);
@@ -170,7 +167,7 @@ struct EagerSession::Runner {
             if (!scratch.empty()) release_scratch();
             if (had_old) frame.drop(static_cast<NodeId>(c.tmp));
             if (!err.empty()) {
-                error = RunError{node_label(n) + " on " + std::string(n.placed) + ": " + err, n.loc};
+                error = runtime_error_at(node_label(n) + " on " + std::string(n.placed) + ": " + err, n.loc);
                 return false;
             }
         }
@@ -185,7 +182,7 @@ struct EagerSession::Runner {
         const Compiled::Exec& x = c.exec[static_cast<size_t>(id)];
         if (Device* d = x.dev; ok && d && d->kind() != DeviceKind::Cpu) {
             if (std::string se = d->synchronize(); !se.empty()) {
-                error = RunError{node_label(n) + " on " + std::string(n.placed) + ": " + se, n.loc};
+                error = runtime_error_at(node_label(n) + " on " + std::string(n.placed) + ": " + se, n.loc);
                 ok = false;
             }
         }
@@ -276,10 +273,10 @@ EagerSession::EagerSession(SessionOptions opts)
 
 EagerSession::~EagerSession() { close(); }
 
-Device* EagerSession::device_for(std::string_view name, std::optional<RunError>& error) {
+Device* EagerSession::device_for(std::string_view name, std::optional<Error>& error) {
     std::string why;
     Device* dev = open_device(devices_, factory_, name, cleanup_, ctx_, opts_.fail_allocation_countdown, &why);
-    if (!dev) error = RunError{"cannot open " + std::string(name) + ": " + why, {}};
+    if (!dev) error = runtime_error_at("cannot open " + std::string(name) + ": " + why);
     return dev;
 }
 
@@ -288,8 +285,8 @@ int32_t EagerSession::store_slot(std::string_view name) const {
     return it == slot_of_.end() ? -1 : it->second;
 }
 
-std::optional<RunError> EagerSession::run(const Graph& g, const EagerRun& spec) {
-    if (closed_) return RunError{"the session is closed", {}};
+std::optional<Error> EagerSession::run(const Graph& g, const EagerRun& spec) {
+    if (closed_) return runtime_error_at("the session is closed");
     release_fetched();
     auto t0 = std::chrono::steady_clock::now();
     // The frame: the store's slots (and room for the new names), then one
@@ -304,7 +301,7 @@ std::optional<RunError> EagerSession::run(const Graph& g, const EagerRun& spec) 
     c.locals.resize(g.repeats.size());
     for (NodeId id : spec.from_store) {
         const int32_t slot = store_slot(g.node(id).name);
-        if (slot < 0) return RunError{"no value is bound to '" + g.node(id).name + "'", g.node(id).loc};
+        if (slot < 0) return runtime_error_at("no value is bound to '" + g.node(id).name + "'", g.node(id).loc);
         c.exec[static_cast<size_t>(id)].store_slot = slot;
     }
     for (size_t k = 0; k < spec.fetch.size(); ++k) {
@@ -314,7 +311,7 @@ std::optional<RunError> EagerSession::run(const Graph& g, const EagerRun& spec) 
     }
 
     // Per-node records: device, kernel, buffer size, inputs.
-    std::optional<RunError> err;
+    std::optional<Error> err;
     size_t max_inputs = 0;
     bool blas = false;
     for (size_t i = 0; i < n && !err; ++i) {
@@ -349,19 +346,18 @@ std::optional<RunError> EagerSession::run(const Graph& g, const EagerRun& spec) 
         if (err) break;
         const size_t i = static_cast<size_t>(f.id);
         if (f.id < 0 || i >= n || g.nodes[i].op != OpKind::Input || !c.kernels[i] || fed[i]) {
-            err = RunError{"internal error: a feed for node " + std::to_string(f.id) + ", which is not an unfed input", {}};
+            err = runtime_error_at("internal error: a feed for node " + std::to_string(f.id) + ", which is not an unfed input");
             break;
         }
         fed[i] = 1;
         const Node& node = g.nodes[i];
         if (std::string e = c.kernels[i]->set_feed(f.data, f.bytes); !e.empty())
-            err = RunError{node_label(node) + " on " + std::string(node.placed) + ": " + e, node.loc};
+            err = runtime_error_at(node_label(node) + " on " + std::string(node.placed) + ": " + e, node.loc);
     }
     for (size_t i = 0; i < n && !err; ++i)
         if (g.nodes[i].op == OpKind::Input && c.kernels[i] && !fed[i])
-            err = RunError{"input '" + std::string(g.nodes[i].display()) + "' (" +
-                               type_string(g.nodes[i].dtype, g.nodes[i].shape) + ") has no value",
-                           g.nodes[i].loc};
+            err = runtime_error_at("input '" + std::string(g.nodes[i].display()) + "' (" +
+                               type_string(g.nodes[i].dtype, g.nodes[i].shape) + ") has no value", g.nodes[i].loc);
     if (err) {
         release_fetched();
         return err;
@@ -465,14 +461,14 @@ std::optional<RunError> EagerSession::run(const Graph& g, const EagerRun& spec) 
     cleanup_->at_run_end();
     for (auto& [name, dev] : devices_) {
         std::string e = dev->synchronize();
-        if (!e.empty() && !err) err = RunError{"device " + name + " failed: " + e, {}};
+        if (!e.empty() && !err) err = runtime_error_at("device " + name + " failed: " + e);
     }
     run_ms_ += ms_since(t0);
     cleanup_->after_run();
     return err;
 }
 
-std::optional<RunError> EagerSession::fetch(const Graph& g, const std::vector<Output>& outputs,
+std::optional<Error> EagerSession::fetch(const Graph& g, const std::vector<Output>& outputs,
                                             std::vector<HostTensor>& out) {
     for (const Output& o : outputs) {
         const Node& n = g.node(o.id);
@@ -486,7 +482,7 @@ std::optional<RunError> EagerSession::fetch(const Graph& g, const std::vector<Ou
             h.device = buf->dev->name();
             if (bytes) {
                 std::string e = buf->dev->copy_to_host(h.data.data(), buf->data, bytes);
-                if (!e.empty()) return RunError{"fetching output '" + o.name + "' from " + h.device + " failed: " + e, {}};
+                if (!e.empty()) return runtime_error_at("fetching output '" + o.name + "' from " + h.device + " failed: " + e);
             }
         }
         out.push_back(std::move(h));
@@ -515,10 +511,10 @@ std::optional<StoredValue> EagerSession::find(std::string_view name) const {
     return info_[static_cast<size_t>(slot)];
 }
 
-std::optional<HostTensor> EagerSession::value(std::string_view name, std::string* error) const {
+std::optional<HostTensor> EagerSession::value(std::string_view name, Error* error) const {
     const int32_t slot = store_slot(name);
     if (slot < 0) {
-        if (error) *error = "no value is bound to '" + std::string(name) + "'";
+        if (error) *error = Error{ErrorKind::Usage, "no value is bound to '" + std::string(name) + "'"};
         return std::nullopt;
     }
     const StoredValue& info = info_[static_cast<size_t>(slot)];
@@ -529,7 +525,7 @@ std::optional<HostTensor> EagerSession::value(std::string_view name, std::string
     if (buf && bytes) {
         std::string e = buf->dev->copy_to_host(h.data.data(), buf->data, bytes);
         if (!e.empty()) {
-            if (error) *error = "copying '" + info.name + "' from " + info.device + " failed: " + e;
+            if (error) *error = runtime_error_at("copying '" + info.name + "' from " + info.device + " failed: " + e);
             return std::nullopt;
         }
     }

@@ -76,10 +76,10 @@ public:
     // Runs `g` (validated and placed) statement by statement. Stops at the
     // first error; what the run computed is then unreferenced (the store
     // untouched). The graph must outlive the call only.
-    std::optional<RunError> run(const Graph& g, const EagerRun& spec);
+    std::optional<Error> run(const Graph& g, const EagerRun& spec);
     // The values of the last run's `fetch` list, copied to the host (after a
     // successful run only); `outputs` name them.
-    std::optional<RunError> fetch(const Graph& g, const std::vector<Output>& outputs, std::vector<HostTensor>& out);
+    std::optional<Error> fetch(const Graph& g, const std::vector<Output>& outputs, std::vector<HostTensor>& out);
     // Unreferences the values held for fetch().
     void release_fetched();
 
@@ -87,7 +87,7 @@ public:
     std::vector<StoredValue> values() const;  // sorted by name
     std::optional<StoredValue> find(std::string_view name) const;
     // A stored value copied to the host; nullopt (with `error`) for an unknown name or a failed copy.
-    std::optional<HostTensor> value(std::string_view name, std::string* error) const;
+    std::optional<HostTensor> value(std::string_view name, Error* error) const;
     // Unbinds a name: its buffer becomes unreferenced unless another name
     // shares it. False for an unknown name. `bytes`/`buffers`: what became unreferenced.
     bool unbind(std::string_view name, uint64_t* bytes = nullptr, uint64_t* buffers = nullptr);
@@ -110,7 +110,7 @@ private:
     struct Compiled;  // one run's per-node records (eager_session.cpp)
     struct Runner;
 
-    Device* device_for(std::string_view name, std::optional<RunError>& error);
+    Device* device_for(std::string_view name, std::optional<Error>& error);
     int32_t store_slot(std::string_view name) const;  // -1: unbound
 
     SessionOptions opts_;

@@ -52,8 +52,8 @@ Session::Session(const Graph& g, const Plan& plan, SessionOptions opts) : Sessio
     load_error_ = load(g, plan);
 }
 
-std::optional<RunError> Session::load(const Graph& g, const Plan& plan) {
-    if (closed_) return RunError{"the session is closed", {}};
+std::optional<Error> Session::load(const Graph& g, const Plan& plan) {
+    if (closed_) return runtime_error_at("the session is closed");
     if (g_ == &g && plan_ == &plan) return open_error_;
     // The last executable's values go by the strategy, its weights and its
     // kernels now (a GPU kernel's session workspace is given back stream-ordered).
@@ -75,7 +75,7 @@ std::optional<RunError> Session::load(const Graph& g, const Plan& plan) {
     set_blas_threads(ctx_.threads, uses_blas);
     frame_.ensure(g.nodes.size());
     size_t max_inputs = 0;
-    std::optional<RunError> weight_error;  // a weight that did not fit: this load's error only
+    std::optional<Error> weight_error;  // a weight that did not fit: this load's error only
     exec_.resize(g.nodes.size());
     kernels_.resize(g.nodes.size());
     auto numel = [&](NodeId id) { return checked_numel(g.node(id).shape).value_or(0); };
@@ -132,12 +132,11 @@ Session::~Session() { close(); }
 // place (held once, not copied: the Executable outlives the session's use of
 // it, and no kernel writes an input); on a GPU a buffer of the device's,
 // filled from them once.
-std::optional<RunError> Session::place_weight(const Node& n, uint64_t bytes, Device& dev, int32_t& buf) {
+std::optional<Error> Session::place_weight(const Node& n, uint64_t bytes, Device& dev, int32_t& buf) {
     const uint64_t exact = static_cast<uint64_t>(checked_numel(n.shape).value_or(0)) * dtype_size(n.dtype);
     if (n.literal.size() != exact)
-        return RunError{"internal error: " + node_label(n) + " holds " + std::to_string(n.literal.size()) +
-                            " bytes, expected " + std::to_string(exact),
-                        n.loc};
+        return runtime_error_at("internal error: " + node_label(n) + " holds " + std::to_string(n.literal.size()) +
+                            " bytes, expected " + std::to_string(exact), n.loc);
     Allocator& a = dev.allocator();
     const bool adopt = dev.kind() == DeviceKind::Cpu;
     void* p = nullptr;
@@ -153,19 +152,18 @@ std::optional<RunError> Session::place_weight(const Node& n, uint64_t bytes, Dev
     }
     if (!placed) {
         const MemoryStats st = a.stats();
-        return RunError{"out of memory on " + std::string(n.placed) + " placing the weight " + node_label(n) + " " +
+        return runtime_error_at("out of memory on " + std::string(n.placed) + " placing the weight " + node_label(n) + " " +
                             type_string(n.dtype, n.shape) + ": needs " + std::to_string(bytes) +
                             " bytes; weights placed " + std::to_string(st.weights) + " bytes, in use " +
                             std::to_string(st.in_use) + " bytes" +
                             (st.workspace ? " (and " + std::to_string(st.workspace) + " bytes of workspace)" : "") +
-                            ", limit " + std::to_string(a.limit()) + " bytes",
-                        n.loc};
+                            ", limit " + std::to_string(a.limit()) + " bytes", n.loc);
     }
     buf = frame_.pin_weight(p, bytes, &dev);
     weights_.push_back(Weight{buf, p, bytes, &a, adopt});
     if (!adopt)
         if (std::string e = dev.copy_from_host(p, n.literal.data(), exact); !e.empty())
-            return RunError{"placing the weight " + node_label(n) + " on " + dev.name() + " failed: " + e, n.loc};
+            return runtime_error_at("placing the weight " + node_label(n) + " on " + dev.name() + " failed: " + e, n.loc);
     return std::nullopt;
 }
 
@@ -184,7 +182,7 @@ Device* Session::device_for(std::string_view name) {
     if (open_error_ && !devices_.count(name)) return nullptr;
     std::string error;
     Device* dev = open_device(devices_, factory_, name, cleanup_, ctx_, opts_.fail_allocation_countdown, &error);
-    if (!dev) open_error_ = RunError{"cannot open " + std::string(name) + ": " + error, {}};
+    if (!dev) open_error_ = runtime_error_at("cannot open " + std::string(name) + ": " + error);
     return dev;
 }
 
@@ -231,21 +229,19 @@ std::string Session::oom_message(const Node& n, uint64_t bytes, const Allocator&
 // Copies an input that lives on another device onto `dev` for node n: a
 // scratch buffer, counted in dev's statistics (and copied_in), released as
 // soon as the node has run (the static plan does the same).
-std::optional<RunError> Session::copy_input(const Node& n, const Node& in, const ExecutionFrame::Buffer& src,
+std::optional<Error> Session::copy_input(const Node& n, const Node& in, const ExecutionFrame::Buffer& src,
                                             Device& dev, TensorRef& ref) {
     void* p = allocate_with_retry(dev, *cleanup_, src.bytes);
     if (!p)
-        return RunError{oom_message(n, src.bytes, dev.allocator(),
+        return runtime_error_at(oom_message(n, src.bytes, dev.allocator(),
                                     "the copy of input '" + std::string(in.display()) + "' " +
-                                        type_string(in.dtype, in.shape) + " from " + src.dev->name()),
-                        n.loc};
+                                        type_string(in.dtype, in.shape) + " from " + src.dev->name()), n.loc);
     scratch_.push_back(PendingRelease{p, src.bytes, &dev.allocator()});
     const uint64_t bytes = static_cast<uint64_t>(ref.numel) * dtype_size(in.dtype);
     std::string err = copy_between_devices(dev, p, *src.dev, src.data, bytes);
     if (!err.empty())
-        return RunError{node_label(n) + ": copying input '" + std::string(in.display()) + "' from " + src.dev->name() +
-                            " to " + dev.name() + " failed: " + err,
-                        n.loc};
+        return runtime_error_at(node_label(n) + ": copying input '" + std::string(in.display()) + "' from " + src.dev->name() +
+                            " to " + dev.name() + " failed: " + err, n.loc);
     dev.allocator().add_copied_in(bytes);
     ref.data = p;
     return std::nullopt;
@@ -262,7 +258,7 @@ void Session::release_scratch() {
     scratch_.clear();
 }
 
-std::optional<RunError> Session::run_node(NodeId id) {
+std::optional<Error> Session::run_node(NodeId id) {
     const ExecNode& e = exec_[static_cast<size_t>(id)];
     cleanup_->at_safe_point();  // just before dispatch, before the output is allocated
     ExecutionFrame& frame = frame_;
@@ -297,7 +293,7 @@ std::optional<RunError> Session::run_node(NodeId id) {
         if (!data) {
             release_scratch();
             const Node& n = g_->node(id);
-            return RunError{oom_message(n, bytes, dev.allocator(), type_string(n.dtype, n.shape)), n.loc};
+            return runtime_error_at(oom_message(n, bytes, dev.allocator(), type_string(n.dtype, n.shape)), n.loc);
         }
         frame.bind_new(id, data, bytes, &dev);
     }
@@ -308,14 +304,14 @@ std::optional<RunError> Session::run_node(NodeId id) {
     if (!scratch_.empty()) release_scratch();
     if (!err.empty()) {
         const Node& n = g_->node(id);
-        return RunError{node_label(n) + " on " + std::string(n.placed) + ": " + err, n.loc};
+        return runtime_error_at(node_label(n) + " on " + std::string(n.placed) + ": " + err, n.loc);
     }
     return std::nullopt;
 }
 
 // run_node, timed: the profile's totals (the bytes it allocated for its
 // output) and the observer's node.
-std::optional<RunError> Session::run_node_instrumented(NodeId id) {
+std::optional<Error> Session::run_node_instrumented(NodeId id) {
     auto t0 = RunClock::now();
     auto e = run_node(id);
     const Node& n = g_->node(id);
@@ -323,7 +319,7 @@ std::optional<RunError> Session::run_node_instrumented(NodeId id) {
     // A GPU kernel returns before it has run: wait, so the time is its own.
     if (Device* d = x.dev; !e && d && d->kind() != DeviceKind::Cpu) {
         if (std::string se = d->synchronize(); !se.empty())
-            e = RunError{node_label(n) + " on " + std::string(n.placed) + ": " + se, n.loc};
+            e = runtime_error_at(node_label(n) + " on " + std::string(n.placed) + ": " + se, n.loc);
     }
     const auto t1 = RunClock::now();
     if (opts_.profile) {
@@ -352,9 +348,9 @@ void Session::observe_pass_end(int32_t loop) {
     observer_->on_pass_end(PassEnd{pass_, position_});
 }
 
-RunError Session::interrupted(NodeId before, int sig) const {
+Error Session::interrupted(NodeId before, int sig) const {
     std::string name = sig == 2 ? "SIGINT" : sig == 15 ? "SIGTERM" : "signal " + std::to_string(sig);
-    return RunError{"interrupted by " + name + " before " + node_label(g_->node(before)), {}, sig};
+    return interrupted_by("interrupted by " + name + " before " + node_label(g_->node(before)), sig);
 }
 
 // The executor as PlanWalker's visitor: the frame makes the moves, the
@@ -363,7 +359,7 @@ RunError Session::interrupted(NodeId before, int sig) const {
 template <bool Observed>
 struct Session::PassVisitor {
     Session& s;
-    std::optional<RunError> error;
+    std::optional<Error> error;
 
     static bool step() { return true; }
     bool run(NodeId id) {
@@ -406,7 +402,7 @@ struct Session::PassVisitor {
     }
 };
 
-std::optional<RunError> Session::run_pass() {
+std::optional<Error> Session::run_pass() {
     if (observer_) {
         PassVisitor<true> v{*this, std::nullopt};
         if (!walker_->walk(v)) return std::move(v.error);
@@ -425,35 +421,32 @@ std::optional<RunError> Session::run_pass() {
     return std::nullopt;
 }
 
-std::optional<RunError> Session::run(const std::vector<FeedView>& feeds, int64_t iterations,
+std::optional<Error> Session::run(const std::vector<FeedView>& feeds, int64_t iterations,
                                      const std::vector<Output>& outputs, std::vector<HostTensor>& fetched) {
-    if (closed_) return RunError{"the session is closed", {}};
+    if (closed_) return runtime_error_at("the session is closed");
     if (open_error_) return open_error_;
-    if (!g_) return load_error_ ? load_error_ : RunError{"internal error: the session has no executable loaded", {}};
+    if (!g_) return load_error_ ? load_error_ : runtime_error_at("internal error: the session has no executable loaded");
     // Each input's kernel takes its feed; every input must have one, every run
     // (a kernel must not read the last run's bytes, which the caller may have freed).
     std::vector<bool> fed(feeds.empty() ? 0 : exec_.size(), false);
     for (const FeedView& f : feeds) {
         const size_t i = static_cast<size_t>(f.id);
         if (f.id < 0 || i >= exec_.size() || !exec_[i].input || fed[i])
-            return RunError{"internal error: a feed for node " + std::to_string(f.id) + ", which is not an unfed input",
-                            {}};
+            return runtime_error_at("internal error: a feed for node " + std::to_string(f.id) + ", which is not an unfed input");
         fed[i] = true;
         const Node& n = g_->node(f.id);
         const uint64_t want = static_cast<uint64_t>(exec_[i].out.numel) * dtype_size(n.dtype);
         if (f.bytes != want)
-            return RunError{"the value of input '" + std::string(n.display()) + "' has " + std::to_string(f.bytes) +
-                                " bytes, but " + type_string(n.dtype, n.shape) + " takes " + std::to_string(want),
-                            n.loc};
+            return runtime_error_at("the value of input '" + std::string(n.display()) + "' has " + std::to_string(f.bytes) +
+                                " bytes, but " + type_string(n.dtype, n.shape) + " takes " + std::to_string(want), n.loc);
         if (std::string e = exec_[i].kernel->set_feed(f.data, f.bytes); !e.empty())
-            return RunError{node_label(n) + " on " + std::string(n.placed) + ": " + e, n.loc};
+            return runtime_error_at(node_label(n) + " on " + std::string(n.placed) + ": " + e, n.loc);
     }
     for (size_t i = 0; i < exec_.size(); ++i)
         if (exec_[i].input && (fed.empty() || !fed[i])) {
             const Node& n = g_->node(static_cast<NodeId>(i));
-            return RunError{"input '" + std::string(n.display()) + "' (" + type_string(n.dtype, n.shape) +
-                                ") has no value",
-                            n.loc};
+            return runtime_error_at("input '" + std::string(n.display()) + "' (" + type_string(n.dtype, n.shape) +
+                                ") has no value", n.loc);
         }
     // What a failed run left bound is unreferenced before this one starts.
     if (failed_) {
@@ -461,7 +454,7 @@ std::optional<RunError> Session::run(const std::vector<FeedView>& feeds, int64_t
         failed_ = holding_ = false;
     }
     auto t0 = std::chrono::steady_clock::now();
-    std::optional<RunError> err;
+    std::optional<Error> err;
     iterations_ = iterations;
     if (observer_) {
         std::vector<ObservedDevice> devs;
@@ -487,7 +480,7 @@ std::optional<RunError> Session::run(const std::vector<FeedView>& feeds, int64_t
     // The run ends when the devices have finished its work (and said whether it failed).
     for (auto& [name, dev] : devices_) {
         std::string e = dev->synchronize();
-        if (!e.empty() && !err) err = RunError{"device " + name + " failed: " + e, {}};
+        if (!e.empty() && !err) err = runtime_error_at("device " + name + " failed: " + e);
     }
     run_ms_ = ms_since(t0);
     cleanup_->after_run();
@@ -504,7 +497,7 @@ std::optional<RunError> Session::run(const std::vector<FeedView>& feeds, int64_t
             h.device = buf->dev->name();  // a loop-carried value lives where its last update ran
             if (bytes) {
                 std::string e = buf->dev->copy_to_host(h.data.data(), buf->data, bytes);
-                if (!e.empty()) return RunError{"fetching output '" + o.name + "' from " + h.device + " failed: " + e, {}};
+                if (!e.empty()) return runtime_error_at("fetching output '" + o.name + "' from " + h.device + " failed: " + e);
             }
         }
         fetched.push_back(std::move(h));

@@ -8,7 +8,7 @@
 //   Cleanup (cleanup_strategy.h)        when unreferenced buffers go back;
 //   PlanWalker (engine/plan)            the steps of a pass, shared with the static peak;
 //   RunObserver (run_observer.h)        watches the run, when SessionOptions::observer is set.
-// SessionOptions, HostTensor, RunError, OpProfile and CleanupStrategy are in
+// SessionOptions, HostTensor, Error, OpProfile and CleanupStrategy are in
 // session_options.h, included here.
 #pragma once
 #include <map>
@@ -52,7 +52,7 @@ public:
     // replaces this one: the values the last run still holds become
     // unreferenced and go by the strategy; the same one again costs nothing.
     // An error (a device that cannot be opened) leaves nothing loaded.
-    std::optional<RunError> load(const Graph& g, const Plan& plan);
+    std::optional<Error> load(const Graph& g, const Plan& plan);
 
     // Runs `iterations` passes of the loaded executable, then copies
     // `outputs` to the host. `feeds`: one value per `input` node of the graph
@@ -61,10 +61,10 @@ public:
     // referenced until this run's first safe point. Stops at the first error;
     // the session stays open, so that statistics can be taken and it can run
     // again.
-    std::optional<RunError> run(const std::vector<FeedView>& feeds, int64_t iterations,
+    std::optional<Error> run(const std::vector<FeedView>& feeds, int64_t iterations,
                                 const std::vector<Output>& outputs, std::vector<HostTensor>& fetched);
     // run() on a graph with no inputs.
-    std::optional<RunError> run(int64_t iterations, const std::vector<Output>& outputs,
+    std::optional<Error> run(int64_t iterations, const std::vector<Output>& outputs,
                                 std::vector<HostTensor>& fetched) {
         return run({}, iterations, outputs, fetched);
     }
@@ -92,14 +92,14 @@ private:
     template <bool Observed>
     struct PassVisitor;  // the executor as PlanWalker's visitor (session.cpp)
 
-    std::optional<RunError> run_pass();
-    std::optional<RunError> run_node(NodeId id);
-    std::optional<RunError> run_node_instrumented(NodeId id);  // --profile, or an observer of nodes
+    std::optional<Error> run_pass();
+    std::optional<Error> run_node(NodeId id);
+    std::optional<Error> run_node_instrumented(NodeId id);  // --profile, or an observer of nodes
     void observe_pass_end(int32_t loop);  // loop -1: the iteration ended
-    RunError interrupted(NodeId before, int sig) const;  // the error of a run stopped by `sig`
+    Error interrupted(NodeId before, int sig) const;  // the error of a run stopped by `sig`
     Device* device_for(std::string_view name);
     void release_scratch();
-    std::optional<RunError> copy_input(const Node& n, const Node& in, const ExecutionFrame::Buffer& src, Device& dev,
+    std::optional<Error> copy_input(const Node& n, const Node& in, const ExecutionFrame::Buffer& src, Device& dev,
                                        TensorRef& ref);
     std::string oom_message(const Node& n, uint64_t bytes, const Allocator& a, const std::string& what) const;
     // Where in the run node n is running: ", iteration 2 of 5, pass 7 of 20
@@ -111,8 +111,8 @@ private:
     SessionOptions opts_;
     DeviceFactory factory_;
     DeviceMap devices_;
-    std::optional<RunError> open_error_;  // a device that could not be opened
-    std::optional<RunError> load_error_;  // the constructor's load()
+    std::optional<Error> open_error_;  // a device that could not be opened
+    std::optional<Error> load_error_;  // the constructor's load()
     // What the per-node path reads, per node, compiled once: one record and
     // its inputs' fixed parts back to back, so that a chain of tiny nodes
     // touches a few cache lines per node rather than the Graph's nodes.
@@ -138,7 +138,7 @@ private:
     };
     std::vector<Weight> weights_;
     // Places node n's constant (`bytes`: its buffer's) on `dev` as a weight: `buf`, its frame buffer.
-    std::optional<RunError> place_weight(const Node& n, uint64_t bytes, Device& dev, int32_t& buf);
+    std::optional<Error> place_weight(const Node& n, uint64_t bytes, Device& dev, int32_t& buf);
     void release_weights();  // after every value has dropped them
     struct ExecInput {
         NodeId id;

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/base/error.h"
 #include "engine/ir/dtype.h"
 #include "engine/ir/graph.h"
 #include "engine/runtime/device.h"
@@ -89,12 +90,6 @@ struct HostTensor {
     Shape shape;
     std::string device;
     std::vector<uint8_t> data;
-};
-
-struct RunError {
-    std::string message;
-    Loc loc;
-    int signal = 0;  // the run was interrupted by this signal
 };
 
 }  // namespace graphrun
