@@ -5,6 +5,7 @@
 // or a negative integer power is an error, never UB.
 #include <array>
 #include <cmath>
+#include <optional>
 #include <type_traits>
 
 #include "engine/kernels/common/elementwise_ops.h"
@@ -13,6 +14,7 @@
 #include "engine/kernels/cpu/kernel_families.h"
 #include "engine/kernels/cpu/parallel.h"
 #include "engine/kernels/cpu/simd.h"
+#include "engine/kernels/cpu/vmath.h"
 
 namespace graphrun::kernels {
 
@@ -29,6 +31,7 @@ constexpr int64_t kCostlyGrain = int64_t{1} << 11;
 // 25 us on its own.
 constexpr int64_t kElementwiseColdBelow = kElementwiseGrain * 16;
 constexpr int64_t kCostlyColdBelow = kCostlyGrain * 4;
+constexpr int64_t kVecGrain = int64_t{1} << 13;  // vec_f32: about 1.5 ns per element
 
 // --- binary ops: add sub mul div maximum minimum are elementwise_ops.h's ------
 
@@ -180,6 +183,17 @@ struct CosOp {
     }
 };
 
+// The f32 ops that vec_f32 evaluates (in double, rounded once, several
+// elements per call: vmath.h); nullopt for the others.
+template <class T, class Op>
+constexpr std::optional<VecFn> kVecFn =
+    !std::is_same_v<T, float>           ? std::nullopt
+    : std::is_same_v<Op, ExpOp>         ? std::optional<VecFn>(VecFn::Exp)
+    : std::is_same_v<Op, TanhOp>        ? std::optional<VecFn>(VecFn::Tanh)
+    : std::is_same_v<Op, LogOp>         ? std::optional<VecFn>(VecFn::Log)
+    : std::is_same_v<Op, SigmoidOp>     ? std::optional<VecFn>(VecFn::Sigmoid)
+                                        : std::nullopt;
+
 // Ops that are a few instructions per element (the others call libm).
 template <class Op>
 constexpr bool kCheapUnary = std::is_same_v<Op, NegOp> || std::is_same_v<Op, AbsOp> ||
@@ -193,6 +207,13 @@ class UnaryKernel final : public KernelBase {
     std::string compute(const TensorRef* in, TensorRef& out, const KernelContext& ctx) override {
         const T* x = static_cast<const T*>(in[0].data);
         T* o = static_cast<T*>(out.data);
+        if constexpr (kVecFn<T, Op>.has_value()) {
+            parallel_for(
+                ctx, out.numel, kVecGrain,
+                [x, o](int64_t lo, int64_t hi) { vec_f32(*kVecFn<T, Op>, x + lo, o + lo, hi - lo); },
+                kVecGrain * 4);
+            return "";
+        }
         constexpr bool cheap = kCheapUnary<Op>;
         parallel_for(ctx, out.numel, cheap ? kElementwiseGrain : kCostlyGrain,
                      [x, o](int64_t lo, int64_t hi) {

@@ -15,6 +15,7 @@
 
 #include "engine/kernels/common/kernel_common.h"
 #include "engine/kernels/cpu/kernel_families.h"
+#include "engine/kernels/cpu/vmath.h"
 #include "engine/kernels/cpu/simd.h"
 
 // OpenBLAS built with DYNAMIC_ARCH picks its kernels by CPU model at load time;
@@ -60,7 +61,7 @@ std::string cpu_kernels_text() {
     select_openblas_core();
     const char* core = openblas_get_corename();
     return std::string(isa_name(active_isa())) + " loops, OpenBLAS " + (core && *core ? core : "unknown") +
-           " kernels";
+           " kernels, " + vec_math_library() + " for exp/tanh/erf/log/sigmoid";
 }
 
 namespace {
