@@ -131,6 +131,7 @@ bool read_arrays(const ArraySource& s, std::vector<NpzEntry>& out, std::string& 
         return read_arrays_unguarded(s, out, error, limits);
     } catch (const std::bad_alloc&) {
         // Every size was checked against the limits; the system still had less to give.
+        if (limits.stopped_at_memory_limit) *limits.stopped_at_memory_limit = true;
         out.clear();
         error = s.spelled() + ": " + s.file + ": out of host memory while reading it (the limit was " +
                 limits.array_cap_text() + ")";
@@ -363,9 +364,11 @@ std::vector<FeedView> feed_views(const InputValues& values) {
 std::optional<Error> read_feeds(const Graph& g, const FeedOptions& feeds, const std::string& display,
                                 InputValues& out, std::ostream& err) {
     std::optional<Error> first;
-    auto fail = [&](const std::string& msg) {
+    // kind: Usage for a bad or unknown array, Runtime for one the memory
+    // limit (or the host) cannot hold (SPEC section 6: out of memory).
+    auto fail = [&](const std::string& msg, ErrorKind kind = ErrorKind::Usage) {
         err << "graphrun: error: " << msg << "\n";
-        if (!first) first = Error{ErrorKind::Usage, msg, 0};
+        if (!first) first = Error{kind, msg, 0};
     };
     std::map<std::string, const Node*, std::less<>> by_name;
     std::vector<std::string> names;
@@ -425,8 +428,10 @@ std::optional<Error> read_feeds(const Graph& g, const FeedOptions& feeds, const 
             continue;
         }
         std::vector<NpzEntry> entries;
+        bool over_limit = false;
+        limits.stopped_at_memory_limit = &over_limit;
         if (!detail::read_arrays(s, entries, why, limits)) {
-            fail(why);
+            fail(why, over_limit ? ErrorKind::Runtime : ErrorKind::Usage);
             tried.insert(s.name);
             continue;
         }

@@ -162,9 +162,11 @@ void compare_elements(const uint8_t* pa, const uint8_t* pb, int64_t n, double rt
 std::optional<Error> load_expected(const Graph& g, const OutputFileOptions& o, const std::string& display,
                                    std::vector<ExpectedValue>& out, std::ostream& err) {
     std::optional<Error> first;
-    auto fail = [&](const std::string& msg) {
+    // kind: Usage for a bad or unknown array, Runtime for one the memory
+    // limit (or the host) cannot hold (SPEC section 6: out of memory).
+    auto fail = [&](const std::string& msg, ErrorKind kind = ErrorKind::Usage) {
         err << "graphrun: error: " << msg << "\n";
-        if (!first) first = Error{ErrorKind::Usage, msg, 0};
+        if (!first) first = Error{kind, msg, 0};
     };
     std::set<std::string> seen;
     auto add = [&](const ArraySource& s, const std::string& name, NpyArray a, const std::string& source) {
@@ -194,8 +196,10 @@ std::optional<Error> load_expected(const Graph& g, const OutputFileOptions& o, c
         std::vector<NpzEntry> entries;
         ArrayLimits limits;
         limits.memory_limit = o.memory_limit;
+        bool over_limit = false;
+        limits.stopped_at_memory_limit = &over_limit;
         if (!detail::read_arrays(s, entries, why, limits)) {
-            fail(why);
+            fail(why, over_limit ? ErrorKind::Runtime : ErrorKind::Usage);
             continue;
         }
         for (NpzEntry& e : entries) add(s, e.name, std::move(e.array), s.file);

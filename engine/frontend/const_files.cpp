@@ -26,13 +26,17 @@ std::string quoted(const std::string& s) {
 // One side file as read: its arrays by name ("" for an .npy), or why not.
 struct SideFile {
     std::string error;
+    // The file could not be held (the memory limit, or the host out of
+    // memory): a runtime error (exit 1), not a bad file (exit 3).
+    bool over_limit = false;
     bool npz = false;
     std::map<std::string, NpyArray> arrays;
     std::map<std::string, int> uses;  // constants still to take each array
 };
 
-SideFile read_side_file_unguarded(const std::string& path, const ArrayLimits& limits) {
+SideFile read_side_file_unguarded(const std::string& path, ArrayLimits limits) {
     SideFile f;
+    limits.stopped_at_memory_limit = &f.over_limit;
     std::string bytes, why;
     // A regular file only, read no further than the bytes it has and graphrun's bounds (limits.h).
     if (!read_array_file(path, bytes, why, limits)) {
@@ -43,14 +47,14 @@ SideFile read_side_file_unguarded(const std::string& path, const ArrayLimits& li
     if (f.npz) {
         auto entries = parse_npz(bytes, why, limits);
         if (!entries) {
-            f.error = path + " is not a valid .npz: " + why;
+            f.error = f.over_limit ? path + ": " + why : path + " is not a valid .npz: " + why;
             return f;
         }
         for (NpzEntry& e : *entries) f.arrays[e.name] = std::move(e.array);
     } else {
         auto a = parse_npy(bytes, why, limits);
         if (!a) {
-            f.error = path + " is neither an .npz nor a valid .npy: " + why;
+            f.error = f.over_limit ? path + ": " + why : path + " is neither an .npz nor a valid .npy: " + why;
             return f;
         }
         f.arrays[""] = std::move(*a);
@@ -64,6 +68,7 @@ SideFile read_side_file(const std::string& path, const ArrayLimits& limits) {
     } catch (const std::bad_alloc&) {
         SideFile f;
         f.error = "out of host memory while reading " + path;
+        f.over_limit = true;
         return f;
     }
 }
@@ -111,9 +116,14 @@ class Resolver {
     }
 
   private:
-    void fail(NodeId id, const Loc& loc, std::string msg) {
+    // over_limit: the graph is fine, memory is short (exit 1; SPEC section 6).
+    void fail(NodeId id, const Loc& loc, std::string msg, bool over_limit = false) {
         Node& n = g_.node(id);
-        diag_.error(loc.known() ? loc : n.loc, std::string(n.display()) + ": const: " + std::move(msg));
+        std::string text = std::string(n.display()) + ": const: " + std::move(msg);
+        if (over_limit)
+            diag_.over_limit_error(loc.known() ? loc : n.loc, std::move(text));
+        else
+            diag_.error(loc.known() ? loc : n.loc, std::move(text));
         n.op = OpKind::Invalid;
         ok_ = false;
     }
@@ -143,7 +153,7 @@ class Resolver {
     void take(const Request& r) {
         SideFile& f = files_[r.path];
         const std::string& written = r.file_attr->value.s;
-        if (!f.error.empty()) return fail(r.id, value_loc(*r.file_attr), f.error);
+        if (!f.error.empty()) return fail(r.id, value_loc(*r.file_attr), f.error, f.over_limit);
         if (!f.npz && r.key_attr)
             return fail(r.id, value_loc(*r.key_attr),
                         written + " is an .npy file (one array): key= is only for an .npz");

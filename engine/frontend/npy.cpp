@@ -364,6 +364,7 @@ NpyHeaderStatus parse_npy_layout(std::string_view b, NpyLayout& out, std::string
     out.data_at = header_at + static_cast<size_t>(header_len);
     out.data_bytes = static_cast<uint64_t>(*numel) * dtype_size(*dtype);
     if (out.data_bytes > limits.array_cap()) {
+        limits.note_array_cap_hit();
         error = "offset " + std::to_string(header_at) + ": header fields 'shape' " + shape_string(out.shape) +
                 " and 'descr' '" + out.descr + "' declare " + size_text(out.data_bytes) + " of data, more than " +
                 limits.array_cap_text();

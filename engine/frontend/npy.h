@@ -39,9 +39,22 @@ struct ArrayLimits {
     uint64_t file_bytes = kMaxArrayFileBytes;     // bytes read from one file at most
     uint64_t array_bytes = kMaxNpzInflatedBytes;  // the file's arrays together (an .npz's members inflated)
     uint64_t memory_limit = 0;                    // 0: none
+    // Set (where given) when a read stopped at the memory limit rather than
+    // at graphrun's own bounds: the file was not malformed, only too big to
+    // hold under the limit (a runtime error, SPEC section 6, not a bad file).
+    bool* stopped_at_memory_limit = nullptr;
 
     uint64_t file_cap() const;
     uint64_t array_cap() const;
+    bool memory_limit_binds_file() const { return memory_limit && memory_limit < file_bytes; }
+    bool memory_limit_binds_arrays() const { return memory_limit && memory_limit < array_bytes; }
+    // Records a stop at file_cap() / array_cap() in stopped_at_memory_limit.
+    void note_file_cap_hit() const {
+        if (stopped_at_memory_limit && memory_limit_binds_file()) *stopped_at_memory_limit = true;
+    }
+    void note_array_cap_hit() const {
+        if (stopped_at_memory_limit && memory_limit_binds_arrays()) *stopped_at_memory_limit = true;
+    }
     // How a message names each bound: "the memory limit of 16777216 bytes (16 MiB)".
     std::string file_cap_text() const;
     std::string array_cap_text() const;

@@ -63,12 +63,12 @@ uint64_t ArrayLimits::array_cap() const {
 }
 
 std::string ArrayLimits::file_cap_text() const {
-    if (memory_limit && memory_limit < file_bytes) return "the memory limit of " + size_text(memory_limit);
+    if (memory_limit_binds_file()) return "the memory limit of " + size_text(memory_limit);
     return "graphrun's limit of " + size_text(file_bytes) + " on an array file";
 }
 
 std::string ArrayLimits::array_cap_text() const {
-    if (memory_limit && memory_limit < array_bytes) return "the memory limit of " + size_text(memory_limit);
+    if (memory_limit_binds_arrays()) return "the memory limit of " + size_text(memory_limit);
     return "graphrun's limit of " + size_text(array_bytes) + " on the arrays of one file";
 }
 
@@ -126,6 +126,7 @@ bool read_regular_file(const std::string& path, std::string& out, std::string& e
     if (flags >= 0) ::fcntl(f.fd, F_SETFL, flags & ~O_NONBLOCK);
     const uint64_t cap = limits.file_cap();
     auto too_big = [&] {
+        limits.note_file_cap_hit();
         out.clear();
         out.shrink_to_fit();
         error = "cannot read " + path + ": it holds more than " + limits.file_cap_text() +

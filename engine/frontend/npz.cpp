@@ -257,6 +257,7 @@ std::optional<std::vector<NpzEntry>> parse_npz(std::string_view b, std::string& 
     for (const Member& m : members) {
         total += m.usize;  // members do not overlap: at most 1032 times the file's bytes, no wrap
         if (total > limits.array_cap()) {
+            limits.note_array_cap_hit();
             error = off(m.entry + 24) + m.shown +
                     (&m == &members.front() ? " declares " : " brings the members' declared sizes to ") +
                     size_text(total) + " uncompressed, more than " + limits.array_cap_text() + "; nothing was inflated";
