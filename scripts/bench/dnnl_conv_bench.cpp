@@ -229,8 +229,8 @@ ConvResult bench_conv(const ConvShape& cs, int64_t batch, Ours& ours, Dnnl& d) {
         OneOp o;
         NodeId xi = o.input({batch, cs.c, cs.h, cs.w}), wi = o.input({cs.m, cg, cs.k, cs.k}), bi = o.input({cs.m});
         NodeId id = o.op(OpKind::Conv, {xi, wi, bi},
-                         {{"strides", ints({cs.s, cs.s})}, {"pads", ints({cs.p, cs.p, cs.p, cs.p})},
-                          {"group", Attr::integer(cs.group)}},
+                         {{"strides", ints({cs.s, cs.s}), {}}, {"pads", ints({cs.p, cs.p, cs.p, cs.p}), {}},
+                          {"group", Attr::integer(cs.group), {}}},
                          {batch, cs.m, oh, ow});
         r.ours = ours.time(o, id, {&x, &w, &bias}, y_ours);
     }
@@ -279,7 +279,7 @@ void bench_pool(int64_t batch, int64_t c, int64_t h, Ours& ours, Dnnl& d) {
     OneOp g;
     NodeId xi = g.input({batch, c, h, h});
     NodeId id = g.op(OpKind::MaxPool, {xi},
-                     {{"kernel_shape", ints({3, 3})}, {"strides", ints({2, 2})}, {"pads", ints({1, 1, 1, 1})}},
+                     {{"kernel_shape", ints({3, 3}), {}}, {"strides", ints({2, 2}), {}}, {"pads", ints({1, 1, 1, 1}), {}}},
                      {batch, c, o, o});
     const double t_ours = ours.time(g, id, {&x}, y1);
     using dims = dnnl::memory::dims;
@@ -319,7 +319,7 @@ void bench_gemm(const char* what, int64_t m, int64_t k, int64_t n, bool tb, Ours
     OneOp g;
     NodeId ai = g.input({m, k}), bi = g.input(tb ? Shape{n, k} : Shape{k, n}), ci = g.input({n});
     std::vector<NamedAttr> attrs;
-    if (tb) attrs.push_back({"transpose_b", Attr::boolean(true)});
+    if (tb) attrs.push_back({"transpose_b", Attr::boolean(true), {}});
     NodeId id = g.op(OpKind::Gemm, {ai, bi, ci}, attrs, {m, n});
     const double t_ours = ours.time(g, id, {&a, &b, &c}, y1);
     using dims = dnnl::memory::dims;
@@ -365,6 +365,7 @@ int main(int argc, char** argv) {
         else if (std::strcmp(argv[i], "--min") == 0) g_use_min = true;
     }
     omp_set_num_threads(threads);
+    setenv("GRAPHRUN_NO_DNNL", "1", 1);  // graphrun's factories give its own kernels
     Ours ours(threads);
     Dnnl d;
     std::printf("threads %d, oneDNN %d.%d.%d, ISA %d\n", threads, dnnl_version()->major, dnnl_version()->minor,

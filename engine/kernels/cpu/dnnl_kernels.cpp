@@ -25,6 +25,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <initializer_list>
 #include <oneapi/dnnl/dnnl.hpp>
@@ -65,6 +66,13 @@ bool only_attrs(const Node& n, std::initializer_list<std::string_view> allowed) 
 bool const_input(const Graph& g, const Node& n, size_t i) {
     const Node& s = g.node(n.inputs[i].id);
     return s.op == OpKind::Const && s.valid;
+}
+
+// GRAPHRUN_NO_DNNL set (to anything) in the environment: every node runs our
+// kernels, to compare the two (scripts/bench/dnnl_conv_bench.cpp) or to rule oneDNN out.
+bool dnnl_disabled() {
+    static const bool off = std::getenv("GRAPHRUN_NO_DNNL") != nullptr;
+    return off;
 }
 
 // oneDNN's reference implementations are slower than ours.
@@ -389,7 +397,7 @@ const char* isa_text(dnnl::cpu_isa isa) {
 }  // namespace
 
 std::unique_ptr<Kernel> make_dnnl_conv_kernel(const Graph& g, const Node& n, OwnKernelFactory ours) {
-    if (n.op != OpKind::Conv || n.dtype != DType::F32 || n.inputs.size() < 2 || n.inputs.size() > 3 ||
+    if (dnnl_disabled() || n.op != OpKind::Conv || n.dtype != DType::F32 || n.inputs.size() < 2 || n.inputs.size() > 3 ||
         !only_attrs(n, {"strides", "pads", "dilations", "group", "auto_pad"}))
         return nullptr;
     const Shape& x = g.node(n.inputs[0].id).shape;
@@ -402,7 +410,7 @@ std::unique_ptr<Kernel> make_dnnl_conv_kernel(const Graph& g, const Node& n, Own
 }
 
 std::unique_ptr<Kernel> make_dnnl_gemm_kernel(const Graph& g, const Node& n, OwnKernelFactory ours) {
-    if (n.op != OpKind::Gemm || n.dtype != DType::F32 || n.inputs.size() < 2 || n.inputs.size() > 3 ||
+    if (dnnl_disabled() || n.op != OpKind::Gemm || n.dtype != DType::F32 || n.inputs.size() < 2 || n.inputs.size() > 3 ||
         !only_attrs(n, {"alpha", "beta", "transpose_a", "transpose_b"}) || !const_input(g, n, 1))
         return nullptr;
     InputShapes shapes;

@@ -1,7 +1,8 @@
 // oneDNN's CPU kernels for the ops where it beats ours (measured with
 // scripts/bench/dnnl_conv_bench.cpp): conv and gemm with constant weights.
 // Built where CMake finds oneDNN (dnnl_kernels.cpp); elsewhere every
-// factory declines (dnnl_unavailable.cpp) and our kernels run.
+// factory declines (dnnl_unavailable.cpp) and our kernels run, as they do
+// when the environment has GRAPHRUN_NO_DNNL.
 #pragma once
 #include <memory>
 #include <string>
