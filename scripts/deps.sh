@@ -9,6 +9,9 @@ have_file /usr/include/nlohmann/json.hpp      || need+=(nlohmann-json3-dev)
 have_file /usr/include/doctest/doctest.h      || need+=(doctest-dev)
 ls /usr/include/*/openblas-pthread/cblas.h >/dev/null 2>&1 || need+=(libopenblas-dev)
 have_file /usr/include/zlib.h                 || need+=(zlib1g-dev)  # deflated .npz inputs
+# oneDNN: conv and gemm kernels where they beat graphrun's own (optional:
+# the build and the tests pass without it, on graphrun's kernels).
+have_file /usr/include/oneapi/dnnl/dnnl.hpp   || need+=(libdnnl-dev)
 have_file /usr/include/histedit.h             || need+=(libedit-dev)  # graphrun repl: line editing, history
 command -v cmake   >/dev/null 2>&1            || need+=(cmake)
 command -v g++     >/dev/null 2>&1            || need+=(g++)

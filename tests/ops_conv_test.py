@@ -366,15 +366,19 @@ def scratch_checks(binary, d):
     with open(path, "w") as f:
         f.write(SCRATCH_GRAPH)
     results, failures = [], 0
+    # Built with oneDNN, the f32 conv runs oneDNN's kernel where its scratch (blocked input and output,
+    # the filter reordered, about 4.3 MiB here) fits, and ours (im2col) where it does not.
+    dnnl = "oneDNN" in run_binary(binary, ["devices"], timeout=60).stdout
     for limit in ("64MiB", "2400KiB"):
         p = run_binary(binary, ["run", "--format=json", "--threads=1", f"--memory-limit={limit}", path], timeout=120)
         import json
         doc = json.loads(p.stdout.splitlines()[0]) if p.returncode == 0 else {}
         mem = doc.get("memory", {})
         left = [mem.get(k, {}).get("cpu", {}).get("workspace") for k in ("before_teardown", "after_teardown")]
-        # The scratch came from the counting allocator: its cache (reserved) holds the 8 MiB tile.
+        # The scratch came from the counting allocator: its cache (reserved) holds the 8 MiB tile
+        # (oneDNN's 4 MiB of blocked buffers).
         reserved = mem.get("before_teardown", {}).get("cpu", {}).get("reserved", 0)
-        if p.returncode != 0 or left != [0, 0] or (limit == "64MiB" and reserved < (8 << 20)):
+        if p.returncode != 0 or left != [0, 0] or (limit == "64MiB" and reserved < ((4 if dnnl else 8) << 20)):
             print(f"FAIL scratch at {limit}: exit {p.returncode}, workspace {left}, reserved {reserved}: "
                   f"{p.stderr[-500:]}")
             failures += 1

@@ -5,6 +5,7 @@
 #include <thread>
 #include <unistd.h>
 
+#include "engine/kernels/cpu/dnnl_kernels.h"
 #include "engine/kernels/cpu/kernel_families.h"
 
 namespace graphrun {
@@ -39,6 +40,7 @@ DeviceListing list_devices() {
             l.cpu_model.erase(0, l.cpu_model.find_first_not_of(" \t"));
         }
     l.cpu_kernels = kernels::cpu_kernels_text();
+    if (const std::string dnnl = kernels::dnnl_text(); !dnnl.empty()) l.cpu_kernels += ", " + dnnl;
     GpuRuntime* rt = gpu_runtime(&l.why_no_gpu);
     int count = rt ? rt->device_count(&l.why_no_gpu) : 0;
     if (count == 0) return l;

@@ -22,6 +22,7 @@
 
 #include "engine/ir/conv_geometry.h"
 #include "engine/kernels/common/kernel_common.h"
+#include "engine/kernels/cpu/dnnl_kernels.h"
 #include "engine/kernels/cpu/kernel_families.h"
 #include "engine/kernels/cpu/parallel.h"
 
@@ -343,8 +344,19 @@ class ConvTransposeKernel final : public KernelBase {
 
 }  // namespace
 
+namespace {
+std::unique_ptr<Kernel> make_own_conv_kernel(const Graph& g, const Node& n);
+}  // namespace
+
 std::unique_ptr<Kernel> make_conv_kernel(const Graph& g, const Node& n) {
     if (n.op != OpKind::Conv && n.op != OpKind::ConvTranspose) return make_pool_kernel(g, n);
+    // oneDNN where it is faster (dnnl_kernels.h), ours where it declines.
+    if (auto k = make_dnnl_conv_kernel(g, n, make_own_conv_kernel)) return k;
+    return make_own_conv_kernel(g, n);
+}
+
+namespace {
+std::unique_ptr<Kernel> make_own_conv_kernel(const Graph& g, const Node& n) {
     select_openblas_core();
     if (n.inputs.size() >= 2) {
         const bool t = n.op == OpKind::ConvTranspose;
@@ -358,5 +370,6 @@ std::unique_ptr<Kernel> make_conv_kernel(const Graph& g, const Node& n) {
     return make_error_kernel(std::string("internal error: no CPU kernel for ") + op_name(n.op) +
                              " on " + dtype_name(n.dtype));
 }
+}  // namespace
 
 }  // namespace graphrun::kernels

@@ -10,6 +10,7 @@
 
 #include "engine/kernels/common/kernel_common.h"
 #include "engine/kernels/common/norm_plan.h"
+#include "engine/kernels/cpu/dnnl_kernels.h"
 #include "engine/kernels/cpu/kernel_families.h"
 #include "engine/kernels/cpu/parallel.h"
 
@@ -97,7 +98,18 @@ class GemmKernel final : public KernelBase {
 
 }  // namespace
 
+namespace {
+std::unique_ptr<Kernel> make_own_gemm_kernel(const Graph& g, const Node& n);
+}  // namespace
+
 std::unique_ptr<Kernel> make_gemm_kernel(const Graph& g, const Node& n) {
+    // oneDNN where it is faster (dnnl_kernels.h), ours where it declines.
+    if (auto k = make_dnnl_gemm_kernel(g, n, make_own_gemm_kernel)) return k;
+    return make_own_gemm_kernel(g, n);
+}
+
+namespace {
+std::unique_ptr<Kernel> make_own_gemm_kernel(const Graph& g, const Node& n) {
     if (n.inputs.size() == 2 || n.inputs.size() == 3) {
         if (n.dtype == DType::F32) return std::make_unique<GemmKernel<float>>(g, n);
         if (n.dtype == DType::F64) return std::make_unique<GemmKernel<double>>(g, n);
@@ -105,5 +117,6 @@ std::unique_ptr<Kernel> make_gemm_kernel(const Graph& g, const Node& n) {
     return make_error_kernel(std::string("internal error: no CPU kernel for gemm on ") +
                              dtype_name(n.dtype));
 }
+}  // namespace
 
 }  // namespace graphrun::kernels

@@ -4,18 +4,34 @@
 // task over the session's workers. Within a plane, each window offset
 // (ki, kj) is applied to a whole output row over the range of columns where
 // it falls inside the input, so the inner loop is a plain strided one.
-// max_pool propagates NaN; a window wholly in the padding gives -inf.
+// max_pool takes the window's rows first (the max of its input rows, a
+// contiguous pass) and then its columns, with a select instead of a branch,
+// and AVX-512 vectors for f32 where the CPU has them: a data-dependent branch
+// costs a misprediction per element (ResNet-18's 1x64x112x112 pool took
+// 2.6 ms on its activations, 20 ms on random data). max_pool propagates NaN; a window wholly in the
+// padding gives -inf.
 // avg_pool divides by the window's elements inside the input, or with
 // count_include_pad by those inside the padded input (as PyTorch does).
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <type_traits>
 #include <vector>
 
 #include "engine/ir/conv_geometry.h"
 #include "engine/kernels/common/kernel_common.h"
 #include "engine/kernels/cpu/kernel_families.h"
 #include "engine/kernels/cpu/parallel.h"
+#include "engine/kernels/cpu/simd.h"
+
+#if defined(GRAPHRUN_X86_VARIANTS)
+#include <immintrin.h>
+#if !defined(__clang__)
+// GCC 12 warns inside its own AVX-512 headers (their _mm512_undefined_* operands).
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#endif
+#endif
 
 namespace graphrun::kernels {
 
@@ -30,6 +46,54 @@ inline void valid_range(int64_t off, int64_t s, int64_t n, int64_t out_n, int64_
     hi = std::min(out_n, n - off <= 0 ? 0 : (n - off - 1) / s + 1);
     if (hi < lo) hi = lo;
 }
+
+// The larger of m and v, NaN once either is (numpy.maximum), as two selects
+// (a max that keeps v's NaN, then m's NaN kept) that compile to vector max and blend.
+template <class T>
+inline T nan_max(T m, T v) {
+    const T t = m > v ? m : v;
+    return m != m ? m : t;
+}
+
+// o[i] = nan_max(o[i], r[i * stride]) for i < n, stride 1 or 2.
+template <class T>
+inline void max_into(T* o, const T* r, int64_t n, int64_t stride) {
+    if (stride == 1)
+        blocked_loop(n, [=](int64_t i) { o[i] = nan_max(o[i], r[i]); });
+    else
+        for (int64_t i = 0; i < n; ++i) o[i] = nan_max(o[i], r[i * stride]);
+}
+
+#if defined(GRAPHRUN_X86_VARIANTS)
+// The f32 case with AVX-512, where GCC at -O2 leaves it scalar: a vector max,
+// then the lanes where o was NaN kept; stride 2 takes the even lanes of two loads.
+GRAPHRUN_TARGET_AVX512 void max_into_avx512(float* o, const float* r, int64_t n, int64_t stride) {
+    const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        const __m512 m = _mm512_loadu_ps(o + i);
+        const __m512 v = stride == 1 ? _mm512_loadu_ps(r + i)
+                                     : _mm512_permutex2var_ps(_mm512_loadu_ps(r + 2 * i), even,
+                                                              _mm512_loadu_ps(r + 2 * i + 16));
+        const __m512 t = _mm512_max_ps(m, v);  // m > v ? m : v: v where either is NaN
+        _mm512_storeu_ps(o + i, _mm512_mask_mov_ps(t, _mm512_cmp_ps_mask(m, m, _CMP_UNORD_Q), m));
+    }
+    for (; i < n; ++i) o[i] = nan_max(o[i], r[i * stride]);
+}
+#endif
+
+template <class T>
+void max_row(T* o, const T* r, int64_t n, int64_t stride) {
+#if defined(GRAPHRUN_X86_VARIANTS)
+    if constexpr (std::is_same_v<T, float>)
+        if (stride <= 2 && active_isa() == Isa::Avx512) return max_into_avx512(o, r, n, stride);
+#endif
+    max_into(o, r, n, stride);
+}
+
+// The widest input row max_pool's row pass keeps on the stack; wider rows go
+// window offset by window offset.
+constexpr int64_t kMaxRowBuffer = 2048;
 
 template <class T>
 class PoolKernel final : public KernelBase {
@@ -65,11 +129,15 @@ class PoolKernel final : public KernelBase {
         const int64_t planes = g_.batch * g_.channels, ip = g_.in_plane(), op = g_.out_plane();
         const int64_t grain = std::max<int64_t>(1, 16384 / std::max<int64_t>(ip, 1));
         parallel_for(ctx, planes, grain, [&](int64_t b, int64_t e) {
-            for (int64_t i = b; i < e; ++i) {
-                if (g_.global)
-                    global(x + i * ip, y + i);
-                else
-                    plane(x + i * ip, y + i * op);
+            if (g_.global) {
+                for (int64_t i = b; i < e; ++i) global(x + i * ip, y + i);
+            } else if (op_kind_ == OpKind::MaxPool && g_.in[1] <= kMaxRowBuffer) {
+                T rows[kMaxRowBuffer + 16];  // stride 2's last vector reads one past the row
+                for (int64_t i = b; i < e; ++i) max_plane(x + i * ip, y + i * op, rows);
+            } else {
+                with_isa([&] {
+                    for (int64_t i = b; i < e; ++i) plane(x + i * ip, y + i * op);
+                });
             }
         });
         return "";
@@ -93,6 +161,36 @@ class PoolKernel final : public KernelBase {
         *y = n ? static_cast<T>(s / static_cast<double>(n)) : std::numeric_limits<T>::quiet_NaN();
     }
 
+    // max_pool of one plane: per output row, rows[iw] = the max of the
+    // window's input rows, then each output column the max of its columns of rows.
+    void max_plane(const T* x, T* y, T* rows) const {
+        const int64_t ih_n = g_.in[0], iw_n = g_.in[1], oh_n = g_.out[0], ow_n = g_.out[1],
+                      sw = g_.stride[1];
+        const T lowest = -std::numeric_limits<T>::infinity();
+        for (int64_t oh = 0; oh < oh_n; ++oh) {
+            T* orow = y + oh * ow_n;
+            bool any = false;
+            for (int64_t ki = 0; ki < g_.kernel[0]; ++ki) {
+                const int64_t ih = oh * g_.stride[0] + ki * g_.dilation[0] - g_.pad_begin[0];
+                if (ih < 0 || ih >= ih_n) continue;
+                const T* row = x + ih * iw_n;
+                if (!any)
+                    std::copy(row, row + iw_n, rows);
+                else
+                    max_row(rows, row, iw_n, 1);
+                any = true;
+            }
+            std::fill(orow, orow + ow_n, lowest);
+            if (!any) continue;
+            for (int64_t kj = 0; kj < g_.kernel[1]; ++kj) {
+                const int64_t off = kj * g_.dilation[1] - g_.pad_begin[1];
+                int64_t lo, hi;
+                valid_range(off, sw, iw_n, ow_n, lo, hi);
+                max_row(orow + lo, rows + off + lo * sw, hi - lo, sw);
+            }
+        }
+    }
+
     void plane(const T* x, T* y) const {
         const bool is_max = op_kind_ == OpKind::MaxPool;
         const int64_t ih_n = g_.in[0], iw_n = g_.in[1], oh_n = g_.out[0], ow_n = g_.out[1],
@@ -110,12 +208,8 @@ class PoolKernel final : public KernelBase {
                     valid_range(off, sw, iw_n, ow_n, lo, hi);
                     const T* row = x + ih * iw_n + off;
                     if (is_max) {
-                        for (int64_t ow = lo; ow < hi; ++ow) {
-                            const T v = row[ow * sw];
-                            orow[ow] = (v > orow[ow] || std::isnan(v)) && !std::isnan(orow[ow])
-                                           ? v
-                                           : orow[ow];
-                        }
+                        for (int64_t ow = lo; ow < hi; ++ow)
+                            orow[ow] = nan_max(orow[ow], row[ow * sw]);
                     } else {
                         for (int64_t ow = lo; ow < hi; ++ow) orow[ow] += row[ow * sw];
                     }

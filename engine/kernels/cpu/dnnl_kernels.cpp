@@ -1,0 +1,434 @@
+// oneDNN's conv and gemm (dnnl_kernels.h), where scripts/bench/dnnl_conv_bench.cpp
+// measured them faster than ours: its JIT kernels are picked by the ISA the
+// CPU reports (dnnl::get_effective_cpu_isa, shown by `graphrun devices`).
+//   conv: NCHW in and out, as every other kernel reads and writes. A conv with
+//     a window (3x3, 7x7, depthwise) runs blocked: the input reordered into
+//     the layout oneDNN picks (nChw16c), its blocked conv, the output
+//     reordered back, all three counted in the time it beat ours by; a 1x1
+//     conv runs oneDNN's conv on NCHW directly (no reorders). The filter is
+//     reordered once into the layout oneDNN picks (format_tag::any).
+//   gemm: oneDNN's matmul with b packed once and c as its bias.
+// Memory: a constant weight's packed copy is made at the kernel's first run
+// from the session's scratch and held until the kernel ends, so it is counted
+// as `workspace` for the session's life (check cannot predict its size: the
+// layout is oneDNN's choice on this CPU). A weight that is not a constant is
+// reordered on every run into the run's scratch. oneDNN's own scratchpad is
+// user-managed (scratchpad_mode::user) and comes from the run's scratch, as
+// do the reordered input and output; all of it is given back before run()
+// returns; where the memory limit has no room for them, our kernel runs the
+// node instead (it needs less: im2col shrinks its tiles). Threads: Debian's oneDNN runs on OpenMP; each run sets OpenMP's
+// thread count on the executing thread to --threads, so oneDNN, OpenBLAS and
+// the session's workers each use at most --threads and only one runs at a time.
+// Post-ops: a fused epilogue (relu, clip, a residual add) would be a
+// dnnl::post_ops on `attr` in ConvKernel::primitive_desc (eltwise, sum); until
+// the plan fuses, a node with any attribute conv or gemm do not have declines.
+#include <omp.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <initializer_list>
+#include <oneapi/dnnl/dnnl.hpp>
+#include <string_view>
+
+#include "engine/ir/conv_geometry.h"
+#include "engine/kernels/common/kernel_common.h"
+#include "engine/kernels/common/norm_plan.h"
+#include "engine/kernels/cpu/dnnl_kernels.h"
+
+namespace graphrun::kernels {
+
+namespace {
+
+using dims = dnnl::memory::dims;
+using tag = dnnl::memory::format_tag;
+using dt = dnnl::memory::data_type;
+using md = dnnl::memory::desc;
+
+const dnnl::engine& cpu_engine() {
+    static const dnnl::engine e(dnnl::engine::kind::cpu, 0);
+    return e;
+}
+
+// OpenMP's threads for the primitives this thread runs next (its own setting).
+void use_threads(int n) {
+    if (omp_get_max_threads() != n) omp_set_num_threads(n);
+}
+
+// Whether every attribute of n is one of `allowed` (what the op has on main):
+// anything else, a fused epilogue for one, is not ours to run.
+bool only_attrs(const Node& n, std::initializer_list<std::string_view> allowed) {
+    for (const NamedAttr& a : n.attrs)
+        if (std::find(allowed.begin(), allowed.end(), a.name) == allowed.end()) return false;
+    return true;
+}
+
+bool const_input(const Graph& g, const Node& n, size_t i) {
+    const Node& s = g.node(n.inputs[i].id);
+    return s.op == OpKind::Const && s.valid;
+}
+
+// GRAPHRUN_NO_DNNL set (to anything) in the environment: every node runs our
+// kernels, to compare the two (scripts/bench/dnnl_conv_bench.cpp) or to rule oneDNN out.
+bool dnnl_disabled() {
+    static const bool off = std::getenv("GRAPHRUN_NO_DNNL") != nullptr;
+    return off;
+}
+
+// oneDNN's reference implementations are slower than ours.
+bool fast_impl(const std::string& impl) { return impl.rfind("ref", 0) != 0; }
+
+uint64_t aligned(uint64_t bytes) { return (bytes + 63) / 64 * 64; }
+
+// One run's scratch from the session's ScratchMemory (workspace), carved into
+// 64-byte aligned parts; given back when it goes out of scope.
+class RunScratch {
+  public:
+    RunScratch(ScratchMemory* s, uint64_t bytes) : s_(s), bytes_(bytes) {
+        if (s_ && bytes_) p_ = static_cast<char*>(s_->allocate(bytes_));
+    }
+    ~RunScratch() {
+        if (p_) s_->release(p_, bytes_);
+    }
+    RunScratch(const RunScratch&) = delete;
+    RunScratch& operator=(const RunScratch&) = delete;
+    bool ok() const { return p_ || !bytes_; }
+    // The next `bytes` of the buffer (nullptr for 0 bytes).
+    void* take(uint64_t bytes) {
+        if (!bytes) return nullptr;
+        void* r = p_ + used_;
+        used_ += aligned(bytes);
+        return r;
+    }
+
+  private:
+    ScratchMemory* s_;
+    char* p_ = nullptr;
+    uint64_t bytes_, used_ = 0;
+};
+
+std::string oom(const char* op, uint64_t bytes, const char* what) {
+    return "out of memory: " + std::to_string(bytes) + " bytes of scratch for " + op + "'s " + what +
+           " (workspace) exceed the memory limit";
+}
+
+// A constant weight in the layout a primitive wants: reordered at the first
+// run and held, from the session's scratch (workspace), until the kernel ends.
+class PackedWeight {
+  public:
+    PackedWeight() = default;
+    PackedWeight(const PackedWeight&) = delete;
+    PackedWeight& operator=(const PackedWeight&) = delete;
+    ~PackedWeight() { release(); }
+    void release() {
+        if (p_) s_->release(p_, bytes_);
+        p_ = nullptr;
+        src_ = nullptr;
+    }
+    // The packed copy of `src`, made now unless it was made from src already;
+    // nullptr when the memory limit has no room for it.
+    void* get(ScratchMemory* s, const void* src, const md& user, const md& packed, dnnl::stream& strm) {
+        if (p_ && src_ == src && s_ == s) return p_;
+        release();
+        s_ = s;
+        bytes_ = packed.get_size();
+        p_ = s_->allocate(bytes_);
+        if (!p_) return nullptr;
+        dnnl::memory from(user, cpu_engine(), const_cast<void*>(src)), to(packed, cpu_engine(), p_);
+        dnnl::reorder(from, to).execute(strm, from, to);
+        strm.wait();
+        src_ = src;
+        return p_;
+    }
+
+  private:
+    ScratchMemory* s_ = nullptr;
+    void* p_ = nullptr;
+    uint64_t bytes_ = 0;
+    const void* src_ = nullptr;
+};
+
+class ConvKernel final : public KernelBase {
+  public:
+    ConvKernel(const Graph& g, const Node& n, const WindowGeometry& geo, std::unique_ptr<Kernel> ours)
+        : KernelBase(g, n),
+          g_(geo),
+          const_w_(const_input(g, n, 1)),
+          bias_(n.inputs.size() > 2),
+          ours_(std::move(ours)) {
+        const int64_t groups = g_.group;
+        src_d_ = {g_.batch, g_.channels, g_.in[0], g_.in[1]};
+        dst_d_ = {g_.batch, g_.out_channels, g_.out[0], g_.out[1]};
+        w_user_ = groups == 1 ? md({g_.out_channels, g_.channels, g_.kernel[0], g_.kernel[1]}, dt::f32, tag::oihw)
+                              : md({groups, g_.out_channels / groups, g_.channels / groups, g_.kernel[0],
+                                    g_.kernel[1]},
+                                   dt::f32, tag::goihw);
+        blocked_ = g_.kernel_plane() > 1;
+    }
+
+    // Whether oneDNN has a fast implementation for this conv (the factory asks once).
+    bool supported() {
+        try {
+            return fast_impl(primitive_desc().impl_info_str());
+        } catch (const dnnl::error&) {
+            return false;
+        }
+    }
+
+    std::string compute(const TensorRef* in, TensorRef& out, const KernelContext& ctx) override {
+        if (out.numel == 0) return "";
+        if (!ctx.scratch) return "internal error: conv has no scratch memory";
+        try {
+            return run(in, out, ctx);
+        } catch (const dnnl::error& e) {
+            return std::string("conv (oneDNN): ") + e.what();
+        }
+    }
+
+  private:
+    dnnl::convolution_forward::primitive_desc primitive_desc() const {
+        const tag io = blocked_ ? tag::any : tag::nchw;
+        const dims w_dims = w_user_.dims();
+        dnnl::convolution_forward::desc d(
+            dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, md(src_d_, dt::f32, io),
+            md(w_dims, dt::f32, tag::any), bias_ ? md({g_.out_channels}, dt::f32, tag::x) : md(),
+            md(dst_d_, dt::f32, io), {g_.stride[0], g_.stride[1]}, {g_.dilation[0] - 1, g_.dilation[1] - 1},
+            {g_.pad_begin[0], g_.pad_begin[1]}, {g_.pad_end[0], g_.pad_end[1]});
+        dnnl::primitive_attr attr;
+        attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+        return dnnl::convolution_forward::primitive_desc(d, attr, cpu_engine());
+    }
+
+    // The primitive for `threads` (oneDNN sizes its blocking by OpenMP's threads when made).
+    void prepare(int threads) {
+        use_threads(threads);
+        pd_ = primitive_desc();
+        prim_ = dnnl::convolution_forward(pd_);
+        threads_ = threads;
+        packed_.release();  // the layout may differ with the threads
+        const md src_user(src_d_, dt::f32, tag::nchw), dst_user(dst_d_, dt::f32, tag::nchw);
+        src_ = dnnl::memory(src_user, cpu_engine(), DNNL_MEMORY_NONE);
+        dst_ = dnnl::memory(dst_user, cpu_engine(), DNNL_MEMORY_NONE);
+        reorder_src_ = pd_.src_desc() != src_user;
+        reorder_dst_ = pd_.dst_desc() != dst_user;
+        reorder_w_ = pd_.weights_desc() != w_user_;
+        src_b_ = dnnl::memory(pd_.src_desc(), cpu_engine(), DNNL_MEMORY_NONE);
+        dst_b_ = dnnl::memory(pd_.dst_desc(), cpu_engine(), DNNL_MEMORY_NONE);
+        w_ = dnnl::memory(pd_.weights_desc(), cpu_engine(), DNNL_MEMORY_NONE);
+        bias_m_ = dnnl::memory(md({g_.out_channels}, dt::f32, tag::x), cpu_engine(), DNNL_MEMORY_NONE);
+        scratchpad_ = dnnl::memory(pd_.scratchpad_desc(), cpu_engine(), DNNL_MEMORY_NONE);
+        if (reorder_src_) to_blocked_ = dnnl::reorder(src_, src_b_);
+        if (reorder_dst_) from_blocked_ = dnnl::reorder(dst_b_, dst_);
+    }
+
+    std::string run(const TensorRef* in, TensorRef& out, const KernelContext& ctx) {
+        const int threads = std::max(1, ctx.threads);
+        if (!prim_ || threads != threads_) prepare(threads);
+        use_threads(threads);
+        dnnl::stream strm(cpu_engine());
+        void* w = in[1].data;
+        if (reorder_w_ && const_w_) {
+            w = packed_.get(ctx.scratch, in[1].data, w_user_, pd_.weights_desc(), strm);
+            if (!w) return fall_back(in, out, ctx, oom("conv", pd_.weights_desc().get_size(), "packed filter"));
+        }
+        // This run's scratch: a non-constant filter's reordered copy, the blocked
+        // input and output, and oneDNN's scratchpad.
+        const uint64_t w_bytes = reorder_w_ && !const_w_ ? pd_.weights_desc().get_size() : 0;
+        const uint64_t s_bytes = reorder_src_ ? pd_.src_desc().get_size() : 0;
+        const uint64_t d_bytes = reorder_dst_ ? pd_.dst_desc().get_size() : 0;
+        const uint64_t p_bytes = pd_.scratchpad_desc().get_size();
+        const uint64_t total = aligned(w_bytes) + aligned(s_bytes) + aligned(d_bytes) + aligned(p_bytes);
+        RunScratch scratch(ctx.scratch, total);
+        if (!scratch.ok()) return fall_back(in, out, ctx, oom("conv", total, "blocked buffers and oneDNN scratchpad"));
+        if (w_bytes) {
+            void* copy = scratch.take(w_bytes);
+            dnnl::memory from(w_user_, cpu_engine(), in[1].data), to(pd_.weights_desc(), cpu_engine(), copy);
+            dnnl::reorder(from, to).execute(strm, from, to);
+            w = copy;
+        }
+        w_.set_data_handle(w);
+        src_.set_data_handle(in[0].data);
+        dst_.set_data_handle(out.data);
+        if (reorder_src_) src_b_.set_data_handle(scratch.take(s_bytes));
+        if (reorder_dst_) dst_b_.set_data_handle(scratch.take(d_bytes));
+        scratchpad_.set_data_handle(p_bytes ? scratch.take(p_bytes) : nullptr);
+        if (reorder_src_) to_blocked_.execute(strm, src_, src_b_);
+        std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, reorder_src_ ? src_b_ : src_},
+                                                   {DNNL_ARG_WEIGHTS, w_},
+                                                   {DNNL_ARG_DST, reorder_dst_ ? dst_b_ : dst_},
+                                                   {DNNL_ARG_SCRATCHPAD, scratchpad_}};
+        if (bias_) {
+            bias_m_.set_data_handle(in[2].data);
+            args.emplace(DNNL_ARG_BIAS, bias_m_);
+        }
+        prim_.execute(strm, args);
+        if (reorder_dst_) from_blocked_.execute(strm, dst_b_, dst_);
+        strm.wait();
+        return "";
+    }
+
+    // No room for oneDNN's memory under the limit: our kernel runs the node
+    // (im2col takes smaller tiles), or the error when there is none.
+    std::string fall_back(const TensorRef* in, TensorRef& out, const KernelContext& ctx, std::string error) {
+        if (!ours_) return error;
+        return ours_->run(in, in_shapes_.size(), out, ctx);
+    }
+
+    WindowGeometry g_;
+    bool const_w_, bias_, blocked_ = false;
+    std::unique_ptr<Kernel> ours_;
+    dims src_d_, dst_d_;
+    md w_user_;
+    int threads_ = 0;
+    dnnl::convolution_forward::primitive_desc pd_;
+    dnnl::convolution_forward prim_;
+    bool reorder_src_ = false, reorder_dst_ = false, reorder_w_ = false;
+    dnnl::memory src_, dst_, src_b_, dst_b_, w_, bias_m_, scratchpad_;
+    dnnl::reorder to_blocked_, from_blocked_;
+    PackedWeight packed_;
+};
+
+class GemmKernel final : public KernelBase {
+  public:
+    GemmKernel(const Graph& g, const Node& n, const GemmPlan& p, std::unique_ptr<Kernel> ours)
+        : KernelBase(g, n), p_(p), ours_(std::move(ours)) {
+        a_ = md({p_.m, p_.k}, dt::f32, tag::ab);
+        b_user_ = md({p_.k, p_.n}, dt::f32, p_.tb ? tag::ba : tag::ab);
+        y_ = md({p_.m, p_.n}, dt::f32, tag::ab);
+    }
+
+    bool supported() {
+        try {
+            return fast_impl(primitive_desc().impl_info_str());
+        } catch (const dnnl::error&) {
+            return false;
+        }
+    }
+
+    std::string compute(const TensorRef* in, TensorRef& out, const KernelContext& ctx) override {
+        if (out.numel == 0) return "";
+        if (!ctx.scratch) return "internal error: gemm has no scratch memory";
+        try {
+            return run(in, out, ctx);
+        } catch (const dnnl::error& e) {
+            return std::string("gemm (oneDNN): ") + e.what();
+        }
+    }
+
+  private:
+    dnnl::matmul::primitive_desc primitive_desc() const {
+        dnnl::matmul::desc d(a_, md({p_.k, p_.n}, dt::f32, tag::any),
+                             p_.has_c ? md({1, p_.n}, dt::f32, tag::ab) : md(), y_);
+        dnnl::primitive_attr attr;
+        attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+        return dnnl::matmul::primitive_desc(d, attr, cpu_engine());
+    }
+
+    std::string run(const TensorRef* in, TensorRef& out, const KernelContext& ctx) {
+        const int threads = std::max(1, ctx.threads);
+        if (!prim_ || threads != threads_) {
+            use_threads(threads);
+            pd_ = primitive_desc();
+            prim_ = dnnl::matmul(pd_);
+            threads_ = threads;
+            packed_.release();
+        }
+        use_threads(threads);
+        dnnl::stream strm(cpu_engine());
+        void* b = in[1].data;
+        if (pd_.weights_desc() != b_user_) {
+            b = packed_.get(ctx.scratch, in[1].data, b_user_, pd_.weights_desc(), strm);
+            if (!b) return fall_back(in, out, ctx, oom("gemm", pd_.weights_desc().get_size(), "packed b"));
+        }
+        const uint64_t p_bytes = pd_.scratchpad_desc().get_size();
+        RunScratch scratch(ctx.scratch, aligned(p_bytes));
+        if (!scratch.ok()) return fall_back(in, out, ctx, oom("gemm", p_bytes, "oneDNN scratchpad"));
+        dnnl::memory a(a_, cpu_engine(), in[0].data), w(pd_.weights_desc(), cpu_engine(), b),
+            y(y_, cpu_engine(), out.data), sp(pd_.scratchpad_desc(), cpu_engine(), scratch.take(p_bytes));
+        std::unordered_map<int, dnnl::memory> args{
+            {DNNL_ARG_SRC, a}, {DNNL_ARG_WEIGHTS, w}, {DNNL_ARG_DST, y}, {DNNL_ARG_SCRATCHPAD, sp}};
+        if (p_.has_c) args.emplace(DNNL_ARG_BIAS, dnnl::memory(md({1, p_.n}, dt::f32, tag::ab), cpu_engine(), in[2].data));
+        prim_.execute(strm, args);
+        strm.wait();
+        return "";
+    }
+
+    // No room for oneDNN's memory under the limit: our kernel (no scratch) runs the node.
+    std::string fall_back(const TensorRef* in, TensorRef& out, const KernelContext& ctx, std::string error) {
+        if (!ours_) return error;
+        return ours_->run(in, in_shapes_.size(), out, ctx);
+    }
+
+    GemmPlan p_;
+    std::unique_ptr<Kernel> ours_;
+    md a_, b_user_, y_;
+    int threads_ = 0;
+    dnnl::matmul::primitive_desc pd_;
+    dnnl::matmul prim_;
+    PackedWeight packed_;
+};
+
+const char* isa_text(dnnl::cpu_isa isa) {
+    switch (isa) {
+        case dnnl::cpu_isa::sse41:
+            return "sse41";
+        case dnnl::cpu_isa::avx:
+            return "avx";
+        case dnnl::cpu_isa::avx2:
+            return "avx2";
+        case dnnl::cpu_isa::avx2_vnni:
+            return "avx2_vnni";
+        case dnnl::cpu_isa::avx512_mic:
+        case dnnl::cpu_isa::avx512_mic_4ops:
+            return "avx512_mic";
+        case dnnl::cpu_isa::avx512_core:
+            return "avx512_core";
+        case dnnl::cpu_isa::avx512_core_vnni:
+            return "avx512_core_vnni";
+        case dnnl::cpu_isa::avx512_core_bf16:
+            return "avx512_core_bf16";
+        case dnnl::cpu_isa::avx512_core_amx:
+            return "avx512_core_amx";
+        default:
+            return "no JIT";
+    }
+}
+
+}  // namespace
+
+std::unique_ptr<Kernel> make_dnnl_conv_kernel(const Graph& g, const Node& n, OwnKernelFactory ours) {
+    if (dnnl_disabled() || n.op != OpKind::Conv || n.dtype != DType::F32 || n.inputs.size() < 2 || n.inputs.size() > 3 ||
+        !only_attrs(n, {"strides", "pads", "dilations", "group", "auto_pad"}))
+        return nullptr;
+    const Shape& x = g.node(n.inputs[0].id).shape;
+    const Shape& w = g.node(n.inputs[1].id).shape;
+    std::optional<WindowGeometry> geo = window_geometry(n, x, &w, nullptr);
+    if (!geo || geo->global || checked_numel(n.shape).value_or(0) == 0 || geo->channels == 0) return nullptr;
+    auto k = std::make_unique<ConvKernel>(g, n, *geo, ours ? ours(g, n) : nullptr);
+    if (!k->supported()) return nullptr;
+    return k;
+}
+
+std::unique_ptr<Kernel> make_dnnl_gemm_kernel(const Graph& g, const Node& n, OwnKernelFactory ours) {
+    if (dnnl_disabled() || n.op != OpKind::Gemm || n.dtype != DType::F32 || n.inputs.size() < 2 || n.inputs.size() > 3 ||
+        !only_attrs(n, {"alpha", "beta", "transpose_a", "transpose_b"}) || !const_input(g, n, 1))
+        return nullptr;
+    InputShapes shapes;
+    for (const Input& i : n.inputs) shapes.push_back(g.node(i.id).shape);
+    std::optional<GemmPlan> p = gemm_plan(n, shapes);
+    // alpha 1, a not transposed, c (if read) a row of n biases; k > 0 and a non-empty output.
+    if (!p || p->ta || p->alpha != 1 || p->m == 0 || p->n == 0 || p->k == 0) return nullptr;
+    if (p->has_c && (p->beta != 1 || p->c_sm != 0 || p->c_sn != 1)) return nullptr;
+    if (n.inputs.size() > 2 && !p->has_c) return nullptr;  // beta 0: c ignored, not worth a case
+    auto k = std::make_unique<GemmKernel>(g, n, *p, ours ? ours(g, n) : nullptr);
+    if (!k->supported()) return nullptr;
+    return k;
+}
+
+std::string dnnl_text() {
+    const dnnl_version_t* v = dnnl_version();
+    return "oneDNN " + std::to_string(v->major) + "." + std::to_string(v->minor) + "." + std::to_string(v->patch) +
+           " (" + isa_text(dnnl::get_effective_cpu_isa()) + ")";
+}
+
+}  // namespace graphrun::kernels

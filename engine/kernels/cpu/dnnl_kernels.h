@@ -1,0 +1,32 @@
+// oneDNN's CPU kernels for the ops where it beats ours (measured with
+// scripts/bench/dnnl_conv_bench.cpp): conv and gemm with constant weights.
+// Built where CMake finds oneDNN (dnnl_kernels.cpp); elsewhere every
+// factory declines (dnnl_unavailable.cpp) and our kernels run, as they do
+// when the environment has GRAPHRUN_NO_DNNL.
+#pragma once
+#include <memory>
+#include <string>
+
+#include "engine/ir/graph.h"
+#include "engine/kernels/common/kernel.h"
+
+namespace graphrun::kernels {
+
+// Our kernel for a node: a oneDNN kernel runs it instead when the memory
+// limit has no room for oneDNN's scratch or packed weights (our conv takes
+// smaller im2col tiles; our gemm takes none).
+using OwnKernelFactory = std::unique_ptr<Kernel> (*)(const Graph& g, const Node& n);
+
+// A oneDNN kernel for a plain f32 conv (2-D or 1-D, any padding, stride,
+// dilation and groups), or nullptr: a node with anything else (another dtype,
+// an attribute conv on main does not have, such as a fused epilogue, or a
+// shape oneDNN has only its reference code for) runs our kernel.
+std::unique_ptr<Kernel> make_dnnl_conv_kernel(const Graph& g, const Node& n, OwnKernelFactory ours);
+// A oneDNN matmul for a plain f32 gemm whose b is a constant (packed once) and
+// whose c, if any, is a bias row (beta 1, alpha 1); nullptr otherwise.
+std::unique_ptr<Kernel> make_dnnl_gemm_kernel(const Graph& g, const Node& n, OwnKernelFactory ours);
+// "oneDNN 2.6.3 (avx512_core)" — version and the ISA its JIT uses — or ""
+// when graphrun was built without oneDNN.
+std::string dnnl_text();
+
+}  // namespace graphrun::kernels

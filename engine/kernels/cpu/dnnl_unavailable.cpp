@@ -1,0 +1,11 @@
+// Built without oneDNN (CMake did not find it): every factory declines and
+// our own kernels run.
+#include "engine/kernels/cpu/dnnl_kernels.h"
+
+namespace graphrun::kernels {
+
+std::unique_ptr<Kernel> make_dnnl_conv_kernel(const Graph&, const Node&, OwnKernelFactory) { return nullptr; }
+std::unique_ptr<Kernel> make_dnnl_gemm_kernel(const Graph&, const Node&, OwnKernelFactory) { return nullptr; }
+std::string dnnl_text() { return ""; }
+
+}  // namespace graphrun::kernels
