@@ -232,8 +232,27 @@ NameBindings::const_iterator NameBindings::find(std::string_view name) const {
 }
 
 void NameBindings::remap(const std::vector<NodeId>& remap) {
-    for (NodeId& id : nodes_)
-        if (id >= 0) id = remap[static_cast<size_t>(id)];
+    std::vector<bool> unbind;  // per entry, once one is: its node left the graph (the fusion pass)
+    for (size_t i = 0; i < nodes_.size(); ++i) {
+        NodeId& id = nodes_[i];
+        if (id < 0) continue;
+        id = remap[static_cast<size_t>(id)];
+        if (id != kNoNode) continue;
+        unbind.resize(nodes_.size(), false);
+        unbind[i] = true;
+    }
+    if (unbind.empty()) return;
+    size_t kept = 0;
+    for (size_t i = 0; i < ids_.size(); ++i) {
+        index_[static_cast<size_t>(ids_[i])] = -1;
+        if (unbind[i]) continue;
+        ids_[kept] = ids_[i];
+        nodes_[kept] = nodes_[i];
+        index_[static_cast<size_t>(ids_[kept])] = static_cast<int32_t>(kept);
+        ++kept;
+    }
+    ids_.resize(kept);
+    nodes_.resize(kept);
 }
 
 namespace {

@@ -13,6 +13,7 @@
 
 #include "engine/base/diagnostics.h"
 #include "engine/ir/dtype.h"
+#include "engine/ir/epilogue.h"
 #include "engine/ir/ops.h"
 #include "engine/base/prefault.h"
 #include "engine/base/small_vector.h"
@@ -76,6 +77,7 @@ struct Node {
     bool host_literal = false;
     DType dtype = DType::F32;  // (validation)
     int32_t repeat = -1;  // innermost repeat whose body holds it (-1: top level)
+    int32_t epilogue = -1;  // (fusion) index into Graph::epilogues, -1: none (Graph::epilogue_of)
     Inputs inputs;
     Shape shape;         // (validation)
     std::string_view placed;  // (placement) canonical device the node runs on: "cpu", "gpu:0" (interned_device_name)
@@ -209,7 +211,8 @@ public:
     bool empty() const { return ids_.empty(); }
     const_iterator begin() const { return const_iterator(*this, 0); }
     const_iterator end() const { return const_iterator(*this, ids_.size()); }
-    // Renumbers the nodes: each bound id becomes remap[id].
+    // Renumbers the nodes: each bound id becomes remap[id]; a name whose
+    // remap[id] is kNoNode (its node left the graph) is unbound.
     void remap(const std::vector<NodeId>& remap);
     // Every name interned, bound at the end or not.
     const NameTable& names() const { return names_; }
@@ -235,7 +238,14 @@ struct Graph {
     // The final top-level binding of every name visible after the program.
     NameBindings bindings;
 
+    // The fusion pass's epilogues (engine/plan/fuse.h), one per fused node.
+    std::vector<Epilogue> epilogues;
+
     const Node& node(NodeId id) const { return nodes[static_cast<size_t>(id)]; }
+    // The epilogue a fused node applies to its output; nullptr for every other node.
+    const Epilogue* epilogue_of(const Node& n) const {
+        return n.epilogue < 0 ? nullptr : &epilogues[static_cast<size_t>(n.epilogue)];
+    }
     Node& node(NodeId id) { return nodes[static_cast<size_t>(id)]; }
     // A top-level name (its final value) or the display name of a top-level node.
     std::optional<NodeId> find_fetchable(std::string_view name) const;

@@ -12,6 +12,7 @@
 #include "engine/kernels/common/activation_ops.h"
 #include "engine/kernels/common/activation_params.h"
 #include "engine/kernels/common/kernel_common.h"
+#include "engine/kernels/cpu/cpu_math.h"
 #include "engine/kernels/cpu/kernel_families.h"
 #include "engine/kernels/cpu/parallel.h"
 #include "engine/kernels/cpu/simd.h"
@@ -28,23 +29,6 @@ constexpr int64_t kVecGrain = int64_t{1} << 13;  // vec_f32: about 1.5 ns per el
 // waking one costs more than it saves (GPT-2's tanh over 32K elements took
 // 0.14 ms on 2 threads, 0.09 ms on one).
 constexpr int64_t kVecColdBelow = int64_t{1} << 16;
-
-// The CPU's math policy: floats widened to double; integers stay.
-struct CpuMath {
-    template <class T>
-    using Wide = std::conditional_t<std::is_floating_point_v<T>, double, T>;
-    template <class T>
-    static T floor(T x) { return std::floor(x); }
-    template <class T>
-    static T ceil(T x) { return std::ceil(x); }
-    template <class T>
-    static T rint(T x) { return std::rint(x); }
-    static double exp(double x) { return std::exp(x); }
-    static double expm1(double x) { return std::expm1(x); }
-    static double log1p(double x) { return std::log1p(x); }
-    static double erf(double x) { return std::erf(x); }
-    static double erfc(double x) { return std::erfc(x); }
-};
 
 template <class Op>
 constexpr bool kCheap = std::is_same_v<Op, FloorOp> || std::is_same_v<Op, CeilOp> ||

@@ -9,6 +9,9 @@
 //     col2im scatters col onto the output (each output channel's plane by one
 //     worker, so no two write the same element).
 // The bias initializes the output, and the GEMM adds onto it (beta = 1).
+// A fused node's epilogue (residual add, activation: epilogue.h) is applied
+// to each block as soon as it is final: after each GEMM tile, to each
+// depthwise output plane, to each image of a direct 1x1 conv.
 // Parallel over images x groups (single-threaded GEMMs) when there are enough
 // of them; otherwise one image at a time, im2col over the session's workers
 // and OpenBLAS's threads in the GEMM. Scratch comes from KernelContext::scratch
@@ -23,6 +26,7 @@
 #include "engine/ir/conv_geometry.h"
 #include "engine/kernels/common/kernel_common.h"
 #include "engine/kernels/cpu/dnnl_kernels.h"
+#include "engine/kernels/cpu/epilogue.h"
 #include "engine/kernels/cpu/kernel_families.h"
 #include "engine/kernels/cpu/parallel.h"
 
@@ -108,7 +112,9 @@ void blas_threads(int n) {
 template <class T>
 class ConvKernel final : public KernelBase {
   public:
-    ConvKernel(const Graph& g, const Node& n) : KernelBase(g, n) {
+    ConvKernel(const Graph& g, const Node& n) : KernelBase(g, n), epilogue_(g, n) {
+        const Epilogue* e = g.epilogue_of(n);
+        has_bias_ = (e ? e->own_inputs(n.inputs.size()) : n.inputs.size()) > 2;
         auto geo = window_geometry(n, in_shapes_[0], &in_shapes_[1], nullptr);
         ok_ = geo.has_value();
         if (ok_) g_ = *geo;
@@ -119,16 +125,20 @@ class ConvKernel final : public KernelBase {
         if (out.numel == 0) return "";
         const T* x = static_cast<const T*>(in[0].data);
         const T* w = static_cast<const T*>(in[1].data);
-        const T* bias = in_shapes_.size() > 2 ? static_cast<const T*>(in[2].data) : nullptr;
+        const T* bias = has_bias_ ? static_cast<const T*>(in[2].data) : nullptr;
         T* y = static_cast<T*>(out.data);
         const int64_t groups = g_.group, cg = g_.channels / groups, mg = g_.out_channels / groups;
         const int64_t k = cg * g_.kernel_plane(), p = g_.out_plane();
+        epilogue_.bind(in);
         // The output starts as the bias (or zero); every path adds onto it.
         parallel_for(ctx, g_.batch * g_.out_channels, 64, [&](int64_t b, int64_t e) {
             for (int64_t i = b; i < e; ++i)
                 std::fill(y + i * p, y + (i + 1) * p, bias ? bias[i % g_.out_channels] : T(0));
         });
-        if (k == 0) return "";
+        if (k == 0) {
+            finish(y, 0, g_.batch * g_.out_channels, &ctx);
+            return "";
+        }
         if (cg == 1 && g_.kernel_plane() <= 64) return depthwise(x, w, y, ctx);
         const bool direct =
             g_.kernel_plane() == 1 && g_.stride[0] == 1 && g_.stride[1] == 1 && g_.no_padding();
@@ -145,13 +155,15 @@ class ConvKernel final : public KernelBase {
         auto w_of = [&](int64_t it) { return w + (it % groups) * mg * k; };
         const int threads = std::max(1, ctx.threads);
         if (direct) {
-            blas_threads(items >= threads && threads > 1 ? 1 : threads);
+            const bool per_item = items >= threads && threads > 1;
+            blas_threads(per_item ? 1 : threads);
             auto one = [&](int64_t it) {
                 gemm(false, static_cast<int>(mg), static_cast<int>(p), static_cast<int>(k),
                      w_of(it), static_cast<int>(k), x_of(it), static_cast<int>(p), T(1), y_of(it),
                      static_cast<int>(p));
+                finish(y, y_of(it) - y, mg, per_item ? nullptr : &ctx);
             };
-            if (items >= threads && threads > 1)
+            if (per_item)
                 parallel_for(ctx, items, 1, [&](int64_t b, int64_t e) {
                     for (int64_t it = b; it < e; ++it) one(it);
                 });
@@ -172,7 +184,7 @@ class ConvKernel final : public KernelBase {
                     return;
                 }
                 for (int64_t it = b; it < e; ++it)
-                    run_item(x_of(it), w_of(it), y_of(it), col, tile, nullptr);
+                    run_item(x_of(it), w_of(it), y, y_of(it) - y, col, tile, nullptr);
             });
             if (failed) return scratch_error(k * tile, ctx);
             return "";
@@ -186,7 +198,7 @@ class ConvKernel final : public KernelBase {
         }
         if (!buf->get()) return scratch_error(k * tile, ctx);
         for (int64_t it = 0; it < items; ++it)
-            run_item(x_of(it), w_of(it), y_of(it), static_cast<T*>(buf->get()), tile, &ctx);
+            run_item(x_of(it), w_of(it), y, y_of(it) - y, static_cast<T*>(buf->get()), tile, &ctx);
         return "";
     }
 
@@ -197,9 +209,27 @@ class ConvKernel final : public KernelBase {
                " bytes of scratch for conv's im2col columns (workspace) exceed the memory limit";
     }
 
-    // One image and group: tiles of im2col then GEMM; im2col over the workers when pctx is given.
-    void run_item(const T* x, const T* w, T* y, T* col, int64_t tile,
+    // The epilogue on output channels [0, rows) of the planes from element
+    // `start` of the output (the columns [p0, p0 + cols) of each), over the
+    // workers when pctx is given.
+    void finish(T* out, int64_t start, int64_t rows, const KernelContext* pctx, int64_t p0 = 0,
+                int64_t cols = -1) const {
+        if (epilogue_.empty() || rows == 0) return;
+        const int64_t p = g_.out_plane(), n = cols < 0 ? p : cols;
+        if (!pctx) {
+            epilogue_.apply(out, start + p0, rows, n, p);
+            return;
+        }
+        parallel_for(*pctx, rows, std::max<int64_t>(1, 8192 / std::max<int64_t>(n, 1)),
+                     [&](int64_t r0, int64_t r1) { epilogue_.apply(out, start + r0 * p + p0, r1 - r0, n, p); });
+    }
+
+    // One image and group (its output at element `start` of out): tiles of
+    // im2col then GEMM, each tile finished by the epilogue; im2col over the
+    // workers when pctx is given.
+    void run_item(const T* x, const T* w, T* out, int64_t start, T* col, int64_t tile,
                   const KernelContext* pctx) const {
+        T* y = out + start;
         const int64_t cg = g_.channels / g_.group, mg = g_.out_channels / g_.group;
         const int64_t k = cg * g_.kernel_plane(), p = g_.out_plane();
         for (int64_t p0 = 0; p0 < p; p0 += tile) {
@@ -213,6 +243,7 @@ class ConvKernel final : public KernelBase {
                 im2col(g_, x, 0, k, p0, p1, col, n);
             gemm(false, static_cast<int>(mg), static_cast<int>(n), static_cast<int>(k), w,
                  static_cast<int>(k), col, static_cast<int>(n), T(1), y + p0, static_cast<int>(p));
+            finish(out, start, mg, pctx, p0, n);
         }
     }
 
@@ -247,6 +278,7 @@ class ConvKernel final : public KernelBase {
                         }
                     }
                 }
+                finish(y, i * oh_n * ow_n, 1, nullptr);
             }
         });
         return "";
@@ -254,6 +286,8 @@ class ConvKernel final : public KernelBase {
 
     bool ok_ = false;
     WindowGeometry g_;
+    EpilogueRun<T> epilogue_;  // a fused node's; empty otherwise
+    bool has_bias_ = false;    // input 2 is the conv's bias (not an epilogue's input)
 };
 
 template <class T>

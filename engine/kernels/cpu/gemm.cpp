@@ -2,7 +2,8 @@
 // is broadcast into the output first, then one CBLAS gemm adds
 // alpha · op(a) @ op(b) to it (its beta 1; 0 without c), the transposes being
 // gemm's trans flags (no copies). Dimensions beyond gemm's int arguments: a
-// plain loop accumulated in double.
+// plain loop accumulated in double. A fused node's epilogue (an activation:
+// epilogue.h) follows in one pass over the rows.
 #include <cblas.h>
 
 #include <climits>
@@ -11,6 +12,7 @@
 #include "engine/kernels/common/kernel_common.h"
 #include "engine/kernels/common/norm_plan.h"
 #include "engine/kernels/cpu/dnnl_kernels.h"
+#include "engine/kernels/cpu/epilogue.h"
 #include "engine/kernels/cpu/kernel_families.h"
 #include "engine/kernels/cpu/parallel.h"
 
@@ -37,7 +39,8 @@ bool fits_int(int64_t v) {
 template <class T>
 class GemmKernel final : public KernelBase {
   public:
-    GemmKernel(const Graph& g, const Node& n) : KernelBase(g, n), plan_(gemm_plan(n, in_shapes_)) {
+    GemmKernel(const Graph& g, const Node& n)
+        : KernelBase(g, n), plan_(gemm_plan(n, in_shapes_)), epilogue_(g, n) {
         if (plan_)
             blas_ok_ = fits_int(plan_->m) && fits_int(plan_->n) && fits_int(plan_->k) &&
                        fits_int(plan_->lda) && fits_int(plan_->ldb);
@@ -67,7 +70,10 @@ class GemmKernel final : public KernelBase {
             std::memset(y, 0,
                         static_cast<size_t>(out.numel) * sizeof(T));  // all-zero bytes are 0.0
         }
-        if (p.k == 0) return "";
+        if (p.k == 0) {
+            apply_epilogue(epilogue_, in, out, out_shape_, ctx);
+            return "";
+        }
         if (!blas_ok_) {
             for (int64_t i = 0; i < p.m; ++i)
                 for (int64_t j = 0; j < p.n; ++j) {
@@ -80,6 +86,7 @@ class GemmKernel final : public KernelBase {
                     y[i * p.n + j] = static_cast<T>(static_cast<double>(alpha) * s +
                                                     static_cast<double>(y[i * p.n + j]));
                 }
+            apply_epilogue(epilogue_, in, out, out_shape_, ctx);
             return "";
         }
         // --threads also bounds OpenBLAS's own pool (process-wide, nodes never run concurrently).
@@ -88,12 +95,14 @@ class GemmKernel final : public KernelBase {
         blas_gemm(p.ta, p.tb, static_cast<int>(p.m), static_cast<int>(p.n), static_cast<int>(p.k),
                   alpha, a, static_cast<int>(p.lda), b, static_cast<int>(p.ldb),
                   p.has_c ? T(1) : T(0), y, static_cast<int>(p.n));
+        apply_epilogue(epilogue_, in, out, out_shape_, ctx);
         return "";
     }
 
   private:
     std::optional<GemmPlan> plan_;  // nullopt: the shapes do not match
     bool blas_ok_ = false;
+    EpilogueRun<T> epilogue_;  // a fused node's; empty otherwise
 };
 
 }  // namespace

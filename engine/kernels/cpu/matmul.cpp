@@ -2,7 +2,9 @@
 // promoted (a to a row, b to a column) and the added dimension dropped, batch
 // dimensions broadcast, transpose_a/transpose_b are gemm's trans flags (no
 // copies). One gemm per batch element, or one for the whole batch when b is a
-// single matrix and a needs no transpose (a's batch folds into M).
+// single matrix and a needs no transpose (a's batch folds into M). A fused
+// node's epilogue (bias, residual, activation: epilogue.h) follows in one
+// pass over the output's rows, over the session's workers.
 #include <cblas.h>
 #include <strings.h>
 
@@ -14,7 +16,9 @@
 #include <mutex>
 
 #include "engine/kernels/common/kernel_common.h"
+#include "engine/kernels/cpu/epilogue.h"
 #include "engine/kernels/cpu/kernel_families.h"
+#include "engine/kernels/cpu/parallel.h"
 #include "engine/kernels/cpu/vmath.h"
 #include "engine/kernels/cpu/simd.h"
 
@@ -85,7 +89,7 @@ bool fits_int(int64_t v) {
 template <class T>
 class MatmulKernel final : public KernelBase {
   public:
-    MatmulKernel(const Graph& g, const Node& n) : KernelBase(g, n) {
+    MatmulKernel(const Graph& g, const Node& n) : KernelBase(g, n), epilogue_(g, n) {
         std::optional<MatmulPlan> plan = matmul_plan(n, in_shapes_[0], in_shapes_[1], out_numel_);
         if (!plan || plan->batch_dims.size() > static_cast<size_t>(kMaxDims)) {
             ok_ = false;
@@ -109,7 +113,7 @@ class MatmulKernel final : public KernelBase {
         if (p_.k == 0) {
             std::memset(c, 0,
                         static_cast<size_t>(out.numel) * sizeof(T));  // all-zero bytes are 0.0
-            return "";
+            return finish(in, out, ctx);
         }
         const T* a = static_cast<const T*>(in[0].data);
         const T* b = static_cast<const T*>(in[1].data);
@@ -120,7 +124,7 @@ class MatmulKernel final : public KernelBase {
             gemm(false, p_.tb, static_cast<int>(p_.batch * p_.m), static_cast<int>(p_.n),
                  static_cast<int>(p_.k), a, static_cast<int>(p_.lda), b,
                  static_cast<int>(p_.ldb), c, static_cast<int>(p_.n));
-            return "";
+            return finish(in, out, ctx);
         }
         const std::vector<BroadcastDim>& dims = p_.batch_dims;  // innermost first
         std::array<int64_t, kMaxDims> idx;
@@ -137,10 +141,15 @@ class MatmulKernel final : public KernelBase {
                 idx[d] = 0;
             }
         }
-        return "";
+        return finish(in, out, ctx);
     }
 
   private:
+    std::string finish(const TensorRef* in, TensorRef& out, const KernelContext& ctx) {
+        apply_epilogue(epilogue_, in, out, out_shape_, ctx);
+        return "";
+    }
+
     // One m x k by k x n product.
     void multiply(const T* a, const T* b, T* c) const {
         if (blas_ok_) {
@@ -164,6 +173,7 @@ class MatmulKernel final : public KernelBase {
 
     bool ok_ = true, fold_ = false, blas_ok_ = true;
     MatmulPlan p_;
+    EpilogueRun<T> epilogue_;  // a fused node's; empty otherwise
 };
 
 }  // namespace
@@ -171,7 +181,8 @@ class MatmulKernel final : public KernelBase {
 std::unique_ptr<Kernel> make_matmul_kernel(const Graph& g, const Node& n) {
     select_openblas_core();
     if (n.op == OpKind::Gemm) return make_gemm_kernel(g, n);
-    if (n.inputs.size() == 2) {
+    // A fused matmul reads its epilogue's bias and residual after a and b.
+    if (n.inputs.size() == 2 || (g.epilogue_of(n) && n.inputs.size() <= 4)) {
         if (n.dtype == DType::F32) return std::make_unique<MatmulKernel<float>>(g, n);
         if (n.dtype == DType::F64) return std::make_unique<MatmulKernel<double>>(g, n);
     }

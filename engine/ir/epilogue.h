@@ -1,0 +1,73 @@
+// A fused node's epilogue (engine/plan/fuse.h): the elementwise work that the
+// fusion pass folded into a conv, matmul or gemm node, which its kernel applies
+// to each output tile while the tile is still in cache, instead of a pass of
+// its own over memory per op. Any kernel can read it; a kernel that cannot
+// run an epilogue must decline the node (the GPU never sees one: only CPU
+// nodes are fused).
+//
+// The fused node computes, per output element o at row-major index i:
+//
+//     y[i] = act( main[i] + bias[i mod n_last] + residual[i] )
+//
+// where `main` is the op's own result (a conv's result includes its own bias
+// input, as before: a batch_norm folded into the conv changed its weights and
+// that bias, not the epilogue), `bias` and `residual` are optional inputs of
+// the node named by their input index, and `act` one activation with its
+// parameters. Each term is rounded to the node's dtype as the unfused ops
+// rounded it: main + bias, then + residual, then act.
+//
+// For oneDNN this is a post-op chain: bias is the primitive's bias (or a
+// binary_add of a [1, n] tensor), residual a `sum` (or binary_add of the
+// full tensor), act an `eltwise` (relu, clip, gelu_erf / gelu_tanh, tanh,
+// logistic).
+#pragma once
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "engine/ir/ops.h"
+
+namespace graphrun {
+
+enum class Activation : uint8_t {
+    None,
+    Relu,      // max(x, 0)
+    Clip,      // min(max(x, lo), hi) (ONNX Clip; mobilenet's relu6 is clip(0, 6))
+    Gelu,      // x/2 · (1 + erf(x/√2))
+    GeluTanh,  // gelu approximate="tanh"
+    Tanh,
+    Sigmoid,
+};
+const char* activation_name(Activation a);
+
+// One node the fusion pass folded into another, as the user wrote it.
+struct FusedOp {
+    OpKind op = OpKind::Invalid;
+    std::string name;  // its display name
+};
+
+struct Epilogue {
+    int8_t bias = -1;      // input index of a bias along the output's last axis (numel = its size), or -1
+    int8_t residual = -1;  // input index of a tensor of the output's dtype and shape, or -1
+    Activation act = Activation::None;
+    double lo = -std::numeric_limits<double>::infinity();  // Clip's bounds, already in the node's dtype
+    double hi = std::numeric_limits<double>::infinity();
+    // Every node this one stands for, in program order: the op that became
+    // this node first (a conv, matmul or gemm), the last one whose name and
+    // output this node kept last.
+    std::vector<FusedOp> fused;
+
+    // How many of a node's `inputs` are its op's own: the epilogue's bias and
+    // residual come after them (a conv without a bias has 2, then a residual).
+    size_t own_inputs(size_t inputs) const {
+        if (bias >= 0 && static_cast<size_t>(bias) < inputs) inputs = static_cast<size_t>(bias);
+        if (residual >= 0 && static_cast<size_t>(residual) < inputs) inputs = static_cast<size_t>(residual);
+        return inputs;
+    }
+
+    // The fused ops in order, "conv + batch_norm + add + relu", for listings.
+    std::string describe() const;
+};
+
+}  // namespace graphrun

@@ -1,0 +1,120 @@
+// A fused node's epilogue (engine/ir/epilogue.h) as the CPU's conv, matmul and
+// gemm kernels apply it: to a block of the output right after the block is
+// computed (a GEMM tile, an output channel's plane), while it is in cache.
+// Each step rounds as the unfused op did: + bias, + residual, then the
+// activation with the unfused kernel's formula (relu, clip and sigmoid in T,
+// tanh with std::tanh in T, gelu in double: cpu_math.h), so a fused node's
+// result has the unfused chain's bits for the same main result.
+#pragma once
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+
+#include "engine/ir/graph.h"
+#include "engine/kernels/common/activation_ops.h"
+#include "engine/kernels/common/kernel.h"
+#include "engine/kernels/cpu/cpu_math.h"
+#include "engine/kernels/cpu/parallel.h"
+#include "engine/kernels/cpu/simd.h"
+
+namespace graphrun::kernels {
+
+template <class T>
+class EpilogueRun {
+public:
+    // For node n of graph g; empty() when n has no epilogue.
+    EpilogueRun(const Graph& g, const Node& n) {
+        const Epilogue* e = g.epilogue_of(n);
+        if (!e) return;
+        active_ = true;
+        bias_at_ = e->bias;
+        residual_at_ = e->residual;
+        act_ = e->act;
+        p_.lo = static_cast<T>(e->lo);
+        p_.hi = static_cast<T>(e->hi);
+        p_.tanh = e->act == Activation::GeluTanh;
+    }
+
+    bool empty() const { return !active_; }
+
+    // The bias and residual buffers of this run (the kernel's inputs).
+    void bind(const TensorRef* in) {
+        bias_ = bias_at_ >= 0 ? static_cast<const T*>(in[bias_at_].data) : nullptr;
+        residual_ = residual_at_ >= 0 ? static_cast<const T*>(in[residual_at_].data) : nullptr;
+    }
+
+    // Applies the epilogue to `rows` rows of `cols` elements of the output
+    // `out`, the first at element `start`, rows `ld` elements apart. The bias
+    // (along the output's last axis) takes column j as its index, so with a
+    // bias a block must be whole rows of the last axis (start a multiple of it).
+    void apply(T* out, int64_t start, int64_t rows, int64_t cols, int64_t ld) const {
+        if (!active_) return;
+        with_isa([&] {
+            for (int64_t r = 0; r < rows; ++r) {
+                T* __restrict y = out + start + r * ld;
+                if (bias_) {
+                    const T* __restrict b = bias_;
+                    blocked_loop(cols, [=](int64_t j) { y[j] = y[j] + b[j]; });
+                }
+                if (residual_) {
+                    const T* __restrict s = residual_ + start + r * ld;
+                    blocked_loop(cols, [=](int64_t j) { y[j] = y[j] + s[j]; });
+                }
+                activate(y, cols);
+            }
+        });
+    }
+
+private:
+    void activate(T* __restrict y, int64_t n) const {
+        const UnaryParams<T, double> p = p_;
+        switch (act_) {
+            case Activation::None: return;
+            case Activation::Relu: blocked_loop(n, [=](int64_t j) { y[j] = y[j] < 0 ? T(0) : y[j]; }); return;
+            case Activation::Clip:
+                blocked_loop(n, [=](int64_t j) { y[j] = ClipOp::apply<CpuMath>(y[j], p); });
+                return;
+            case Activation::Tanh:
+                for (int64_t j = 0; j < n; ++j) y[j] = std::tanh(y[j]);
+                return;
+            case Activation::Sigmoid:  // elementwise_ops.h's SigmoidWith, exp in T
+                for (int64_t j = 0; j < n; ++j) {
+                    const T x = y[j];
+                    if (x >= 0) {
+                        y[j] = T(1) / (T(1) + std::exp(-x));
+                    } else {
+                        const T e = std::exp(x);
+                        y[j] = e / (T(1) + e);
+                    }
+                }
+                return;
+            case Activation::Gelu:
+            case Activation::GeluTanh:
+                for (int64_t j = 0; j < n; ++j) y[j] = GeluOp::apply<CpuMath>(y[j], p);
+                return;
+        }
+    }
+
+    bool active_ = false;
+    int8_t bias_at_ = -1, residual_at_ = -1;
+    Activation act_ = Activation::None;
+    UnaryParams<T, double> p_;
+    const T* bias_ = nullptr;
+    const T* residual_ = nullptr;
+};
+
+// The epilogue over a whole output of `shape`, as rows of its last axis, over
+// the session's workers (matmul, gemm: after the BLAS call).
+template <class T>
+void apply_epilogue(EpilogueRun<T>& e, const TensorRef* in, TensorRef& out, const Shape& shape,
+                    const KernelContext& ctx) {
+    if (e.empty() || out.numel == 0) return;
+    e.bind(in);
+    const int64_t cols = shape.empty() ? 1 : shape.back();
+    if (cols <= 0) return;
+    T* y = static_cast<T*>(out.data);
+    parallel_for(ctx, out.numel / cols, std::max<int64_t>(1, 8192 / cols),
+                 [&](int64_t r0, int64_t r1) { e.apply(y, r0 * cols, r1 - r0, cols, cols); });
+}
+
+}  // namespace graphrun::kernels
