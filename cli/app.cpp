@@ -35,6 +35,14 @@ void add_placement_options(CLI::App* cmd, PlacementOptions& p) {
     cmd->add_flag("--log-placement", p.log, "print one line per node with its device to stderr");
 }
 
+// --no-fuse (engine/plan/fuse.h): every node its own kernel, as written.
+void add_fuse_option(CLI::App* cmd, PrepareOptions& p) {
+    cmd->add_flag_function(
+        "--no-fuse", [&p](int64_t) { p.fuse = false; },
+        "do not fuse conv/matmul/gemm with the batch_norm, bias, residual add and activation after them "
+        "(default: fused into one CPU kernel each; graph mode only)");
+}
+
 // Edit distance with adjacent transpositions counted as one edit (optimal
 // string alignment), so that `rnu` is one edit from `run`.
 size_t typo_distance(std::string_view a, std::string_view b) {
@@ -224,6 +232,7 @@ int run_command_line(int argc, char** argv) {
         ->default_str("text");
     add_placement_options(check_cmd, check.engine.placement);
     check_cmd->add_option("--fetch", check.engine.fetch, "name to fetch instead of the script's outputs (repeatable)");
+    add_fuse_option(check_cmd, check.engine);
 
     RunOptions run;
     std::string run_cleanup = "background", run_format = "text", run_memory_limit;
@@ -256,6 +265,7 @@ int run_command_line(int argc, char** argv) {
         ->check(CLI::IsMember({"graph", "eager"}))
         ->default_str("graph");
     run_cmd->add_option("--fetch", run.engine.prepare.fetch, "name to fetch and print instead of the script's outputs (repeatable)");
+    add_fuse_option(run_cmd, run.engine.prepare);
     run_cmd
         ->add_option("--format", run_format,
                      "output format on stdout (json: one JSON document per file per line)")
@@ -347,6 +357,7 @@ int run_command_line(int argc, char** argv) {
     compare_cmd->add_option("--threads", compare.engine.threads, "CPU worker threads, 1 to 1024 (default: all cores)")
         ->check(CLI::Validator([](std::string& v) { return integer_problem(v, 1, 1024, "1024"); }, ""));
     add_placement_options(compare_cmd, compare.engine.prepare.placement);
+    add_fuse_option(compare_cmd, compare.engine.prepare);
     DataOptionStrings compare_data;
     add_feed_options(compare_cmd, compare_data);
 
@@ -365,6 +376,7 @@ int run_command_line(int argc, char** argv) {
     dot_cmd->add_option("FILE", dot.file, "graph file, or - for standard input")->required();
     add_placement_options(dot_cmd, dot.engine.placement);
     dot_cmd->add_option("--fetch", dot.engine.fetch, "name to fetch instead of the script's outputs (repeatable)");
+    add_fuse_option(dot_cmd, dot.engine);
 
     // `graphrun repl` (issue 24): its own block, so that it merges cleanly.
     ReplOptions repl;

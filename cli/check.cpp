@@ -118,8 +118,20 @@ std::string render_listing(const Graph& g) {
     return buf;
 }
 
-// The rest of the text listing: outputs, the static peak, the weights and the close growth.
+// The rest of the text listing: what was fused, the inputs, outputs, the
+// static peak, the weights and the close growth.
 void print_text_tail(const Graph& g, const Plan& plan, std::ostream& out) {
+    if (!g.epilogues.empty()) {
+        out << "\nfused (one kernel each; --no-fuse runs them apart):\n";
+        for (const Node& n : g.nodes) {
+            const Epilogue* e = g.epilogue_of(n);
+            if (!e) continue;
+            out << "  " << terminal_text(n.display()) << ": " << e->describe() << "  <-";
+            for (size_t k = 0; k < e->fused.size(); ++k)
+                out << (k ? ", " : " ") << terminal_text(e->fused[k].name);
+            out << "\n";
+        }
+    }
     bool any_input = false;  // the values `run` needs: --input=NAME=@FILE.npy of this dtype and shape
     for (const Node& n : g.nodes) {
         if (n.op != OpKind::Input) continue;
@@ -176,6 +188,16 @@ void print_json(const Graph& g, const Plan& plan, std::ostream& out) {
         nodes.push_back(std::move(j));
     }
     doc["nodes"] = std::move(nodes);
+    // Per fused node, the nodes it stands for (their op and name), in program order.
+    auto fused = nlohmann::ordered_json::array();
+    for (const Node& n : g.nodes) {
+        const Epilogue* e = g.epilogue_of(n);
+        if (!e) continue;
+        auto parts = nlohmann::ordered_json::array();
+        for (const FusedOp& f : e->fused) parts.push_back({{"op", op_name(f.op)}, {"name", f.name}});
+        fused.push_back({{"node", n.display()}, {"op", op_name(n.op)}, {"fused", std::move(parts)}});
+    }
+    doc["fused"] = std::move(fused);
     auto ins = nlohmann::ordered_json::array();
     for (const Node& n : g.nodes)
         if (n.op == OpKind::Input)

@@ -131,7 +131,10 @@ LineChart chart_of(const std::string& file, int64_t iterations, const std::vecto
 int compare_command(const CompareOptions& opts, std::ostream& out, std::ostream& err) {
     // Loaded, placed and planned once (its warnings said once); each strategy
     // runs it in a fresh session.
-    PrepareResult pr = prepare(opts.file, opts.engine.prepare, err);
+    PrepareOptions po = opts.engine.prepare;
+    // Eager mode binds every name to its own value: with it, both modes run the unfused graph.
+    for (ExecMode m : opts.modes) po.fuse = po.fuse && m != ExecMode::Eager;
+    PrepareResult pr = prepare(opts.file, po, err);
     if (!pr.ok()) return exit_code(*pr.error);
     // The inputs' values (--input, --fill), once for the three runs; their
     // array files are read within the CPU's memory limit, as run reads them.

@@ -171,6 +171,7 @@ PrepareOptions prepare_options(const CompileOptions& o) {
     po.placement.device = o.device.empty() ? "auto" : o.device;
     po.placement.soft = o.soft_placement;
     po.fetch = o.fetch;
+    po.fuse = o.fuse;
     po.memory_limit = o.memory_limit;
     return po;
 }

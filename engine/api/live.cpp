@@ -251,6 +251,7 @@ StatementResult LiveSession::execute(std::string_view text, const std::string& d
     });
     std::unique_ptr<LoadedGraph> lg = load_statements(display, source, names, kShownName, first_line, m.limits());
     PrepareOptions po;
+    po.fuse = false;  // every bound name holds its own value (SPEC section 8)
     po.placement = m.opts.placement;
     po.memory_limit = m.opts.memory_limit;
     std::ostringstream printed;  // warnings and --log-placement lines
@@ -325,6 +326,7 @@ StatementResult LiveSession::load(const std::string& path, const FeedOptions& fe
     Impl& m = *impl_;
     StatementResult r;
     PrepareOptions po;
+    po.fuse = false;  // every bound name holds its own value (SPEC section 8)
     po.placement = m.opts.placement;
     po.memory_limit = m.opts.memory_limit;
     std::ostringstream printed;

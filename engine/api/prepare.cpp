@@ -1,4 +1,4 @@
-// Load, validate, fetch, place, plan, refuse an over-limit static peak.
+// Load, validate, fetch, place, fuse, plan, refuse an over-limit static peak.
 #include "engine/api/prepare.h"
 
 #include "engine/api/devices.h"
@@ -8,6 +8,7 @@
 #include "engine/base/printable.h"
 #include "engine/runtime/allocator.h"
 #include "engine/ir/device_name.h"
+#include "engine/plan/fuse.h"
 
 namespace graphrun {
 
@@ -89,7 +90,10 @@ PrepareResult load_and_place(std::unique_ptr<LoadedGraph> loaded, const PrepareO
         perr->diagnostics.assign(1, d.format(d.all().front()));
         d.print(err);
         r.error = std::move(perr);
+        return r;
     }
+    // The plan, check's listing and the run all see the fused graph.
+    if (opts.fuse) fuse_graph(g);
     return r;
 }
 

@@ -1,5 +1,5 @@
 // Preparing a graph file to run: load (file or standard input), validate,
-// apply --fetch, place, compile the plan, and refuse a static peak over the
+// apply --fetch, place, fuse (engine/plan/fuse.h), compile the plan, and refuse a static peak over the
 // memory limit. `graphrun check` stops here; `graphrun run` goes on to run.h.
 //
 // Diagnostics are printed to `err` as they are found, in the order found; the
@@ -23,6 +23,10 @@ namespace graphrun {
 struct PrepareOptions {
     PlacementOptions placement;
     std::vector<std::string> fetch;  // names to fetch instead of the graph's outputs
+    // Fuse conv / matmul / gemm chains into one node each once placed
+    // (engine/plan/fuse.h); --no-fuse turns it off. Off for eager mode and
+    // the live session, whose bound names each hold their own value.
+    bool fuse = true;
     // Refuse a plan whose static peak on a device is over its memory limit
     // (the CPU's always; a GPU's when memory_limit is set, and otherwise once
     // the session has opened it and knows its free memory).
@@ -49,14 +53,14 @@ struct PrepareResult {
     bool ok() const { return !error; }
 };
 
-// All of it: load, validate, fetch, place, plan, static-peak refusal.
+// All of it: load, validate, fetch, place, fuse, plan, static-peak refusal.
 PrepareResult prepare(const std::string& path, const PrepareOptions& opts, std::ostream& err);
 // The same for a graph already loaded (load_graph_source: tests, fuzzing);
 // its diagnostics are printed here, as prepare() prints them.
 PrepareResult prepare(std::unique_ptr<LoadedGraph> lg, const PrepareOptions& opts, std::ostream& err);
 
 // The two halves of prepare(), for a caller that works between them (check
-// renders its listing while the plan compiles): load, validate, fetch, place ...
+// renders its listing while the plan compiles): load, validate, fetch, place, fuse ...
 PrepareResult load_and_place(const std::string& path, const PrepareOptions& opts, std::ostream& err);
 PrepareResult load_and_place(std::unique_ptr<LoadedGraph> lg, const PrepareOptions& opts, std::ostream& err);
 // ... and plan, with the static-peak refusal. Sets p.plan on success.

@@ -58,7 +58,10 @@ std::optional<Error> check_host_copies(const Prepared& p, int64_t iterations, st
 }  // namespace
 
 RunResult run_file(const std::string& path, const RunFileOptions& opts, std::ostream& err) {
-    PrepareResult pr = prepare(path, opts.prepare, err);
+    PrepareOptions po = opts.prepare;
+    // Eager mode binds every name of the program to its own value: nothing fuses away.
+    if (opts.mode == ExecMode::Eager) po.fuse = false;
+    PrepareResult pr = prepare(path, po, err);
     auto failed = [&](std::optional<Error> e) {
         RunResult r;
         r.file = pr.file;

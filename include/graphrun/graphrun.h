@@ -157,6 +157,10 @@ struct CompileOptions {
     std::string device;
     bool soft_placement = true;      // a node its device cannot run falls back to the CPU (a warning)
     std::vector<std::string> fetch;  // names to compute instead of the graph's outputs
+    // Fuse conv / matmul / gemm chains (with batch_norm folded, bias, residual
+    // add, activation) into one CPU kernel each, as `graphrun run` does; false
+    // is --no-fuse.
+    bool fuse = true;
     // Refuse a plan whose static peak on a device is over this many bytes
     // (0: the default, 90% of the host's available memory on the CPU).
     uint64_t memory_limit = 0;

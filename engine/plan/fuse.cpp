@@ -1,0 +1,401 @@
+// The fusion pass: finds conv / matmul / gemm chains, folds batch_norm into
+// new constants, gives the chain's last node the head's op and an epilogue,
+// and renumbers the graph without the nodes that left it.
+#include "engine/plan/fuse.h"
+
+#include <cmath>
+#include <cstring>
+#include <optional>
+
+#include "engine/ir/device_name.h"
+
+namespace graphrun {
+
+namespace {
+
+constexpr int32_t kNoBlock = -2;  // a node in no statement list (a loop parameter)
+
+// A number attribute (validated), or `def` when absent; rounded to the node's
+// dtype, as the kernels apply an attribute (activation_params.h, norm_plan.h).
+double number_attr(const Node& n, std::string_view name, double def) {
+    const NamedAttr* a = n.find_attr(name);
+    double v = def;
+    if (a && a->value.kind == Attr::Kind::Bool) v = a->value.b ? 1.0 : 0.0;
+    else if (a) v = a->value.is_int ? static_cast<double>(a->value.i) : a->value.f;
+    return n.dtype == DType::F32 ? static_cast<double>(static_cast<float>(v)) : v;
+}
+
+// The activation an op is, if the epilogue has it.
+std::optional<Epilogue> activation_of(const Node& n) {
+    Epilogue e;
+    switch (n.op) {
+        case OpKind::Relu: e.act = Activation::Relu; break;
+        case OpKind::Tanh: e.act = Activation::Tanh; break;
+        case OpKind::Sigmoid: e.act = Activation::Sigmoid; break;
+        case OpKind::Gelu: {
+            const NamedAttr* a = n.find_attr("approximate");
+            if (a && a->value.s != "tanh" && a->value.s != "none") return std::nullopt;
+            e.act = a && a->value.s == "tanh" ? Activation::GeluTanh : Activation::Gelu;
+            break;
+        }
+        case OpKind::Clip:
+            e.act = Activation::Clip;
+            e.lo = number_attr(n, "min", -INFINITY);
+            e.hi = number_attr(n, "max", INFINITY);
+            break;
+        default: return std::nullopt;
+    }
+    return e;
+}
+
+// Whether `bias` adds along the last axis of `out`: its numel is that axis's
+// size, and every other dimension it has is 1.
+bool is_row_bias(const Shape& bias, const Shape& out) {
+    if (out.empty() || bias.size() > out.size()) return false;
+    int64_t numel = 1;
+    for (size_t k = 0; k < bias.size(); ++k) {
+        if (k + 1 < bias.size() && bias[k] != 1) return false;
+        numel *= bias[k];
+    }
+    return numel == out.back() && (bias.empty() ? out.back() == 1 : bias.back() == out.back());
+}
+
+template <class T>
+std::vector<T> values_of(const Node& n) {
+    std::vector<T> v(n.literal.size() / sizeof(T));
+    if (!v.empty()) std::memcpy(v.data(), n.literal.data(), v.size() * sizeof(T));
+    return v;
+}
+
+template <class T>
+std::vector<uint8_t> bytes_of(const std::vector<T>& v) {
+    std::vector<uint8_t> b(v.size() * sizeof(T));
+    if (!b.empty()) std::memcpy(b.data(), v.data(), b.size());
+    return b;
+}
+
+// batch_norm folded into a conv's weights and bias, per output channel m:
+// s = scale / sqrt(var + epsilon) (the batch_norm kernel's factor),
+// w' = w · s, b' = (b − mean) · s + beta; in double, rounded once to T.
+template <class T>
+void fold_batch_norm(const Node& w, const Node* b, const Node* const bn[4], double eps, int64_t channels,
+                     std::vector<uint8_t>& w_out, std::vector<uint8_t>& b_out) {
+    std::vector<T> wv = values_of<T>(w);
+    const std::vector<T> scale = values_of<T>(*bn[0]), beta = values_of<T>(*bn[1]), mean = values_of<T>(*bn[2]),
+                         var = values_of<T>(*bn[3]);
+    std::vector<T> bv = b ? values_of<T>(*b) : std::vector<T>(static_cast<size_t>(channels), T(0));
+    const size_t per = wv.size() / static_cast<size_t>(channels);
+    for (size_t m = 0; m < static_cast<size_t>(channels); ++m) {
+        const double s = static_cast<double>(scale[m]) / std::sqrt(static_cast<double>(var[m]) + eps);
+        for (size_t i = m * per; i < (m + 1) * per; ++i) wv[i] = static_cast<T>(static_cast<double>(wv[i]) * s);
+        bv[m] = static_cast<T>((static_cast<double>(bv[m]) - static_cast<double>(mean[m])) * s +
+                               static_cast<double>(beta[m]));
+    }
+    w_out = bytes_of(wv);
+    b_out = bytes_of(bv);
+}
+
+class Fuser {
+public:
+    explicit Fuser(Graph& g) : g_(g) {}
+
+    FuseStats run() {
+        index();
+        original_ = g_.nodes.size();
+        for (size_t id = 0; id < original_; ++id) try_chain(static_cast<NodeId>(id));
+        if (stats_.fused == 0) return stats_;
+        drop_unread_constants();
+        compact();
+        return stats_;
+    }
+
+private:
+    // Readers, the block of each statement, and the values that must stay.
+    void index() {
+        const size_t n = g_.nodes.size();
+        readers_.assign(n, 0);
+        reader_.assign(n, kNoNode);
+        block_.assign(n, kNoBlock);
+        pinned_.assign(n, false);
+        removed_.assign(n, false);
+        auto walk = [&](const std::vector<Stmt>& stmts, int32_t block) {
+            for (const Stmt& s : stmts) {
+                if (s.kind != Stmt::Kind::Node) continue;
+                block_[static_cast<size_t>(s.index)] = block;
+                count_reads(s.index);
+            }
+        };
+        walk(g_.top, -1);
+        for (size_t r = 0; r < g_.repeats.size(); ++r) {
+            walk(g_.repeats[r].body, static_cast<int32_t>(r));
+            for (const Carry& c : g_.repeats[r].carries)
+                for (NodeId v : {c.param, c.init, c.update})
+                    if (v >= 0) pinned_[static_cast<size_t>(v)] = true;
+        }
+        for (const Output& o : g_.outputs)
+            if (o.id >= 0) pinned_[static_cast<size_t>(o.id)] = true;
+    }
+
+    void count_reads(NodeId reader) {
+        for (const Input& in : g_.node(reader).inputs) {
+            if (in.id < 0) continue;
+            ++readers_[static_cast<size_t>(in.id)];
+            reader_[static_cast<size_t>(in.id)] = reader;
+        }
+    }
+
+    bool fusable(const Node& n) const {
+        return n.valid && n.epilogue < 0 && is_float(n.dtype) && device_kind(n.placed) == DeviceKind::Cpu &&
+               checked_numel(n.shape).has_value();
+    }
+
+    // The node that takes `v` further along a chain: v's only reader, in v's
+    // block, on the CPU, of v's dtype and shape; kNoNode when v must stay.
+    NodeId next_of(NodeId v) const {
+        const auto i = static_cast<size_t>(v);
+        if (pinned_[i] || readers_[i] != 1) return kNoNode;
+        const NodeId r = reader_[i];
+        const Node& a = g_.node(v);
+        const Node& b = g_.node(r);
+        if (removed_[static_cast<size_t>(r)] || block_[static_cast<size_t>(r)] != block_[i] || !fusable(b) ||
+            b.dtype != a.dtype || b.shape != a.shape)
+            return kNoNode;
+        return r;
+    }
+
+    // An add of `v` and one other operand: that operand's id, or kNoNode.
+    NodeId other_addend(const Node& add, NodeId v) const {
+        if (add.op != OpKind::Add || add.inputs.size() != 2) return kNoNode;
+        const NodeId a = add.inputs[0].id, b = add.inputs[1].id;
+        if (a == v && b != v) return b;
+        if (b == v && a != v) return a;
+        return kNoNode;
+    }
+
+    bool is_constant(NodeId id, DType t, int64_t numel) const {
+        const Node& n = g_.node(id);
+        return n.op == OpKind::Const && n.valid && n.dtype == t && checked_numel(n.shape) == numel &&
+               n.literal.size() == static_cast<size_t>(numel) * dtype_size(t);
+    }
+
+    // Whether batch_norm `bn`, reading conv `head`, folds into it: every
+    // parameter and the conv's weights and bias are constants.
+    bool folds(const Node& head, const Node& bn, NodeId head_id) const {
+        if (head.op != OpKind::Conv || bn.op != OpKind::BatchNorm || bn.inputs.size() != 5 ||
+            bn.inputs[0].id != head_id || head.shape.size() < 2)
+            return false;
+        const int64_t m = head.shape[1];
+        for (size_t k = 1; k < 5; ++k)
+            if (!is_constant(bn.inputs[k].id, head.dtype, m)) return false;
+        const Node& w = g_.node(head.inputs[1].id);
+        const auto wn = checked_numel(w.shape);
+        if (!wn || m <= 0 || *wn % m != 0 || !is_constant(head.inputs[1].id, head.dtype, *wn)) return false;
+        return head.inputs.size() < 3 || is_constant(head.inputs[2].id, head.dtype, m);
+    }
+
+    NodeId add_constant(const Node& like, std::string name, const Shape& shape, std::vector<uint8_t> bytes,
+                        NodeId before) {
+        Node n;
+        n.op = OpKind::Const;
+        n.generated = true;
+        n.valid = true;
+        n.host_literal = true;
+        n.dtype = like.dtype;
+        n.repeat = like.repeat;
+        n.shape = shape;
+        n.placed = like.placed;
+        n.name = std::move(name);
+        n.loc = like.loc;
+        std::vector<Attr> dims;
+        for (int64_t d : shape) dims.push_back(Attr::integer(d));
+        n.attrs.push_back(NamedAttr{"shape", Attr::make_list(std::move(dims)), {}});
+        n.attrs.push_back(NamedAttr{"dtype", Attr::ident(dtype_name(like.dtype)), {}});
+        n.literal = std::move(bytes);
+        const auto id = static_cast<NodeId>(g_.nodes.size());
+        g_.nodes.push_back(std::move(n));
+        readers_.push_back(0);
+        reader_.push_back(kNoNode);
+        block_.push_back(block_[static_cast<size_t>(before)]);
+        pinned_.push_back(false);
+        removed_.push_back(false);
+        inserted_.emplace_back(id, before);
+        return id;
+    }
+
+    void try_chain(NodeId head_id) {
+        {
+            const Node& h = g_.node(head_id);
+            const bool conv = h.op == OpKind::Conv && (h.inputs.size() == 2 || h.inputs.size() == 3);
+            const bool mm = (h.op == OpKind::Matmul && h.inputs.size() == 2) ||
+                            (h.op == OpKind::Gemm && (h.inputs.size() == 2 || h.inputs.size() == 3));
+            if ((!conv && !mm) || block_[static_cast<size_t>(head_id)] == kNoBlock || !fusable(h)) return;
+        }
+        std::vector<NodeId> chain{head_id};
+        NodeId cur = head_id;
+        NodeId bn = kNoNode, bias = kNoNode, residual = kNoNode;
+        Epilogue e;
+        NodeId nx = next_of(cur);
+        const Node& head = g_.node(head_id);
+        if (nx != kNoNode && folds(head, g_.node(nx), head_id)) {
+            bn = nx;
+            chain.push_back(cur = nx);
+            nx = next_of(cur);
+        }
+        if (nx != kNoNode && head.op == OpKind::Matmul) {
+            const NodeId o = other_addend(g_.node(nx), cur);
+            if (o != kNoNode && g_.node(o).dtype == head.dtype && g_.node(o).shape != head.shape &&
+                is_row_bias(g_.node(o).shape, head.shape)) {
+                bias = o;
+                chain.push_back(cur = nx);
+                nx = next_of(cur);
+            }
+        }
+        // (gemm takes no residual: a third input is its c.)
+        if (nx != kNoNode && head.op != OpKind::Gemm) {
+            const NodeId o = other_addend(g_.node(nx), cur);
+            if (o != kNoNode && g_.node(o).dtype == head.dtype && g_.node(o).shape == head.shape) {
+                residual = o;
+                chain.push_back(cur = nx);
+                nx = next_of(cur);
+            }
+        }
+        if (nx != kNoNode)
+            if (std::optional<Epilogue> act = activation_of(g_.node(nx))) {
+                e = *act;
+                chain.push_back(cur = nx);
+            }
+        if (chain.size() < 2) return;
+
+        for (NodeId id : chain) e.fused.push_back(FusedOp{g_.node(id).op, std::string(g_.node(id).display())});
+        const NodeId tail = chain.back();
+        Inputs inputs = g_.node(head_id).inputs;
+        if (bn != kNoNode) {
+            // New constants, before the fused node: the old ones may have other readers.
+            const Node& h = g_.node(head_id);
+            const Node& b = g_.node(bn);
+            const Node* params[4];
+            for (size_t k = 0; k < 4; ++k) params[k] = &g_.node(b.inputs[k + 1].id);
+            const Node& w = g_.node(h.inputs[1].id);
+            const Node* cb = h.inputs.size() > 2 ? &g_.node(h.inputs[2].id) : nullptr;
+            const double eps = number_attr(b, "epsilon", 1e-5);
+            const int64_t m = h.shape[1];
+            std::vector<uint8_t> wb, bb;
+            if (h.dtype == DType::F32) fold_batch_norm<float>(w, cb, params, eps, m, wb, bb);
+            else fold_batch_norm<double>(w, cb, params, eps, m, wb, bb);
+            const std::string base(g_.node(tail).display());
+            const Shape w_shape = w.shape;
+            const Node like = h;  // add_constant grows the node list
+            const NodeId nw = add_constant(like, base + ".folded_weight", w_shape, std::move(wb), tail);
+            const NodeId nb = add_constant(like, base + ".folded_bias", Shape{m}, std::move(bb), tail);
+            for (const Input& in : g_.node(bn).inputs) unread_.push_back(in.id);
+            for (size_t k = 1; k < inputs.size(); ++k) unread_.push_back(inputs[k].id);
+            while (inputs.size() > 2) inputs.pop_back();
+            inputs[1].id = nw;
+            inputs.push_back(Input{nb, g_.node(head_id).inputs[1].loc});
+        }
+        auto add_input = [&](NodeId v, int8_t& slot) {
+            slot = static_cast<int8_t>(inputs.size());
+            inputs.push_back(Input{v, {}});
+        };
+        if (bias != kNoNode) add_input(bias, e.bias);
+        if (residual != kNoNode) add_input(residual, e.residual);
+
+        // The last node becomes the fused one; the others leave.
+        Node& h = g_.node(head_id);
+        Node& t = g_.node(tail);
+        t.op = h.op;
+        t.attrs = h.attrs;
+        t.inputs = std::move(inputs);
+        t.weak = false;
+        t.epilogue = static_cast<int32_t>(g_.epilogues.size());
+        g_.epilogues.push_back(std::move(e));
+        for (NodeId id : chain)
+            if (id != tail) removed_[static_cast<size_t>(id)] = true;
+        ++stats_.fused;
+    }
+
+    // The constants the folds stopped reading, when nothing else reads them.
+    void drop_unread_constants() {
+        std::fill(readers_.begin(), readers_.end(), 0);
+        for (size_t i = 0; i < g_.nodes.size(); ++i)
+            if (!removed_[i] && block_[i] != kNoBlock) count_reads(static_cast<NodeId>(i));
+        for (NodeId v : unread_) {
+            const auto i = static_cast<size_t>(v);
+            if (g_.node(v).op == OpKind::Const && !removed_[i] && readers_[i] == 0 && !pinned_[i] &&
+                block_[i] != kNoBlock)
+                removed_[i] = true;
+        }
+    }
+
+    // Renumbers the nodes: the removed ones out, each new constant just before
+    // the node that reads it, the rest in their order.
+    void compact() {
+        const size_t old_count = g_.nodes.size();  // the new constants are at the end
+        std::vector<std::vector<NodeId>> before(original_);
+        for (const auto& [id, at] : inserted_) before[static_cast<size_t>(at)].push_back(id);
+        std::vector<NodeId> remap(old_count, kNoNode);
+        std::vector<Node> kept;
+        kept.reserve(old_count);
+        auto keep = [&](NodeId id) {
+            remap[static_cast<size_t>(id)] = static_cast<NodeId>(kept.size());
+            kept.push_back(std::move(g_.nodes[static_cast<size_t>(id)]));
+        };
+        for (size_t i = 0; i < original_; ++i) {
+            for (NodeId id : before[i]) keep(id);
+            if (removed_[i]) {
+                ++stats_.removed;
+                continue;
+            }
+            keep(static_cast<NodeId>(i));
+        }
+        g_.nodes = std::move(kept);
+        auto fix = [&](NodeId& id) {
+            if (id >= 0) id = remap[static_cast<size_t>(id)];
+        };
+        for (Node& n : g_.nodes)
+            for (Input& in : n.inputs) fix(in.id);
+        auto fix_stmts = [&](std::vector<Stmt>& stmts) {
+            std::vector<Stmt> out;
+            out.reserve(stmts.size());
+            for (const Stmt& s : stmts) {
+                if (s.kind != Stmt::Kind::Node) {
+                    out.push_back(s);
+                    continue;
+                }
+                for (NodeId id : before[static_cast<size_t>(s.index)])
+                    out.push_back(Stmt{Stmt::Kind::Node, remap[static_cast<size_t>(id)]});
+                if (!removed_[static_cast<size_t>(s.index)])
+                    out.push_back(Stmt{Stmt::Kind::Node, remap[static_cast<size_t>(s.index)]});
+            }
+            stmts = std::move(out);
+        };
+        fix_stmts(g_.top);
+        for (Repeat& r : g_.repeats) {
+            fix_stmts(r.body);
+            for (Carry& c : r.carries) {
+                fix(c.param);
+                fix(c.init);
+                fix(c.update);
+            }
+        }
+        g_.bindings.remap(remap);
+        for (Output& o : g_.outputs) fix(o.id);
+    }
+
+    Graph& g_;
+    size_t original_ = 0;           // nodes before the pass added constants
+    std::vector<int32_t> readers_;  // per node: reads by statement nodes (a node reading it twice: 2)
+    std::vector<NodeId> reader_;    // per node: its last reader
+    std::vector<int32_t> block_;    // per node: -1 top level, r repeat r's body, kNoBlock none
+    std::vector<bool> pinned_;      // outputs and carried values
+    std::vector<bool> removed_;
+    std::vector<std::pair<NodeId, NodeId>> inserted_;  // new constant, the node it goes before
+    std::vector<NodeId> unread_;    // constants a fold stopped reading
+    FuseStats stats_;
+};
+
+}  // namespace
+
+FuseStats fuse_graph(Graph& g) { return Fuser(g).run(); }
+
+}  // namespace graphrun

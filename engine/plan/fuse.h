@@ -1,0 +1,40 @@
+// The fusion pass (issue 25 item 2): run once a graph is validated, fetched
+// and placed, before its plan is compiled, it rewrites chains of nodes into
+// one node whose kernel does their work in one pass over memory:
+//
+//   conv [+ batch_norm] [+ add residual] [+ relu | clip | gelu | tanh | sigmoid]
+//   matmul [+ add bias] [+ add residual] [+ activation]
+//   gemm [+ activation]
+//
+// A batch_norm after a conv is folded into new constant weights and bias
+// (w·s and (b − mean)·s + beta, s = scale / sqrt(var + epsilon), computed in
+// double); the old constants that nothing else reads leave the graph, so the
+// weights shrink. The rest becomes the node's Epilogue (engine/ir/epilogue.h).
+//
+// The fused node keeps the chain's last node: its id, name, output, place in
+// the program and location; the other nodes of the chain leave the graph.
+// A chain stops at a value that must exist on its own: an output (the
+// script's or --fetch's), a value read twice or by a node in another block,
+// a repeat's carried value, or a node on another device than the CPU (the GPU
+// kernels take no epilogue), of a dtype other than f32/f64, or whose shape
+// differs from the head's. The plan compiled afterwards is the fused graph's,
+// so its static peak is what the run allocates.
+#pragma once
+#include <cstddef>
+
+#include "engine/ir/graph.h"
+
+namespace graphrun {
+
+struct FuseStats {
+    size_t fused = 0;    // nodes that now carry an epilogue
+    size_t removed = 0;  // nodes that left the graph (the chains' other nodes, unread constants)
+};
+
+// Rewrites `g` in place (node ids change: inputs, statements, carries,
+// bindings and outputs are renumbered; a name bound to a node that left is
+// unbound). Only top-level and repeat-body statements are rewritten; nodes
+// in no statement list are left alone.
+FuseStats fuse_graph(Graph& g);
+
+}  // namespace graphrun
