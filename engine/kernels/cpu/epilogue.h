@@ -2,13 +2,14 @@
 // gemm kernels apply it: to a block of the output right after the block is
 // computed (a GEMM tile, an output channel's plane), while it is in cache.
 // Each step rounds as the unfused op did: + bias, + residual, then the
-// activation with the unfused kernel's formula (relu, clip and sigmoid in T,
-// tanh with std::tanh in T, gelu in double: cpu_math.h), so a fused node's
-// result has the unfused chain's bits for the same main result.
+// activation with the unfused kernel's formula (relu and clip in T; f32 tanh
+// and sigmoid through vmath.h, f64 with libm; gelu in double: cpu_math.h), so
+// a fused node's result has the unfused chain's bits for the same main result.
 #pragma once
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <type_traits>
 
 #include "engine/ir/graph.h"
 #include "engine/kernels/common/activation_ops.h"
@@ -16,6 +17,7 @@
 #include "engine/kernels/cpu/cpu_math.h"
 #include "engine/kernels/cpu/parallel.h"
 #include "engine/kernels/cpu/simd.h"
+#include "engine/kernels/cpu/vmath.h"
 
 namespace graphrun::kernels {
 
@@ -75,9 +77,15 @@ private:
                 blocked_loop(n, [=](int64_t j) { y[j] = ClipOp::apply<CpuMath>(y[j], p); });
                 return;
             case Activation::Tanh:
-                for (int64_t j = 0; j < n; ++j) y[j] = std::tanh(y[j]);
+                if constexpr (std::is_same_v<T, float>) vec_f32(VecFn::Tanh, y, y, n);
+                else
+                    for (int64_t j = 0; j < n; ++j) y[j] = std::tanh(y[j]);
                 return;
-            case Activation::Sigmoid:  // elementwise_ops.h's SigmoidWith, exp in T
+            case Activation::Sigmoid:  // elementwise.cpp's: f32 through vmath.h, f64 SigmoidWith
+                if constexpr (std::is_same_v<T, float>) {
+                    vec_f32(VecFn::Sigmoid, y, y, n);
+                    return;
+                }
                 for (int64_t j = 0; j < n; ++j) {
                     const T x = y[j];
                     if (x >= 0) {
