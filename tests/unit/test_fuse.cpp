@@ -1,0 +1,325 @@
+// The fusion pass (engine/plan/fuse.h): which chains become one node and
+// which stay apart, batch_norm folded into new weights, names and outputs
+// kept, and the fused run equal to the unfused one with the safepoint peak
+// equal to the fused plan's static peak.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstring>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "engine/api/prepare.h"
+#include "engine/api/run.h"
+#include "engine/plan/fuse.h"
+
+using namespace graphrun;
+
+namespace {
+
+const DeviceAvailability& no_gpu() {
+    static const DeviceAvailability d;
+    return d;
+}
+
+// A stand-in GPU that runs every op (placement only: nothing here opens it).
+const DeviceAvailability& fake_gpu() {
+    static const DeviceAvailability d = [] {
+        DeviceAvailability a;
+        a.gpu_count = 1;
+        a.why_no_gpu.clear();
+        a.gpu_supports = [](OpKind, DType) { return true; };
+        return a;
+    }();
+    return d;
+}
+
+PrepareResult prepared(const std::string& src, bool fuse, std::vector<std::string> fetch = {},
+                       const DeviceAvailability& devices = no_gpu()) {
+    PrepareOptions o;
+    o.devices = &devices;
+    o.fuse = fuse;
+    o.fetch = std::move(fetch);
+    o.refuse_over_limit = false;
+    std::ostringstream err;
+    PrepareResult r = prepare(load_graph_source("t.graph", src, false), o, err);
+    INFO(err.str());
+    REQUIRE(r.ok());
+    return r;
+}
+
+const Node* find(const Graph& g, std::string_view name) {
+    for (const Node& n : g.nodes)
+        if (n.display() == name) return &n;
+    return nullptr;
+}
+
+size_t fused_count(const Graph& g) {
+    size_t k = 0;
+    for (const Node& n : g.nodes) k += g.epilogue_of(n) != nullptr;
+    return k;
+}
+
+std::string list(std::initializer_list<double> v) {
+    std::string s = "[";
+    for (double x : v) s += (s.size() > 1 ? ", " : "") + std::to_string(x);
+    return s + "]";
+}
+
+// conv -> batch_norm -> relu with constant weights; the conv's bias optional.
+std::string conv_bn_relu(bool bias, const std::string& tail = "y = relu(n)\noutput y\n") {
+    std::string w = "[";
+    for (int i = 0; i < 3 * 2 * 3 * 3; ++i) w += (i ? ", " : "") + std::to_string(0.05 * (i % 7) - 0.1);
+    w += "]";
+    return "x = random_uniform([1, 2, 5, 5], seed=3)\n"
+           "w = const(" + w + ", shape=[3, 2, 3, 3])\n" +
+           (bias ? "cb = " + list({0.1, -0.2, 0.3}) + "\nc = conv(x, w, cb, pads=1)\n" : "c = conv(x, w, pads=1)\n") +
+           "s = " + list({1.5, 0.5, 2}) + "\nb = " + list({0.1, -0.2, 0.3}) + "\nm = " + list({0.05, 0.1, -0.1}) +
+           "\nv = " + list({1, 2, 0.5}) + "\nn = batch_norm(c, s, b, m, v, epsilon=0.001)\n" + tail;
+}
+
+std::vector<float> floats(const HostTensor& t) {
+    std::vector<float> v(t.data.size() / sizeof(float));
+    std::memcpy(v.data(), t.data.data(), t.data.size());
+    return v;
+}
+
+// Runs a prepared graph once under safepoint: its outputs and statistics.
+RunResult run_once(const PrepareResult& p) {
+    RunFileOptions o;
+    o.cleanup = CleanupStrategy::Safepoint;
+    o.threads = 2;
+    o.check_leaks = true;
+    std::ostringstream err;
+    RunResult r = run_prepared(p.prepared, InputValues{}, o, err);
+    INFO(err.str());
+    REQUIRE_FALSE(r.error);
+    return r;
+}
+
+}  // namespace
+
+TEST_CASE("fuse: conv + batch_norm + relu is one conv node with relu's name, batch_norm folded into new weights") {
+    for (bool bias : {false, true}) {
+        CAPTURE(bias);
+        PrepareResult f = prepared(conv_bn_relu(bias), true);
+        const Graph& g = f.prepared.graph();
+        const Node* y = find(g, "y");
+        REQUIRE(y);
+        CHECK(y->op == OpKind::Conv);
+        const Epilogue* e = g.epilogue_of(*y);
+        REQUIRE(e);
+        CHECK(e->act == Activation::Relu);
+        CHECK(e->residual == -1);
+        CHECK(e->bias == -1);
+        REQUIRE(e->fused.size() == 3);
+        CHECK(e->fused[0].op == OpKind::Conv);
+        CHECK(e->fused[0].name == "c");
+        CHECK(e->fused[1].op == OpKind::BatchNorm);
+        CHECK(e->fused[1].name == "n");
+        CHECK(e->fused[2].op == OpKind::Relu);
+        CHECK(e->describe() == "conv + batch_norm + relu");
+        // The conv, the batch_norm and their constants left; x, the two folded constants and y stay.
+        CHECK(g.nodes.size() == 4);
+        for (const char* gone : {"c", "n", "w", "s", "b", "m", "v", "cb"}) CHECK_MESSAGE(!find(g, gone), gone);
+        CHECK(g.bindings.count("w") == 0);
+        CHECK(g.bindings.count("y") == 1);
+        REQUIRE(y->inputs.size() == 3);
+        const Node& w2 = g.node(y->inputs[1].id);
+        const Node& b2 = g.node(y->inputs[2].id);
+        CHECK(w2.op == OpKind::Const);
+        CHECK(w2.shape == Shape{3, 2, 3, 3});
+        CHECK(b2.shape == Shape{3});
+        // Each node's inputs come before it, as validation orders them.
+        for (size_t i = 0; i < g.nodes.size(); ++i)
+            for (const Input& in : g.nodes[i].inputs) CHECK(static_cast<size_t>(in.id) < i);
+        // w' = w * s / sqrt(v + eps), b' = (cb - m) * s / sqrt(v + eps) + b, per output channel.
+        const double s[] = {1.5, 0.5, 2}, b[] = {0.1, -0.2, 0.3}, m[] = {0.05, 0.1, -0.1}, v[] = {1, 2, 0.5},
+                     cb[] = {0.1, -0.2, 0.3};
+        std::vector<float> wv(54), bv(3);
+        std::memcpy(wv.data(), w2.literal.data(), 54 * 4);
+        std::memcpy(bv.data(), b2.literal.data(), 3 * 4);
+        const double eps = static_cast<float>(0.001);
+        for (int k = 0; k < 3; ++k) {
+            const double a = s[k] / std::sqrt(v[k] + eps);
+            CHECK(bv[k] == doctest::Approx(((bias ? cb[k] : 0) - m[k]) * a + b[k]).epsilon(1e-6));
+            for (int i = 0; i < 18; ++i)
+                CHECK(wv[k * 18 + i] == doctest::Approx(static_cast<float>(0.05 * ((k * 18 + i) % 7) - 0.1) * a)
+                                            .epsilon(1e-6));
+        }
+        // Fewer weights than the conv's and the batch_norm's (4 parameters) apart.
+        PrepareResult u = prepared(conv_bn_relu(bias), false);
+        CHECK(fused_count(u.prepared.graph()) == 0);
+        CHECK(f.prepared.plan->weights.at("cpu") < u.prepared.plan->weights.at("cpu"));
+        CHECK(f.prepared.plan->static_peak.at("cpu") < u.prepared.plan->static_peak.at("cpu"));
+        // The same values, and the run's peak is the fused plan's static peak.
+        RunResult rf = run_once(f), ru = run_once(u);
+        CHECK(rf.before.at("cpu").peak == f.prepared.plan->static_peak.at("cpu"));
+        CHECK(ru.before.at("cpu").peak == u.prepared.plan->static_peak.at("cpu"));
+        CHECK(rf.before.at("cpu").weights == f.prepared.plan->weights.at("cpu"));
+        REQUIRE(rf.outputs.size() == 1);
+        CHECK(rf.outputs[0].name == "y");
+        const std::vector<float> a = floats(rf.outputs[0]), c = floats(ru.outputs[0]);
+        REQUIRE(a.size() == 75);
+        REQUIRE(c.size() == 75);
+        int positive = 0;
+        for (size_t i = 0; i < a.size(); ++i) {
+            CHECK(a[i] == doctest::Approx(c[i]).epsilon(1e-5).scale(1));
+            CHECK(a[i] >= 0);
+            positive += a[i] > 0;
+        }
+        CHECK(positive > 10);  // the relu did not zero everything
+    }
+}
+
+TEST_CASE("fuse: a fetched intermediate, a value read twice, or a batch_norm of a non-constant stops the chain") {
+    // --fetch=n: the batch_norm's output must exist on its own; conv + batch_norm still fold.
+    {
+        PrepareResult r = prepared(conv_bn_relu(false), true, {"y", "n"});
+        const Graph& g = r.prepared.graph();
+        REQUIRE(find(g, "n"));
+        REQUIRE(find(g, "y"));
+        CHECK(find(g, "y")->op == OpKind::Relu);
+        CHECK(!g.epilogue_of(*find(g, "y")));
+        const Epilogue* e = g.epilogue_of(*find(g, "n"));
+        REQUIRE(e);
+        CHECK(e->describe() == "conv + batch_norm");
+        CHECK(find(g, "n")->op == OpKind::Conv);
+    }
+    // --fetch=c: the conv's output is fetched, nothing fuses into it.
+    {
+        PrepareResult r = prepared(conv_bn_relu(false), true, {"y", "c"});
+        const Graph& g = r.prepared.graph();
+        CHECK(find(g, "c")->op == OpKind::Conv);
+        CHECK(!g.epilogue_of(*find(g, "c")));
+        // batch_norm + relu alone has no head: stays apart.
+        CHECK(fused_count(g) == 0);
+    }
+    // c read twice: by the batch_norm and by z.
+    {
+        PrepareResult r = prepared(conv_bn_relu(false, "y = relu(n)\nz = c + y\noutput z\n"), true);
+        const Graph& g = r.prepared.graph();
+        CHECK(find(g, "c"));
+        CHECK(find(g, "n"));
+        CHECK(fused_count(g) == 0);
+    }
+    // A batch_norm whose mean is computed is not folded; the conv + relu of another chain still is.
+    {
+        const std::string src =
+            "x = random_uniform([1, 2, 4, 4])\nw = random_uniform([2, 2, 1, 1])\np = ones([2])\n"
+            "c = conv(x, w)\nn = batch_norm(c, p, p, p * 0.5, p)\ny = relu(n)\noutput y\n";
+        PrepareResult r = prepared(src, true);
+        const Graph& g = r.prepared.graph();
+        CHECK(find(g, "n"));
+        CHECK(find(g, "c"));
+        CHECK(fused_count(g) == 0);  // w is not a const either
+    }
+}
+
+TEST_CASE("fuse: a node on another device, a shape change, or a non-float dtype stays apart") {
+    const std::string src =
+        "x = random_uniform([4, 8], seed=1)\nw = random_uniform([8, 8], seed=2)\n"
+        "h = x @ w\nwith device(\"gpu:0\") { y = relu(h) }\noutput y\n";
+    {
+        PrepareResult r = prepared(src, true, {}, fake_gpu());
+        const Graph& g = r.prepared.graph();
+        CHECK(find(g, "y")->placed == "gpu:0");
+        CHECK(fused_count(g) == 0);
+    }
+    {
+        // Everything on the (stand-in) GPU: the GPU kernels take no epilogue.
+        PrepareOptions o;
+        o.devices = &fake_gpu();
+        o.placement.device = "gpu";
+        o.refuse_over_limit = false;
+        std::ostringstream err;
+        PrepareResult r = prepare(load_graph_source("t.graph", "x = ones([2, 2])\ny = relu(x @ x)\n", false), o, err);
+        REQUIRE(r.ok());
+        CHECK(fused_count(r.prepared.graph()) == 0);
+    }
+    {
+        // h + big broadcasts to [3, 4, 8]: the add changes the shape, so it is not fused.
+        PrepareResult r = prepared(
+            "x = ones([4, 8])\nw = ones([8, 8])\nbig = ones([3, 4, 8])\ny = relu(x @ w + big)\noutput y\n", true);
+        CHECK(fused_count(r.prepared.graph()) == 0);
+    }
+    {
+        // A cast between the matmul and the relu: no chain (and an i32 relu is no epilogue).
+        PrepareResult r = prepared("x = ones([2, 2])\ny = relu(cast(x @ x, dtype=i32))\noutput y\n", true);
+        CHECK(fused_count(r.prepared.graph()) == 0);
+    }
+}
+
+TEST_CASE("fuse: matmul + bias + residual + gelu, gemm + sigmoid, inside a repeat body; a carried value stays") {
+    const std::string src =
+        "x = random_uniform([3, 4], seed=5)\nw = random_uniform([4, 4], seed=6)\nb = [0.5, -1, 0.25, 2]\n"
+        "y = gelu(x @ w + b + x)\n"
+        "z = sigmoid(gemm(x, w, b, alpha=0.5))\n"
+        "output y, z\n";
+    PrepareResult f = prepared(src, true), u = prepared(src, false);
+    const Graph& g = f.prepared.graph();
+    const Epilogue* e = g.epilogue_of(*find(g, "y"));
+    REQUIRE(e);
+    CHECK(find(g, "y")->op == OpKind::Matmul);
+    CHECK(e->describe() == "matmul + add + add + gelu");
+    CHECK(e->act == Activation::Gelu);
+    CHECK(e->bias == 2);
+    CHECK(e->residual == 3);
+    CHECK(g.node(find(g, "y")->inputs[2].id).display() == "b");
+    CHECK(g.node(find(g, "y")->inputs[3].id).display() == "x");
+    const Epilogue* ez = g.epilogue_of(*find(g, "z"));
+    REQUIRE(ez);
+    CHECK(ez->describe() == "gemm + sigmoid");
+    CHECK(find(g, "z")->inputs.size() == 3);
+    RunResult rf = run_once(f), ru = run_once(u);
+    REQUIRE(rf.outputs.size() == 2);
+    for (size_t k = 0; k < 2; ++k) {
+        // Same main result and the same formulas: the same bits.
+        CHECK(rf.outputs[k].data == ru.outputs[k].data);
+    }
+    CHECK(rf.before.at("cpu").peak == f.prepared.plan->static_peak.at("cpu"));
+
+    // In a repeat body the chain fuses; a carried value cannot be fused away.
+    PrepareResult loop = prepared(
+        "w = random_uniform([4, 4], seed=6)\nh = ones([2, 4])\nrepeat 3 { h = relu(h @ w) }\noutput h\n", true);
+    CHECK(fused_count(loop.prepared.graph()) == 1);
+    PrepareResult carried = prepared(
+        "w = random_uniform([4, 4], seed=6)\nh = ones([2, 4])\ny = ones([2, 4])\n"
+        "repeat 3 { h = h @ w\n y = relu(h) }\noutput y\n", true);
+    CHECK(fused_count(carried.prepared.graph()) == 0);
+    RunResult rl = run_once(loop);
+    CHECK(rl.before.at("cpu").peak == loop.prepared.plan->static_peak.at("cpu"));
+}
+
+TEST_CASE("fuse: conv + add residual + clip, and --no-fuse leaves the graph as written") {
+    const std::string src =
+        "x = random_uniform([2, 3, 6, 6], seed=9)\nw = random_uniform([3, 3, 3, 3], seed=4)\n"
+        "r = random_uniform([2, 3, 6, 6], seed=8)\n"
+        "y = clip(conv(x, w, pads=1) + r, min=0.5, max=5)\noutput y\n";
+    PrepareResult f = prepared(src, true), u = prepared(src, false);
+    const Graph& g = f.prepared.graph();
+    const Epilogue* e = g.epilogue_of(*find(g, "y"));
+    REQUIRE(e);
+    CHECK(e->describe() == "conv + add + clip");
+    CHECK(e->act == Activation::Clip);
+    CHECK(e->lo == 0.5);
+    CHECK(e->hi == 5);
+    CHECK(e->residual == 2);  // the conv has no bias: the residual is its third input
+    CHECK(fused_count(u.prepared.graph()) == 0);
+    CHECK(u.prepared.graph().nodes.size() == g.nodes.size() + 2);
+    RunResult rf = run_once(f), ru = run_once(u);
+    CHECK(rf.outputs[0].data == ru.outputs[0].data);  // the conv's result is the same: so are the bits
+    CHECK(rf.before.at("cpu").peak == f.prepared.plan->static_peak.at("cpu"));
+    // The border pixels see fewer inputs (padding) than the middle ones: both sides of the clip show.
+    const std::vector<float> a = floats(rf.outputs[0]);
+    int clipped = 0, below = 0;
+    for (float v : a) {
+        CHECK(v >= 0.5f);
+        CHECK(v <= 5.0f);
+        clipped += v == 5.0f;
+        below += v < 5.0f;
+    }
+    CHECK(clipped > 0);
+    CHECK(below > 0);
+}
