@@ -220,8 +220,11 @@ class ConvKernel final : public KernelBase {
             epilogue_.apply(out, start + p0, rows, n, p);
             return;
         }
-        parallel_for(*pctx, rows, std::max<int64_t>(1, 8192 / std::max<int64_t>(n, 1)),
-                     [&](int64_t r0, int64_t r1) { epilogue_.apply(out, start + r0 * p + p0, r1 - r0, n, p); });
+        const int64_t per_row = std::max<int64_t>(n, 1);
+        parallel_for(
+            *pctx, rows, std::max<int64_t>(1, epilogue_.grain() / per_row),
+            [&](int64_t r0, int64_t r1) { epilogue_.apply(out, start + r0 * p + p0, r1 - r0, n, p); },
+            epilogue_.cold_below() / per_row);
     }
 
     // One image and group (its output at element `start` of out): tiles of
