@@ -3,8 +3,10 @@
 // and renumbers the graph without the nodes that left it.
 #include "engine/plan/fuse.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <map>
 #include <optional>
 
 #include "engine/ir/device_name.h"
@@ -102,7 +104,21 @@ public:
     FuseStats run() {
         index();
         original_ = g_.nodes.size();
+        // First the GELU an exporter writes out in elementwise ops becomes one
+        // gelu node, which a matmul chain can then take as its activation.
+        for (size_t id = 0; id < original_; ++id) try_gelu(static_cast<NodeId>(id));
+        if (!gelu_parts_.empty()) recount();
         for (size_t id = 0; id < original_; ++id) try_chain(static_cast<NodeId>(id));
+        // A gelu no chain took still lists the ops it replaced.
+        for (auto& [id, parts] : gelu_parts_) {
+            Node& n = g_.node(id);
+            if (removed_[static_cast<size_t>(id)] || n.epilogue >= 0 || parts.empty()) continue;
+            Epilogue e;
+            e.fused = std::move(parts);
+            n.epilogue = static_cast<int32_t>(g_.epilogues.size());
+            g_.epilogues.push_back(std::move(e));
+            ++stats_.fused;
+        }
         if (stats_.fused == 0) return stats_;
         drop_unread_constants();
         compact();
@@ -266,7 +282,15 @@ private:
             }
         if (chain.size() < 2) return;
 
-        for (NodeId id : chain) e.fused.push_back(FusedOp{g_.node(id).op, std::string(g_.node(id).display())});
+        for (NodeId id : chain) {
+            auto parts = gelu_parts_.find(id);
+            if (parts == gelu_parts_.end()) {
+                e.fused.push_back(FusedOp{g_.node(id).op, std::string(g_.node(id).display())});
+            } else {
+                for (FusedOp& f : parts->second) e.fused.push_back(std::move(f));
+                parts->second.clear();
+            }
+        }
         const NodeId tail = chain.back();
         Inputs inputs = g_.node(head_id).inputs;
         if (bn != kNoNode) {
@@ -314,11 +338,159 @@ private:
         ++stats_.fused;
     }
 
-    // The constants the folds stopped reading, when nothing else reads them.
-    void drop_unread_constants() {
+    // Readers again, of the nodes still in the graph.
+    void recount() {
         std::fill(readers_.begin(), readers_.end(), 0);
+        std::fill(reader_.begin(), reader_.end(), kNoNode);
         for (size_t i = 0; i < g_.nodes.size(); ++i)
             if (!removed_[i] && block_[i] != kNoBlock) count_reads(static_cast<NodeId>(i));
+    }
+
+    // `n` is op `op` of `v` and a scalar constant within 1e-6 of `want`: a
+    // binary op with the constant on either side (kNoNode: any v).
+    bool op_with_scalar(const Node& n, OpKind op, NodeId& v, double want) const {
+        if (n.op != op || n.inputs.size() != 2) return false;
+        for (size_t k = 0; k < 2; ++k) {
+            const NodeId c = n.inputs[1 - k].id, x = n.inputs[k].id;
+            if (v != kNoNode && x != v) continue;
+            const Node& cn = g_.node(c);
+            if (cn.op != OpKind::Const || !cn.valid || cn.dtype != n.dtype || checked_numel(cn.shape) != 1 ||
+                cn.literal.size() != dtype_size(n.dtype))
+                continue;
+            double value = 0;
+            if (n.dtype == DType::F32) {
+                float f;
+                std::memcpy(&f, cn.literal.data(), 4);
+                value = f;
+            } else {
+                std::memcpy(&value, cn.literal.data(), 8);
+            }
+            if (std::fabs(value - want) > 1e-6 * std::fabs(want)) continue;
+            v = x;
+            return true;
+        }
+        return false;
+    }
+
+    // A binary op of a and b in either order.
+    static bool of(const Node& n, OpKind op, NodeId a, NodeId b) {
+        return n.op == op && n.inputs.size() == 2 &&
+               ((n.inputs[0].id == a && n.inputs[1].id == b) || (n.inputs[0].id == b && n.inputs[1].id == a));
+    }
+
+    // The only reader of v within v's block when v is a pattern's inner value; kNoNode otherwise.
+    NodeId inner_next(NodeId v, const Node& like) const {
+        const auto i = static_cast<size_t>(v);
+        if (pinned_[i] || readers_[i] != 1) return kNoNode;
+        const NodeId r = reader_[i];
+        const Node& b = g_.node(r);
+        if (removed_[static_cast<size_t>(r)] || block_[static_cast<size_t>(r)] != block_[i] || !fusable(b) ||
+            b.dtype != like.dtype || b.shape != like.shape)
+            return kNoNode;
+        return r;
+    }
+
+    // The GELU as exporters write it, from its erf or its tanh node:
+    //   erf:  x / √2 (or x · 1/√2) -> erf -> + 1, then (x · 0.5) · that, or (x · that) · 0.5
+    //   tanh: x + 0.044715 · (x · x) · x -> · √(2/π) -> tanh -> + 1, then the same two endings
+    // becomes gelu(x) (approximate="tanh" for the second) in the last node's
+    // place; x may have other readers. Evaluated as the gelu kernel does (in
+    // double, rounded once), it differs from the ops' f32 steps by their rounding.
+    void try_gelu(NodeId at) {
+        const Node& t = g_.node(at);
+        if ((t.op != OpKind::Erf && t.op != OpKind::Tanh) || t.inputs.size() != 1 || !fusable(t) ||
+            block_[static_cast<size_t>(at)] == kNoBlock)
+            return;
+        const bool tanh = t.op == OpKind::Tanh;
+        std::vector<NodeId> inner;  // the pattern's nodes before its last, each read only within it
+        NodeId x = kNoNode;
+        const NodeId pre = t.inputs[0].id;
+        const Node& p = g_.node(pre);
+        if (!tanh) {
+            if (!op_with_scalar(p, OpKind::Div, x, 1.4142135623730951) &&
+                !op_with_scalar(p, OpKind::Mul, x, 0.7071067811865476))
+                return;
+            inner = {pre};
+        } else {
+            NodeId sum = kNoNode;
+            if (!op_with_scalar(p, OpKind::Mul, sum, 0.7978845608028654)) return;
+            const Node& a = g_.node(sum);
+            if (a.op != OpKind::Add || a.inputs.size() != 2) return;
+            for (size_t k = 0; k < 2 && x == kNoNode; ++k) {
+                const NodeId cand = a.inputs[k].id, cube_k = a.inputs[1 - k].id;
+                NodeId cube = kNoNode;
+                if (!op_with_scalar(g_.node(cube_k), OpKind::Mul, cube, 0.044715)) continue;
+                const Node& c = g_.node(cube);
+                if (c.op != OpKind::Mul || c.inputs.size() != 2) continue;
+                for (size_t j = 0; j < 2; ++j) {
+                    const NodeId sq = c.inputs[j].id;
+                    if (c.inputs[1 - j].id == cand && of(g_.node(sq), OpKind::Mul, cand, cand)) {
+                        x = cand;
+                        inner = {sq, cube, cube_k, sum, pre};
+                        break;
+                    }
+                }
+            }
+            if (x == kNoNode) return;
+        }
+        inner.push_back(at);
+        const Node& xn = g_.node(x);
+        if (xn.dtype != t.dtype || xn.shape != t.shape || !fusable(xn)) return;
+        // + 1 after the erf or tanh
+        const NodeId plus = inner_next(at, t);
+        NodeId one_x = at;
+        if (plus == kNoNode || !op_with_scalar(g_.node(plus), OpKind::Add, one_x, 1.0)) return;
+        inner.push_back(plus);
+        const NodeId m = inner_next(plus, t);
+        if (m == kNoNode || g_.node(m).op != OpKind::Mul || g_.node(m).inputs.size() != 2) return;
+        NodeId last = kNoNode;
+        const NodeId other = g_.node(m).inputs[0].id == plus ? g_.node(m).inputs[1].id : g_.node(m).inputs[0].id;
+        NodeId half_x = x;
+        if (other == x) {  // (x · (1 + erf)) · 0.5
+            NodeId mx = m;
+            const NodeId end = inner_next(m, t);
+            if (end == kNoNode || !op_with_scalar(g_.node(end), OpKind::Mul, mx, 0.5)) return;
+            inner.push_back(m);
+            last = end;
+        } else if (op_with_scalar(g_.node(other), OpKind::Mul, half_x, 0.5) && inner_next(other, t) == m) {
+            inner.push_back(other);  // (x · 0.5) · (1 + erf)
+            last = m;
+        } else {
+            return;
+        }
+        // Every inner node is read only inside the pattern (the last reads the ones before it).
+        for (NodeId v : inner) {
+            const auto i = static_cast<size_t>(v);
+            const Node& vn = g_.node(v);
+            if (pinned_[i] || removed_[i] || block_[i] != block_[static_cast<size_t>(last)] || !fusable(vn) ||
+                vn.dtype != t.dtype || vn.shape != t.shape)
+                return;
+            if (readers_[i] != 1) return;
+        }
+        std::vector<FusedOp> parts;
+        std::vector<NodeId> order = inner;
+        order.push_back(last);
+        std::sort(order.begin(), order.end());
+        for (NodeId v : order) parts.push_back(FusedOp{g_.node(v).op, std::string(g_.node(v).display())});
+        for (NodeId v : inner) {
+            removed_[static_cast<size_t>(v)] = true;
+            for (const Input& in : g_.node(v).inputs) unread_.push_back(in.id);
+        }
+        for (const Input& in : g_.node(last).inputs) unread_.push_back(in.id);
+        Node& n = g_.node(last);
+        const Loc x_loc = n.inputs[0].loc;
+        n.op = OpKind::Gelu;
+        n.inputs = Inputs{};
+        n.inputs.push_back(Input{x, x_loc});
+        n.attrs.clear();
+        if (tanh) n.attrs.push_back(NamedAttr{"approximate", Attr::string("tanh"), {}});
+        n.weak = false;
+        gelu_parts_.emplace(last, std::move(parts));
+    }
+
+    // The constants the folds stopped reading, when nothing else reads them.
+    void drop_unread_constants() {
+        recount();
         for (NodeId v : unread_) {
             const auto i = static_cast<size_t>(v);
             if (g_.node(v).op == OpKind::Const && !removed_[i] && readers_[i] == 0 && !pinned_[i] &&
@@ -390,7 +562,8 @@ private:
     std::vector<bool> pinned_;      // outputs and carried values
     std::vector<bool> removed_;
     std::vector<std::pair<NodeId, NodeId>> inserted_;  // new constant, the node it goes before
-    std::vector<NodeId> unread_;    // constants a fold stopped reading
+    std::vector<NodeId> unread_;    // constants a fold or a gelu stopped reading
+    std::map<NodeId, std::vector<FusedOp>> gelu_parts_;  // per gelu node made of ops, those ops
     FuseStats stats_;
 };
 

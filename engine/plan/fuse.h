@@ -6,6 +6,10 @@
 //   matmul [+ add bias] [+ add residual] [+ activation]
 //   gemm [+ activation]
 //
+// and first, wherever it is, the GELU an exporter writes as elementwise ops
+// (x/√2 -> erf -> +1 -> ·x·0.5, or the tanh form with 0.044715 and √(2/π))
+// becomes one gelu node, which such a chain can then take as its activation.
+//
 // A batch_norm after a conv is folded into new constant weights and bias
 // (w·s and (b − mean)·s + beta, s = scale / sqrt(var + epsilon), computed in
 // double); the old constants that nothing else reads leave the graph, so the

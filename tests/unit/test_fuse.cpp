@@ -274,10 +274,13 @@ TEST_CASE("fuse: matmul + bias + residual + gelu, gemm + sigmoid, inside a repea
     CHECK(find(g, "z")->inputs.size() == 3);
     RunResult rf = run_once(f), ru = run_once(u);
     REQUIRE(rf.outputs.size() == 2);
-    for (size_t k = 0; k < 2; ++k) {
-        // Same main result and the same formulas: the same bits.
-        CHECK(rf.outputs[k].data == ru.outputs[k].data);
-    }
+    // gemm + sigmoid: the same main result and formula, the same bits. The
+    // fused f32 gelu is its ops' f32 steps (epilogue.h), the gelu kernel a
+    // double formula rounded once: within a few ulp.
+    CHECK(rf.outputs[1].data == ru.outputs[1].data);
+    const std::vector<float> a = floats(rf.outputs[0]), c = floats(ru.outputs[0]);
+    REQUIRE(a.size() == 12);
+    for (size_t i = 0; i < a.size(); ++i) CHECK(a[i] == doctest::Approx(c[i]).epsilon(1e-6).scale(1e-6));
     CHECK(rf.before.at("cpu").peak == f.prepared.plan->static_peak.at("cpu"));
 
     // In a repeat body the chain fuses; a carried value cannot be fused away.
@@ -322,4 +325,60 @@ TEST_CASE("fuse: conv + add residual + clip, and --no-fuse leaves the graph as w
     }
     CHECK(clipped > 0);
     CHECK(below > 0);
+}
+
+TEST_CASE("fuse: the GELU written as ops (erf and tanh forms) becomes gelu, and a matmul chain takes it") {
+    const std::string head = "x = random_uniform([3, 8], seed=1) - 0.5\nw = random_uniform([8, 8], seed=2)\nh = x @ w\n";
+    const std::string erf_form = "g = h * 0.5 * (1 + erf(h / 1.4142135623730951))\n";
+    const std::string erf_form2 = "g = h * (1 + erf(h * 0.7071067811865476)) * 0.5\n";
+    const std::string tanh_form = "g = h * 0.5 * (1 + tanh(0.7978845608 * (h + 0.044715 * (h * h * h))))\n";
+    for (const std::string& form : {erf_form, erf_form2, tanh_form}) {
+        CAPTURE(form);
+        const bool tanh = form == tanh_form;
+        {
+            const std::string src = head + form + "output g\n";
+            PrepareResult f = prepared(src, true), u = prepared(src, false);
+            const Graph& g = f.prepared.graph();
+            const Node* n = find(g, "g");
+            REQUIRE(n);
+            CHECK(n->op == OpKind::Matmul);
+            const Epilogue* e = g.epilogue_of(*n);
+            REQUIRE(e);
+            CHECK(e->act == (tanh ? Activation::GeluTanh : Activation::Gelu));
+            CHECK(e->fused.front().op == OpKind::Matmul);
+            CHECK(e->fused.back().name == "g");
+            CHECK(e->fused.size() == (tanh ? 10u : 6u));
+            // x's random_uniform and literal, x, w, g: h and the pattern's ops and constants left.
+            CHECK(g.nodes.size() == 5);
+            RunResult rf = run_once(f), ru = run_once(u);
+            const std::vector<float> a = floats(rf.outputs[0]), b = floats(ru.outputs[0]);
+            REQUIRE(a.size() == b.size());
+            for (size_t i = 0; i < a.size(); ++i) CHECK(a[i] == doctest::Approx(b[i]).epsilon(1e-6).scale(1e-6));
+            CHECK(rf.before.at("cpu").peak == f.prepared.plan->static_peak.at("cpu"));
+        }
+        {
+            // h read again outside the pattern: gelu(h) alone, listing the ops it replaced.
+            const std::string src = head + form + "y = g + h\noutput y\n";
+            PrepareResult f = prepared(src, true);
+            const Graph& g = f.prepared.graph();
+            const Node* n = find(g, "g");
+            REQUIRE(n);
+            CHECK(n->op == OpKind::Gelu);
+            CHECK((n->find_attr("approximate") != nullptr) == tanh);
+            REQUIRE(n->inputs.size() == 1);
+            CHECK(g.node(n->inputs[0].id).display() == "h");
+            const Epilogue* e = g.epilogue_of(*n);
+            REQUIRE(e);
+            CHECK(e->act == Activation::None);
+            CHECK(e->fused.size() == (tanh ? 9u : 5u));
+        }
+    }
+    // An inner value that is fetched keeps the ops as written.
+    const std::string src = head + "e = erf(h / 1.4142135623730951)\ng = h * 0.5 * (1 + e)\noutput g\n";
+    PrepareResult f = prepared(src, true, {"g", "e"});
+    CHECK(find(f.prepared.graph(), "g")->op == OpKind::Mul);
+    CHECK(fused_count(f.prepared.graph()) == 0);
+    // A constant that is not the GELU's: no rewrite.
+    PrepareResult other = prepared(head + "g = h * 0.5 * (1 + erf(h / 1.5))\noutput g\n", true);
+    CHECK(find(other.prepared.graph(), "g")->op == OpKind::Mul);
 }

@@ -3,8 +3,9 @@
 // computed (a GEMM tile, an output channel's plane), while it is in cache.
 // Each step rounds as the unfused op did: + bias, + residual, then the
 // activation with the unfused kernel's formula (relu and clip in T; f32 tanh
-// and sigmoid through vmath.h, f64 with libm; gelu in double: cpu_math.h), so
-// a fused node's result has the unfused chain's bits for the same main result.
+// and sigmoid through vmath.h, f64 with libm; f64 gelu in double as the gelu
+// kernel (cpu_math.h), f32 gelu as its ops written out: gelu_f32), so a
+// fused node's result has the unfused chain's bits for the same main result.
 #pragma once
 #include <algorithm>
 #include <cmath>
@@ -44,8 +45,8 @@ public:
     // below cold_below() it runs on the caller without waking a sleeping
     // worker (on a busy 2-core machine a wake-up cost ResNet-18's fused
     // convs 4 ms a pass).
-    int64_t grain() const { return cheap() ? int64_t{1} << 15 : int64_t{1} << 11; }
-    int64_t cold_below() const { return cheap() ? int64_t{1} << 19 : int64_t{1} << 13; }
+    int64_t grain() const { return cheap() ? int64_t{1} << 15 : int64_t{1} << 13; }
+    int64_t cold_below() const { return cheap() ? int64_t{1} << 19 : int64_t{1} << 15; }
 
     // The bias and residual buffers of this run (the kernel's inputs).
     void bind(const TensorRef* in) {
@@ -108,8 +109,34 @@ private:
                 return;
             case Activation::Gelu:
             case Activation::GeluTanh:
+                if constexpr (std::is_same_v<T, float>) {
+                    gelu_f32(y, n, act_ == Activation::GeluTanh);
+                    return;
+                }
                 for (int64_t j = 0; j < n; ++j) y[j] = GeluOp::apply<CpuMath>(y[j], p);
                 return;
+        }
+    }
+
+    // f32 gelu as an exporter writes it out, each step in f32 and the erf or
+    // tanh through vmath.h (several elements per call): x·0.5·(1 + erf(x/√2)),
+    // or x·0.5·(1 + tanh(√(2/π)·(x + 0.044715·x·x·x))) with the constants in
+    // f32. These are the bits of those ops unfused (the fusion pass makes
+    // most fused gelus from them); the gelu op's own kernel, which rounds a
+    // double formula once, differs from them by an ulp or so. Scalar libm
+    // erfc per element made the transformer's fused FFN slower than unfused.
+    static void gelu_f32(float* __restrict y, int64_t n, bool tanh_form) {
+        constexpr int64_t kChunk = 256;
+        float t[kChunk];
+        for (int64_t j0 = 0; j0 < n; j0 += kChunk) {
+            const int64_t m = std::min(kChunk, n - j0);
+            float* __restrict v = y + j0;
+            if (tanh_form)
+                for (int64_t j = 0; j < m; ++j) t[j] = (v[j] + (v[j] * v[j]) * v[j] * 0.044715f) * 0.7978845608f;
+            else
+                for (int64_t j = 0; j < m; ++j) t[j] = v[j] / 1.41421356237f;
+            vec_f32(tanh_form ? VecFn::Tanh : VecFn::Erf, t, t, m);
+            for (int64_t j = 0; j < m; ++j) v[j] = (v[j] * 0.5f) * (t[j] + 1.0f);
         }
     }
 
