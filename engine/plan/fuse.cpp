@@ -102,6 +102,15 @@ public:
     explicit Fuser(Graph& g) : g_(g) {}
 
     FuseStats run() {
+        // Most scripts have nothing to fuse: one pass over the ops says so
+        // (a million-node script then costs no reader index).
+        bool any = false;
+        for (const Node& n : g_.nodes) {
+            const OpKind k = n.op;
+            any |= k == OpKind::Conv || k == OpKind::Matmul || k == OpKind::Gemm || k == OpKind::Erf ||
+                   k == OpKind::Tanh;
+        }
+        if (!any) return stats_;
         index();
         original_ = g_.nodes.size();
         // First the GELU an exporter writes out in elementwise ops becomes one
