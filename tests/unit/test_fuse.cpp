@@ -312,7 +312,13 @@ TEST_CASE("fuse: conv + add residual + clip, and --no-fuse leaves the graph as w
     CHECK(fused_count(u.prepared.graph()) == 0);
     CHECK(u.prepared.graph().nodes.size() == g.nodes.size() + 2);
     RunResult rf = run_once(f), ru = run_once(u);
-    CHECK(rf.outputs[0].data == ru.outputs[0].data);  // the conv's result is the same: so are the bits
+    // Our kernels give the unfused bits; oneDNN, where it runs the conv, adds
+    // and clips in its post-ops with its own rounding: within an ulp or two.
+    {
+        const std::vector<float> a = floats(rf.outputs[0]), c = floats(ru.outputs[0]);
+        REQUIRE(a.size() == c.size());
+        for (size_t i = 0; i < a.size(); ++i) CHECK(a[i] == doctest::Approx(c[i]).epsilon(1e-6).scale(1e-6));
+    }
     CHECK(rf.before.at("cpu").peak == f.prepared.plan->static_peak.at("cpu"));
     // The border pixels see fewer inputs (padding) than the middle ones: both sides of the clip show.
     const std::vector<float> a = floats(rf.outputs[0]);

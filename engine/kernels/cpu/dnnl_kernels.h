@@ -19,7 +19,8 @@ using OwnKernelFactory = std::unique_ptr<Kernel> (*)(const Graph& g, const Node&
 
 // A oneDNN kernel for a plain f32 conv (2-D or 1-D, any padding, stride,
 // dilation and groups), or nullptr: a node with anything else (another dtype,
-// an attribute conv on main does not have, such as a fused epilogue, or a
+// an attribute conv on main does not have, an epilogue oneDNN has no fast
+// post-ops for (dnnl_kernels.cpp maps it onto post-ops), or a
 // shape oneDNN has only its reference code for) runs our kernel.
 std::unique_ptr<Kernel> make_dnnl_conv_kernel(const Graph& g, const Node& n, OwnKernelFactory ours);
 // A oneDNN matmul for a plain f32 gemm whose b is a constant (packed once) and
