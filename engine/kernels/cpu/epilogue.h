@@ -41,12 +41,13 @@ public:
     bool empty() const { return !active_; }
 
     // How the epilogue is split over workers, in elements, as the unfused
-    // elementwise kernels split theirs: a chunk at least grain() long, and
+    // elementwise kernels split theirs (vec_f32 ops: kVecGrain, kVecColdBelow):
+    // a chunk at least grain() long, and
     // below cold_below() it runs on the caller without waking a sleeping
     // worker (on a busy 2-core machine a wake-up cost ResNet-18's fused
     // convs 4 ms a pass).
     int64_t grain() const { return cheap() ? int64_t{1} << 15 : int64_t{1} << 13; }
-    int64_t cold_below() const { return cheap() ? int64_t{1} << 19 : int64_t{1} << 15; }
+    int64_t cold_below() const { return cheap() ? int64_t{1} << 19 : int64_t{1} << 16; }
 
     // The bias and residual buffers of this run (the kernel's inputs).
     void bind(const TensorRef* in) {
