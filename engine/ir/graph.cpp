@@ -689,26 +689,29 @@ void GraphBuilder::finish(const Loc& eof) {
         kept.push_back(std::move(g_.nodes[static_cast<size_t>(old)]));
     }
     g_.nodes = std::move(kept);
+    auto fix_stmts = [&](std::vector<Stmt>& stmts) {
+        for (Stmt& st : stmts)
+            if (st.kind == Stmt::Kind::Node && st.index >= 0) st.index = remap[static_cast<size_t>(st.index)];
+    };
+    fix_stmts(g_.top);
+    for (Repeat& r : g_.repeats) fix_stmts(r.body);
+    g_.remap_references(remap);
+}
+
+void Graph::remap_references(const std::vector<NodeId>& remap) {
     auto fix = [&](NodeId& id) {
         if (id >= 0) id = remap[static_cast<size_t>(id)];
     };
-    for (Node& n : g_.nodes)
+    for (Node& n : nodes)
         for (Input& in : n.inputs) fix(in.id);
-    auto fix_stmts = [&](std::vector<Stmt>& stmts) {
-        for (Stmt& st : stmts)
-            if (st.kind == Stmt::Kind::Node) fix(st.index);
-    };
-    fix_stmts(g_.top);
-    for (Repeat& r : g_.repeats) {
-        fix_stmts(r.body);
+    for (Repeat& r : repeats)
         for (Carry& c : r.carries) {
             fix(c.param);
             fix(c.init);
             fix(c.update);
         }
-    }
-    g_.bindings.remap(remap);
-    for (Output& o : g_.outputs) fix(o.id);
+    bindings.remap(remap);
+    for (Output& o : outputs) fix(o.id);
 }
 
 }  // namespace graphrun

@@ -251,6 +251,10 @@ struct Graph {
     std::optional<NodeId> find_fetchable(std::string_view name) const;
     // Every name the user can fetch (for did-you-mean).
     std::vector<std::string> fetchable_names() const;
+    // After the nodes were renumbered (old id -> remap[id], kNoNode for one
+    // that left): every reference but the statement lists (nodes' inputs,
+    // loops' carries, bindings, outputs). The caller rebuilds the statements.
+    void remap_references(const std::vector<NodeId>& remap);
 };
 
 // Builds a Graph while a front end reads a file: owns the rules of names,

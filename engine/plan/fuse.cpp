@@ -530,11 +530,6 @@ private:
             keep(static_cast<NodeId>(i));
         }
         g_.nodes = std::move(kept);
-        auto fix = [&](NodeId& id) {
-            if (id >= 0) id = remap[static_cast<size_t>(id)];
-        };
-        for (Node& n : g_.nodes)
-            for (Input& in : n.inputs) fix(in.id);
         auto fix_stmts = [&](std::vector<Stmt>& stmts) {
             std::vector<Stmt> out;
             out.reserve(stmts.size());
@@ -551,16 +546,8 @@ private:
             stmts = std::move(out);
         };
         fix_stmts(g_.top);
-        for (Repeat& r : g_.repeats) {
-            fix_stmts(r.body);
-            for (Carry& c : r.carries) {
-                fix(c.param);
-                fix(c.init);
-                fix(c.update);
-            }
-        }
-        g_.bindings.remap(remap);
-        for (Output& o : g_.outputs) fix(o.id);
+        for (Repeat& r : g_.repeats) fix_stmts(r.body);
+        g_.remap_references(remap);
     }
 
     Graph& g_;
