@@ -219,7 +219,7 @@ class ConvKernel final : public KernelBase {
         if (out.numel == 0) return "";
         if (!ctx.scratch) return "internal error: conv has no scratch memory";
         try {
-            return run(in, out, ctx);
+            return run_dnnl(in, out, ctx);
         } catch (const dnnl::error& e) {
             return std::string("conv (oneDNN): ") + e.what();
         }
@@ -271,7 +271,7 @@ class ConvKernel final : public KernelBase {
         }
     }
 
-    std::string run(const TensorRef* in, TensorRef& out, const KernelContext& ctx) {
+    std::string run_dnnl(const TensorRef* in, TensorRef& out, const KernelContext& ctx) {
         const int threads = std::max(1, ctx.threads);
         if (!prim_ || threads != threads_) prepare(threads);
         use_threads(threads);
@@ -374,7 +374,7 @@ class GemmKernel final : public KernelBase {
         if (out.numel == 0) return "";
         if (!ctx.scratch) return "internal error: gemm has no scratch memory";
         try {
-            return run(in, out, ctx);
+            return run_dnnl(in, out, ctx);
         } catch (const dnnl::error& e) {
             return std::string("gemm (oneDNN): ") + e.what();
         }
@@ -394,7 +394,7 @@ class GemmKernel final : public KernelBase {
         return dnnl::matmul::primitive_desc(d, attr, cpu_engine());
     }
 
-    std::string run(const TensorRef* in, TensorRef& out, const KernelContext& ctx) {
+    std::string run_dnnl(const TensorRef* in, TensorRef& out, const KernelContext& ctx) {
         const int threads = std::max(1, ctx.threads);
         if (!prim_ || threads != threads_) {
             use_threads(threads);
