@@ -14,6 +14,8 @@
 # Exits non-zero when a target finds a crash, leak or timeout, and prints the
 # reproducer's path (run it with: build-fuzz/tests/fuzz/fuzz_TARGET FILE).
 set -euo pipefail
+# A UBSan report names its stack, so that a CI log alone says where it was.
+export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1}"
 
 # The targets (tests/fuzz/fuzz_TARGET.cpp): add a new one here only.
 targets=(text json pipeline npy live onnx)
@@ -89,7 +91,7 @@ for t in "${targets[@]}"; do
     [ ${#files[@]} -eq 0 ] && continue
     if ! "$bin" "${options[@]}" -runs=0 "${files[@]}" >"$work/replay_$t.log" 2>&1; then
         echo "fuzz: fuzz_$t: a committed input or regression fails; see $work/replay_$t.log" >&2
-        grep -E 'Running:|ERROR|SUMMARY' "$work/replay_$t.log" | tail -5 >&2 || true
+        grep -E 'Running:|ERROR|runtime error|SUMMARY' "$work/replay_$t.log" | tail -5 >&2 || true
         status=1
     else
         echo "fuzz: fuzz_$t: ${#files[@]} committed inputs and regressions replayed" >&2
@@ -131,7 +133,7 @@ for t in "${targets[@]}"; do
     if [ "$rc" != 0 ]; then
         status=1
         echo "fuzz: fuzz_$t FAILED (exit $rc); log: $log" >&2
-        grep -E 'ERROR: |SUMMARY: |Test unit written to' "$log" | head -5 >&2 || true
+        grep -E 'ERROR: |runtime error: |SUMMARY: |Test unit written to|^    #[0-9] ' "$log" | head -14 >&2 || true
         for a in "$work"/artifacts/"$t"-*; do
             [ -e "$a" ] && echo "fuzz: reproducer: $a  (replay: $bin $a)" >&2
         done

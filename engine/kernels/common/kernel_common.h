@@ -34,7 +34,17 @@ struct ScalarAttr {
     double f = 0;  // always set
 
     double as_double() const { return is_bool ? (b ? 1.0 : 0.0) : f; }
-    int64_t as_int() const { return is_bool ? (b ? 1 : 0) : is_int ? i : static_cast<int64_t>(f); }
+    // Integral in range where validation checked it; otherwise (a range of
+    // f32 whose start is 1e30 still builds its integer start) saturated, NaN 0,
+    // never the undefined behaviour of an out-of-range cast.
+    int64_t as_int() const {
+        if (is_bool) return b ? 1 : 0;
+        if (is_int) return i;
+        if (!(f == f)) return 0;
+        if (f >= 9223372036854775807.0) return INT64_MAX;
+        if (f <= -9223372036854775808.0) return INT64_MIN;
+        return static_cast<int64_t>(f);
+    }
 };
 
 std::optional<ScalarAttr> scalar_attr(const Node& n, std::string_view name);
