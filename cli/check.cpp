@@ -88,6 +88,14 @@ std::string render_listing(const Graph& g) {
                 buf += indent + "}\n";
                 continue;
             }
+            if (s.kind == Stmt::Kind::Del) {
+                const Del& d = g.dels[static_cast<size_t>(s.index)];
+                if (d.value == kNoNode) continue;
+                buf += indent + "del ";
+                buf += shown(g.node(d.value).name);
+                buf += "\n";
+                continue;
+            }
             const Node& n = g.node(s.index);
             buf += indent;
             field(shown(n.display()), wname);

@@ -128,6 +128,30 @@ def rebinding_and_locals():
 
 
 @test
+def del_drops_a_name():
+    # `del x` in a file: under safepoint the value goes back at the next
+    # statement boundary, so z = y * 2 runs beside y alone; under close it
+    # stays until close; graph mode gives the same values.
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "del.graph")
+        with open(path, "w") as f:
+            f.write("x = zeros([1024])\ny = x + 1\ndel x\nz = y * 2\nw = y * 2\noutput z\n")
+        s = doc("--mode=eager", "--cleanup=safepoint", "--device=cpu", path)
+        # y = x + 1 holds x, the literal, y; after del x: y, literal, z (w: y, z, literal, w)
+        expect(peak(s) == 3 * V + L, f"safepoint peak with del {peak(s)}")
+        c = doc("--mode=eager", "--cleanup=close", "--device=cpu", path)
+        expect(peak(c) == 4 * V + 3 * L, f"close peak with del {peak(c)}")
+        g = doc("--mode=graph", "--device=cpu", path)
+        expect(outputs(s) == outputs(g) == outputs(c), "values differ")
+        expect(s["outputs"][0]["data"][:2] == [2.0, 2.0], s["outputs"])
+        # without the del, x stays bound: one more value at the peak
+        with open(path, "w") as f:
+            f.write("x = zeros([1024])\ny = x + 1\nz = y * 2\nw = y * 2\noutput z\n")
+        n = doc("--mode=eager", "--cleanup=safepoint", "--device=cpu", path)
+        expect(peak(n) == 4 * V + L, f"safepoint peak without del {peak(n)}")
+
+
+@test
 def compare_both_modes():
     ex = os.path.join(ROOT, "scripts/examples/power_iteration.graph")
     code, out, err = run("compare", "--mode=both", "--device=cpu", ex)

@@ -81,6 +81,7 @@ private:
                 node(s.index, depth);
                 continue;
             }
+            if (s.kind != Stmt::Kind::Repeat) continue;  // a `del` draws nothing
             const Repeat& r = g_.repeats[static_cast<size_t>(s.index)];
             out_ << indent << "subgraph cluster_repeat" << s.index << " {\n"
                  << indent << "  label=\"repeat " << r.count;

@@ -286,6 +286,9 @@ StatementResult LiveSession::execute(std::string_view text, const std::string& d
         }
     }
     StatementResult out = m.run(g, display, source, first_line, names.size(), std::move(bind), show);
+    if (!out.error && !g.dels.empty())  // stored names the text deleted (`y = x + 1; del x`)
+        for (const PredeclaredName& p : names)
+            if (g.bindings.find(p.name) == g.bindings.end()) m.session->unbind(p.name);
     out.warnings = std::move(r.warnings);
     m.record(text);
     return out;

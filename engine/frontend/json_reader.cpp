@@ -92,13 +92,15 @@ const std::vector<std::string> kTopKeys = {"graphrun", "nodes", "outputs"};
 const std::vector<std::string> kNodeKeys = {"name",   "op",    "inputs", "attrs",
                                             "device", "value", "shape",  "dtype"};
 const std::vector<std::string> kRepeatKeys = {"repeat", "body"};
+const std::vector<std::string> kDelKeys = {"del"};
 
 // The keys a node or loop may have, told apart once per member.
-enum class Key : uint8_t { Name, Op, Inputs, Device, Attrs, Shorthand, Repeat, Body, Other };
+enum class Key : uint8_t { Name, Op, Inputs, Device, Attrs, Shorthand, Repeat, Body, Del, Other };
 
 Key classify(std::string_view key) {
     switch (key.size()) {
         case 2: return key == "op" ? Key::Op : Key::Other;
+        case 3: return key == "del" ? Key::Del : Key::Other;
         case 4:
             if (key == "name") return Key::Name;
             if (key == "body") return Key::Body;
@@ -128,6 +130,8 @@ class JsonReader {
     void read_items(JVal items, const std::string& pointer);
     // loop -> {"repeat": N, "body": [item...]}
     void read_repeat(JVal item, const std::string& pointer);
+    // del -> {"del": [name...]} or {"del": name}
+    void read_del(JVal item, const std::string& pointer);
     // node -> {"name": s, "op": s, "inputs": [...], "attrs": {...}, "device": s, value/shape/dtype}
     void read_node(JVal item, const std::string& pointer);
     void read_inputs(JVal inputs, const std::string& pointer, OpKind op, Inputs& out);
@@ -309,15 +313,45 @@ void JsonReader::read_items(JVal items, const std::string& pointer) {
                       describe(item));
             continue;
         }
-        bool loop = false;
+        bool loop = false, del = false;
         for (auto [key, value] : item.items()) {
             const Key k = classify(key);
             loop = loop || k == Key::Repeat || k == Key::Body;
+            del = del || k == Key::Del;
         }
-        if (loop)
+        if (del && !loop)
+            read_del(item, p);
+        else if (loop)
             read_repeat(item, p);
         else
             read_node(item, p);
+    }
+}
+
+void JsonReader::read_del(JVal item, const std::string& pointer) {
+    std::optional<JVal> names;
+    for (auto [key, value] : item.items()) {
+        if (key == "del")
+            names = value;
+        else
+            unknown_key(key, pointer, kDelKeys, ": a del statement has only \"del\" (the names to unbind)");
+    }
+    const std::string p = child(pointer, "del");
+    if (names->is_string()) {
+        builder_.unbind(names->string(), at(p));
+        return;
+    }
+    if (!names->is_array() || names->empty()) {
+        error(at(p), "\"del\" must be a name or a non-empty array of names; got " + describe(*names));
+        return;
+    }
+    size_t i = 0;
+    for (auto [unused, name] : names->items()) {
+        const size_t index = i++;
+        if (!name.is_string())
+            error(at(child(p, index)), "\"del\" lists names (strings); got " + describe(name));
+        else
+            builder_.unbind(name.string(), at(child(p, index)));
     }
 }
 

@@ -87,6 +87,7 @@ class JsonWriter {
 
     bool written(const Stmt& s) const {
         if (s.kind == Stmt::Kind::Repeat) return true;
+        if (s.kind == Stmt::Kind::Del) return g_.dels[static_cast<size_t>(s.index)].value != kNoNode;
         const Node& n = g_.node(s.index);
         return !inlined_[static_cast<size_t>(s.index)] && n.op != OpKind::LoopParam &&
                n.op != OpKind::Invalid;
@@ -103,6 +104,8 @@ class JsonWriter {
             out_.append(indent, ' ');
             if (s.kind == Stmt::Kind::Repeat)
                 write_repeat(g_.repeats[static_cast<size_t>(s.index)], indent);
+            else if (s.kind == Stmt::Kind::Del)
+                out_ += "{\"del\": [" + json_string(g_.node(g_.dels[static_cast<size_t>(s.index)].value).name) + "]}";
             else
                 write_node(s.index);
         }

@@ -303,11 +303,12 @@ void TextParser::statements(bool in_block) {
     }
 }
 
-// statement := assign | with_device | repeat | output
+// statement := assign | with_device | repeat | output | del
 void TextParser::statement() {
     switch (tok_.kind) {
         case Tok::Ident:
             if (tok_.eq_follows) return assignment();
+            if (at_del()) return del_stmt();
             if (!expression_name_.empty()) return bare_expression();
             advance();
             return syntax_error("expected '=' after '" + std::string(text(prev_)) + "'");
@@ -516,6 +517,34 @@ void TextParser::output_stmt() {
         output_line_ = kw.line;
         output_loc_ = loc_of(kw);
         outputs_ = std::move(names);
+    }
+}
+
+// `del` is a statement only when a name follows it on its line (`del x`);
+// otherwise it is an ordinary name (`del = 1`, or a bare `del` in the REPL).
+bool TextParser::at_del() {
+    if (text(tok_) != "del") return false;
+    Lexer::State saved = lex_.state();
+    const Token next = lex_.next();
+    lex_.restore(saved);
+    return next.kind == Tok::Ident || is_word(next.kind);
+}
+
+// del := 'del' IDENT { ',' IDENT }   (top level only: GraphBuilder::unbind)
+void TextParser::del_stmt() {
+    advance();  // 'del'
+    for (;;) {
+        if (tok_.kind == Tok::Ident) {
+            b_.unbind(text(tok_), loc_of(tok_));
+            advance();
+        } else if (is_word(tok_.kind)) {
+            keyword_as_name(tok_);
+            advance();
+        } else {
+            return syntax_error("expected a name after " + describe(prev_));
+        }
+        if (tok_.kind != Tok::Comma) break;
+        advance();
     }
 }
 

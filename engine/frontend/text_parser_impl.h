@@ -78,7 +78,10 @@ class TextParser {
     // Binds a live session's names before the program (parse_text's `names`).
     void predeclare(const std::vector<PredeclaredName>& names);
     // A statement that is a bare expression binds its value to `name` ("": an error, as in a file).
-    void bind_bare_expressions(std::string_view name) { expression_name_ = name; }
+    void bind_bare_expressions(std::string_view name) {
+        expression_name_ = name;
+        if (!name.empty()) b_.outputs_optional();
+    }
 
   private:
     // Counts one level of nesting (bracket, parenthesis, unary operator, `**`,
@@ -126,6 +129,8 @@ class TextParser {
     void with_device();
     void repeat_stmt();
     void output_stmt();
+    bool at_del();  // the current token starts `del NAME`
+    void del_stmt();
     template <class Begin, class End>
     void block(const Token& kw, Begin begin, End end);
 

@@ -173,9 +173,9 @@ class TextWriter {
     void decide(const std::vector<Stmt>& stmts) {
         std::vector<NodeId> stack;
         for (const Stmt& s : stmts) {
-            if (s.kind == Stmt::Kind::Repeat) {
+            if (s.kind != Stmt::Kind::Node) {
                 stack.clear();  // what waits becomes a statement of its own
-                decide(g_.repeats[static_cast<size_t>(s.index)].body);
+                if (s.kind == Stmt::Kind::Repeat) decide(g_.repeats[static_cast<size_t>(s.index)].body);
                 continue;
             }
             NodeId id = s.index;
@@ -237,6 +237,16 @@ class TextWriter {
                 write_stmts(r.body, level + 1);
                 indent(level);
                 out_ += "}\n";
+                continue;
+            }
+            if (s.kind == Stmt::Kind::Del) {
+                const Del& d = g_.dels[static_cast<size_t>(s.index)];
+                if (d.value == kNoNode) continue;
+                close_block();
+                indent(level);
+                out_ += "del ";
+                out_ += g_.node(d.value).name;
+                out_ += '\n';
                 continue;
             }
             size_t i = static_cast<size_t>(s.index);

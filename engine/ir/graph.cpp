@@ -366,6 +366,13 @@ NodeId GraphBuilder::add_invalid(Loc loc) {
     return id;
 }
 
+namespace {
+
+// "line 3" (text) or "/nodes/3" (JSON): where a statement of the program is.
+std::string place_of(const Loc& at) { return at.line ? "line " + std::to_string(at.line) : at.pointer.str(); }
+
+}  // namespace
+
 GraphBuilder::Binding* GraphBuilder::binding_in(size_t scope, int32_t name) {
     for (int32_t b = head_[static_cast<size_t>(name)]; b >= 0; b = bindings_[static_cast<size_t>(b)].outer) {
         Binding& binding = bindings_[static_cast<size_t>(b)];
@@ -417,9 +424,14 @@ std::optional<NodeId> GraphBuilder::lookup(std::string_view name, const Loc& loc
         auto local = local_names_.find(sym);
         if (local != local_names_.end()) {
             const Loc& at = local->second;
-            std::string where = at.line ? "line " + std::to_string(at.line) : at.pointer.str();
+            std::string where = place_of(at);
             diag_.error(loc, "'" + std::string(name) + "' is local to the repeat body where it is bound (" +
                                  where + "); bind it before the loop to carry its value out of the body");
+            return std::nullopt;
+        }
+        if (auto del = deleted_.find(sym); del != deleted_.end()) {
+            diag_.error(loc, "'" + std::string(name) + "' was deleted by 'del' at " + place_of(del->second) +
+                                 "; bind it again before using it");
             return std::nullopt;
         }
     }
@@ -451,6 +463,7 @@ void GraphBuilder::bind(size_t scope, int32_t name, NodeId id) {
     } else {
         last_assigned_ = name;
         last_assigned_loc_ = g_.node(id).loc;
+        if (!deleted_.empty()) deleted_.erase(name);
     }
     if (b) {
         b->id = id;
@@ -488,6 +501,23 @@ NodeId GraphBuilder::assign(std::string_view name, NodeId value, const Loc& name
     n->generated = false;
     bind(scopes_.size() - 1, sym, value);
     return value;
+}
+
+bool GraphBuilder::unbind(std::string_view name, const Loc& loc) {
+    if (scopes_.size() > 1) {
+        diag_.error(loc, "'del' is only allowed at top level, not inside a repeat body");
+        return false;
+    }
+    const std::optional<NodeId> id = lookup(name, loc);
+    if (!id) return false;
+    const int32_t sym = names_.find(name);
+    int32_t& head = head_[static_cast<size_t>(sym)];
+    head = bindings_[static_cast<size_t>(head)].outer;  // the top scope's binding: nothing is outside it
+    deleted_[sym] = loc;
+    const auto index = static_cast<int32_t>(g_.dels.size());
+    g_.dels.push_back(Del{*id, loc});
+    scopes_.back().stmts->push_back(Stmt{Stmt::Kind::Del, index});
+    return true;
 }
 
 NodeId GraphBuilder::predeclare(std::string_view name, NodeId value) {
@@ -585,9 +615,22 @@ void GraphBuilder::finish(const Loc& eof) {
     while (scopes_.size() > 1) end_repeat();
     {
         // The table of names goes to the graph: finish() is the builder's last step.
+        std::vector<int32_t>& bound = scopes_[0].names;
+        if (!g_.dels.empty()) {
+            // A deleted name is not bound; one bound again after its `del` is listed twice.
+            std::vector<uint8_t> seen(head_.size(), 0);
+            size_t kept = 0;
+            for (int32_t name : bound) {
+                const auto k = static_cast<size_t>(name);
+                if (head_[k] < 0 || seen[k]) continue;
+                seen[k] = 1;
+                bound[kept++] = name;
+            }
+            bound.resize(kept);
+        }
         std::vector<NodeId> nodes;
-        nodes.reserve(scopes_[0].names.size());
-        for (int32_t name : scopes_[0].names)
+        nodes.reserve(bound.size());
+        for (int32_t name : bound)
             nodes.push_back(bindings_[static_cast<size_t>(head_[static_cast<size_t>(name)])].id);
         g_.bindings.assign(std::move(names_), std::move(scopes_[0].names), std::move(nodes));
         names_ = NameTable();
@@ -607,6 +650,11 @@ void GraphBuilder::finish(const Loc& eof) {
     // Outputs.
     if (g_.explicit_outputs) {
         for (auto& [name, loc] : output_names_) {
+            const int32_t deleted = deleted_.empty() ? -1 : names.find(name);
+            if (auto del = deleted_.find(deleted); del != deleted_.end()) {
+                diag_.error(loc, "unknown output '" + name + "': it was deleted by 'del' at " + place_of(del->second));
+                continue;
+            }
             auto id = g_.find_fetchable(name);
             if (!id) {
                 std::string msg = "unknown output '" + name + "'";
@@ -620,6 +668,11 @@ void GraphBuilder::finish(const Loc& eof) {
             }
             g_.outputs.push_back(Output{name, *id, loc});
         }
+    } else if (last_assigned_ >= 0 && head_[static_cast<size_t>(last_assigned_)] < 0) {
+        if (!outputs_optional_)
+            diag_.error(deleted_[last_assigned_], "nothing to output: the last name assigned, '" +
+                                                      std::string(names.name(last_assigned_)) +
+                                                      "', is deleted here; name the outputs with an output statement");
     } else if (last_assigned_ >= 0) {
         g_.outputs.push_back(Output{std::string(names.name(last_assigned_)),
                                     bindings_[static_cast<size_t>(head_[static_cast<size_t>(last_assigned_)])].id,
@@ -712,6 +765,7 @@ void Graph::remap_references(const std::vector<NodeId>& remap) {
         }
     bindings.remap(remap);
     for (Output& o : outputs) fix(o.id);
+    for (Del& d : dels) fix(d.value);
 }
 
 }  // namespace graphrun

@@ -109,9 +109,17 @@ Attr host_literal_value(const Node& n);
 std::string node_label(const Node& n);
 
 struct Stmt {
-    enum class Kind : uint8_t { Node, Repeat };
+    enum class Kind : uint8_t { Node, Repeat, Del };
     Kind kind = Kind::Node;
-    int32_t index = 0;  // NodeId or index into Graph::repeats
+    int32_t index = 0;  // NodeId, or index into Graph::repeats or Graph::dels
+};
+
+// `del x` (top level only): from here on the name is unbound and its value
+// unreferenced by it (SPEC section 8). Graph mode's plan frees values after
+// their last use anyway; eager mode releases the value at this point.
+struct Del {
+    NodeId value = kNoNode;  // the value the name held (kNoNode once that node left the graph)
+    Loc loc;                 // of the name in the statement
 };
 
 // A value carried from one pass of a repeat body to the next: `param` (a LoopParam
@@ -233,6 +241,7 @@ struct Graph {
     std::vector<Node> nodes;  // program order; LoopParam nodes too (they are in no Stmt list)
     std::vector<Stmt> top;
     std::vector<Repeat> repeats;
+    std::vector<Del> dels;  // top-level `del` statements, in order
     std::vector<Output> outputs;
     bool explicit_outputs = false;  // an `output` statement / "outputs" key was given
     // The final top-level binding of every name visible after the program.
@@ -253,7 +262,7 @@ struct Graph {
     std::vector<std::string> fetchable_names() const;
     // After the nodes were renumbered (old id -> remap[id], kNoNode for one
     // that left): every reference but the statement lists (nodes' inputs,
-    // loops' carries, bindings, outputs). The caller rebuilds the statements.
+    // loops' carries, bindings, outputs, dels). The caller rebuilds the statements.
     void remap_references(const std::vector<NodeId>& remap);
 };
 
@@ -288,6 +297,9 @@ public:
     // SPEC section 8): bound as `name = value` is, but not counted for display
     // names, so that the program's own first binding of it shows as `name`.
     NodeId predeclare(std::string_view name, NodeId value);
+    // `del name` (SPEC section 8): unbinds a top-level name. Reports an
+    // unknown name, or a `del` inside a repeat body, and returns false.
+    bool unbind(std::string_view name, const Loc& loc);
     // A hint that `name` will be assigned soon (at the start of `name = <expr>`):
     // a new name's table slot is a cache miss, which can then overlap the expression.
     void will_assign(std::string_view name) const { names_.prefetch(name); }
@@ -300,6 +312,9 @@ public:
 
     // `output a, b`: resolved by finish() against the final top-level values.
     void set_outputs(std::vector<std::pair<std::string, Loc>> names, Loc loc);
+    // A live session's statements need no output: without an output
+    // statement, a deleted last name then leaves the outputs empty.
+    void outputs_optional() { outputs_optional_ = true; }
 
     // Ends the program: resolves outputs (or takes the last assigned name), names
     // unnamed nodes `<op>`, `<op>_1`, ... avoiding every user name, and reports an
@@ -340,10 +355,12 @@ private:
     std::vector<Scope> scopes_;
     std::vector<std::pair<std::string, Loc>> device_stack_;
     std::unordered_map<int32_t, Loc> local_names_;  // names local to a finished repeat body
+    std::unordered_map<int32_t, Loc> deleted_;      // top-level names unbound by `del` (and not bound since)
     std::vector<NodeId> repeat_start_;  // per repeat: the first node id made inside its body
     std::vector<std::pair<std::string, Loc>> output_names_;
     Loc output_loc_;
     int32_t last_assigned_ = -1;
+    bool outputs_optional_ = false;
     Loc last_assigned_loc_;
 };
 

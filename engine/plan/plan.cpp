@@ -102,7 +102,7 @@ private:
         for (const Carry& c : rep.carries) inside.insert(c.param);
         for (const Stmt& s : rep.body) {
             if (s.kind == Stmt::Kind::Node) inside.insert(s.index);
-            else
+            else if (s.kind == Stmt::Kind::Repeat)
                 for (const Carry& c : g_.repeats[static_cast<size_t>(s.index)].carries) inside.insert(c.param);
         }
         std::unordered_map<NodeId, bool> result;
@@ -115,7 +115,7 @@ private:
         for (const Stmt& s : rep.body) {
             if (s.kind == Stmt::Kind::Node) {
                 for (const Input& in : g_.node(s.index).inputs) note(in.id, true);
-            } else {
+            } else if (s.kind == Stmt::Kind::Repeat) {
                 std::unordered_map<NodeId, bool> inner;
                 free_values(s.index, inner);
                 for (const auto& [v, late] : inner) note(v, true);
@@ -159,7 +159,7 @@ private:
             if (s.kind == Stmt::Kind::Node) {
                 for (const Input& in : g_.node(s.index).inputs) use(in.id, pos_end);
                 home(s.index, pos_end);
-            } else {
+            } else if (s.kind == Stmt::Kind::Repeat) {  // a `del` changes no value's last use
                 std::unordered_map<NodeId, bool> fv;
                 free_values(s.index, fv);
                 for (const auto& [v, late] : fv) use(v, late ? pos_end : pos_begin);
@@ -211,7 +211,7 @@ private:
                 const auto p = static_cast<size_t>(pos_end);
                 if (first_at[p] != first_at[p + 1])
                     note_donor(s.index, drops.data() + first_at[p], drops.data() + first_at[p + 1]);
-            } else {
+            } else if (s.kind == Stmt::Kind::Repeat) {
                 LoopPlan& lp = plan_.loops[static_cast<size_t>(s.index)];
                 lp.repeat = s.index;
                 lp.begin = static_cast<int32_t>(plan_.steps.size());

@@ -217,6 +217,12 @@ struct EagerSession::Runner {
                 if (!loop(st.index)) return false;
                 continue;
             }
+            if (st.kind == Stmt::Kind::Del) {  // `del x`: x's value is unreferenced by it
+                if (const NodeId id = g.dels[static_cast<size_t>(st.index)].value; id != kNoNode)
+                    s.frame_.drop(static_cast<NodeId>(v(id)));
+                ++s.statements_;
+                continue;
+            }
             const NodeId id = st.index;
             if (!(instrumented ? run_node_instrumented(id) : run_node(id))) return false;
             if (g.node(id).generated) temps.push_back(id);
@@ -385,6 +391,11 @@ std::optional<Error> EagerSession::run(const Graph& g, const EagerRun& spec) {
                     for (const Carry& cr : inner.carries) cur[cr.name] = cr.param;
                     continue;
                 }
+                if (st.kind == Stmt::Kind::Del) {  // the name's next binding replaces nothing
+                    if (const NodeId id = g.dels[static_cast<size_t>(st.index)].value; id != kNoNode)
+                        cur.erase(g.node(id).name);
+                    continue;
+                }
                 const Node& node = g.node(st.index);
                 if (node.generated) continue;
                 auto it = cur.find(node.name);
@@ -394,7 +405,9 @@ std::optional<Error> EagerSession::run(const Graph& g, const EagerRun& spec) {
             }
             // On the block's next pass, a name's first binding replaces the
             // last one of the pass before (a no-op on the first pass).
-            for (NodeId id : first) c.exec[static_cast<size_t>(id)].prev = cur[g.node(id).name];
+            for (NodeId id : first)
+                if (auto last = cur.find(g.node(id).name); last != cur.end())  // not when deleted since
+                    c.exec[static_cast<size_t>(id)].prev = last->second;
             if (!rep) return;
             auto& locals = c.locals[static_cast<size_t>(r)];
             for (const auto& [name, id] : cur) {

@@ -11,7 +11,8 @@
 //   - rebinding a name unreferences its old value, once the new one is
 //     computed: within a block the previous binding, on a block's next pass
 //     the last binding of the pass before;
-//   - names first bound in a repeat body are unreferenced when the loop ends.
+//   - names first bound in a repeat body are unreferenced when the loop ends;
+//   - `del x` unreferences x's value where it stands (top level only).
 // Unreferenced buffers go to the cleanup strategy (section 4): the safe
 // points are the start of each statement, before each dispatch, and the end
 // of each repeat pass and of each run. Nothing runs in place.
