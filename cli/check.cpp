@@ -27,7 +27,7 @@ constexpr size_t kParallelListingNodes = 20000;
 
 // The header and the nodes section of the text listing: all of it that does
 // not depend on the plan, so that it can be rendered while the plan compiles.
-std::string render_listing(const Graph& g) {
+std::string render_listing(const Graph& g, JsonPointerFinder& places) {
     // Names may hold any bytes: shown as a terminal may show them (output_text.h).
     std::string scratch;
     auto shown = [&scratch](std::string_view s) -> std::string_view {
@@ -105,7 +105,7 @@ std::string render_listing(const Graph& g) {
                 char* end = std::to_chars(colon + 1, at + sizeof at, n.loc.col).ptr;
                 buf.append(at, end);
             } else {
-                buf += n.loc.pointer.view();
+                buf += places.pointer(n.loc);
             }
             for (size_t k = 0; k < n.inputs.size(); ++k) {
                 buf += k == 0 ? "  <- " : ", ";
@@ -160,7 +160,7 @@ void print_text_tail(const Graph& g, const Plan& plan, std::ostream& out) {
     }
 }
 
-void print_json(const Graph& g, const Plan& plan, std::ostream& out) {
+void print_json(const Graph& g, const Plan& plan, JsonPointerFinder& places, std::ostream& out) {
     nlohmann::ordered_json doc;
     doc["file"] = g.file;
     doc["format"] = g.from_onnx ? "onnx" : g.from_json ? "json" : "text";
@@ -182,7 +182,7 @@ void print_json(const Graph& g, const Plan& plan, std::ostream& out) {
             j["column"] = n.loc.col;
         } else {
             j["line"] = nullptr;
-            j["pointer"] = n.loc.pointer.view();
+            j["pointer"] = places.pointer(n.loc);
         }
         if (n.repeat >= 0) j["repeat"] = n.repeat;
         nodes.push_back(std::move(j));
@@ -248,6 +248,7 @@ int check_command(const CheckOptions& opts, std::ostream& out, std::ostream& err
     }
     Prepared& p = pr.prepared;
     const Graph& g = p.graph();
+    JsonPointerFinder places = json_places(*p.loaded);
     std::optional<Error> plan_error;
     std::string listing;
     if (opts.format == Format::Text) {
@@ -257,7 +258,7 @@ int check_command(const CheckOptions& opts, std::ostream& out, std::ostream& err
         std::exception_ptr render_failed;
         auto render = [&] {
             try {
-                listing = render_listing(g);
+                listing = render_listing(g, places);
             } catch (...) {
                 render_failed = std::current_exception();
             }
@@ -279,7 +280,7 @@ int check_command(const CheckOptions& opts, std::ostream& out, std::ostream& err
     }
     if (plan_error) return fail(pr.file, *plan_error);
     if (opts.format == Format::Json) {
-        print_json(g, *p.plan, out);
+        print_json(g, *p.plan, places, out);
     } else {
         std::ostringstream tail;
         print_text_tail(g, *p.plan, tail);

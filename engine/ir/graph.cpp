@@ -417,7 +417,7 @@ std::optional<NodeId> GraphBuilder::lookup(std::string_view name, const Loc& loc
         auto local = local_names_.find(sym);
         if (local != local_names_.end()) {
             const Loc& at = local->second;
-            std::string where = at.line ? "line " + std::to_string(at.line) : at.pointer.str();
+            std::string where = at.line ? "line " + std::to_string(at.line) : diag_.pointer(at);
             diag_.error(loc, "'" + std::string(name) + "' is local to the repeat body where it is bound (" +
                                  where + "); bind it before the loop to carry its value out of the body");
             return std::nullopt;
