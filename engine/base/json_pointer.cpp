@@ -109,7 +109,19 @@ std::string_view JsonPointerFinder::pointer(const Loc& loc) {
 }
 
 const std::string& JsonPointerFinder::pointer_at(uint32_t offset) {
-    if (offset < pos_) rewind(offset);
+    if (offset < pos_) {
+        // Where the scan got to is kept: the next place asked is likely past
+        // it (check's listing asks for a node's literal input, then the node,
+        // then the next node's literal).
+        if (pos_ > ahead_pos_) {
+            ahead_pos_ = pos_;
+            ahead_stack_ = stack_;
+        }
+        rewind(offset);
+    } else if (offset >= ahead_pos_ && ahead_pos_ > pos_) {
+        pos_ = ahead_pos_;
+        stack_ = ahead_stack_;
+    }
     scan_to(offset);
     const auto size = static_cast<uint32_t>(std::min<size_t>(text_.size(), UINT32_MAX));
     if (pos_ == offset && pos_ < size && !stack_.empty()) {

@@ -65,6 +65,8 @@ class JsonPointerFinder {
     std::vector<Frame> stack_;
     std::vector<Checkpoint> checkpoints_;  // by position
     uint32_t scanned_ = 0;                 // the furthest position reached
+    uint32_t ahead_pos_ = 0;               // a state past pos_ kept by the last rewind
+    std::vector<Frame> ahead_stack_;
     std::string out_;
     std::string key_;
 };
