@@ -153,6 +153,11 @@ void JsonPointerFinder::scan_to(uint32_t target) {
     const auto size = static_cast<uint32_t>(std::min<size_t>(text_.size(), UINT32_MAX));
     target = std::min(target, size);
     while (pos_ < target) {
+        const char c = text_[pos_];
+        if (c == ' ' || c == '\n' || c == '\r' || c == '\t' || c == ':') {  // most of a graph's bytes between tokens
+            ++pos_;
+            continue;
+        }
         if (pos_ > scanned_) {
             scanned_ = pos_;
             // Deeper states cost more to keep: kept further apart.
