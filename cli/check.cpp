@@ -8,8 +8,10 @@
 #include <nlohmann/json.hpp>
 #include <ostream>
 #include <sstream>
+#include <string>
 #include <system_error>
 #include <thread>
+#include <vector>
 
 #include "cli/app.h"
 #include "cli/commands.h"
@@ -25,9 +27,16 @@ namespace {
 // a thread costs more than it saves.
 constexpr size_t kParallelListingNodes = 20000;
 
+// Bytes of the listing rendered into one piece: a million nodes take about
+// 100 MB, which one string growing by doubling would copy and hold twice
+// (a JSON graph's places, its pointers, are longer than any estimate).
+constexpr size_t kListingPiece = size_t{1} << 20;
+
 // The header and the nodes section of the text listing: all of it that does
 // not depend on the plan, so that it can be rendered while the plan compiles.
-std::string render_listing(const Graph& g) {
+// In pieces of about kListingPiece bytes, written one after the other.
+std::vector<std::string> render_listing(const Graph& g, JsonPointerFinder& places) {
+    std::vector<std::string> pieces;
     // Names may hold any bytes: shown as a terminal may show them (output_text.h).
     std::string scratch;
     auto shown = [&scratch](std::string_view s) -> std::string_view {
@@ -67,7 +76,7 @@ std::string render_listing(const Graph& g) {
     }
     wname = std::min<size_t>(wname, 40);
     wtype = std::min<size_t>(wtype, 40);
-    buf.reserve(buf.size() + count * (wname + wop + wtype + wdev + 40));
+    buf.reserve(std::min(kListingPiece, buf.size() + count * (wname + wop + wtype + wdev + 40)) + 1024);
     auto field = [&](std::string_view text, size_t width) {  // left-aligned, as std::setw with std::left
         buf += text;
         if (text.size() < width) buf.append(width - text.size(), ' ');
@@ -113,17 +122,23 @@ std::string render_listing(const Graph& g) {
                 char* end = std::to_chars(colon + 1, at + sizeof at, n.loc.col).ptr;
                 buf.append(at, end);
             } else {
-                buf += n.loc.pointer.view();
+                buf += places.pointer(n.loc);
             }
             for (size_t k = 0; k < n.inputs.size(); ++k) {
                 buf += k == 0 ? "  <- " : ", ";
                 buf += shown(g.node(n.inputs[k].id).display());
             }
             buf += "\n";
+            if (buf.size() >= kListingPiece) {
+                pieces.push_back(std::move(buf));
+                buf = std::string();
+                buf.reserve(kListingPiece + 1024);
+            }
         }
     };
     print_block(print_block, g.top, 0);
-    return buf;
+    pieces.push_back(std::move(buf));
+    return pieces;
 }
 
 // The rest of the text listing: what was fused, the inputs, outputs, the
@@ -168,7 +183,7 @@ void print_text_tail(const Graph& g, const Plan& plan, std::ostream& out) {
     }
 }
 
-void print_json(const Graph& g, const Plan& plan, std::ostream& out) {
+void print_json(const Graph& g, const Plan& plan, JsonPointerFinder& places, std::ostream& out) {
     nlohmann::ordered_json doc;
     doc["file"] = g.file;
     doc["format"] = g.from_onnx ? "onnx" : g.from_json ? "json" : "text";
@@ -190,7 +205,7 @@ void print_json(const Graph& g, const Plan& plan, std::ostream& out) {
             j["column"] = n.loc.col;
         } else {
             j["line"] = nullptr;
-            j["pointer"] = n.loc.pointer.view();
+            j["pointer"] = places.pointer(n.loc);
         }
         if (n.repeat >= 0) j["repeat"] = n.repeat;
         nodes.push_back(std::move(j));
@@ -256,8 +271,9 @@ int check_command(const CheckOptions& opts, std::ostream& out, std::ostream& err
     }
     Prepared& p = pr.prepared;
     const Graph& g = p.graph();
+    JsonPointerFinder places = json_places(*p.loaded);
     std::optional<Error> plan_error;
-    std::string listing;
+    std::vector<std::string> listing;
     if (opts.format == Format::Text) {
         // The listing is rendered on a second thread while the plan compiles
         // (each takes about a fifth of a second for a million nodes); both
@@ -265,7 +281,7 @@ int check_command(const CheckOptions& opts, std::ostream& out, std::ostream& err
         std::exception_ptr render_failed;
         auto render = [&] {
             try {
-                listing = render_listing(g);
+                listing = render_listing(g, places);
             } catch (...) {
                 render_failed = std::current_exception();
             }
@@ -287,7 +303,7 @@ int check_command(const CheckOptions& opts, std::ostream& out, std::ostream& err
     }
     if (plan_error) return fail(pr.file, *plan_error);
     if (opts.format == Format::Json) {
-        print_json(g, *p.plan, out);
+        print_json(g, *p.plan, places, out);
     } else {
         std::ostringstream tail;
         print_text_tail(g, *p.plan, tail);
@@ -301,7 +317,7 @@ int check_command(const CheckOptions& opts, std::ostream& out, std::ostream& err
                 // No thread to be had: it is freed on return.
             }
         }
-        out.write(listing.data(), static_cast<std::streamsize>(listing.size()));
+        for (const std::string& piece : listing) out.write(piece.data(), static_cast<std::streamsize>(piece.size()));
         out << tail.str();
     }
     return kExitOk;

@@ -50,8 +50,8 @@ Diagnostic from_engine(const Diagnostics& all, const graphrun::Diagnostic& d) {
     out.severity = static_cast<Severity>(d.severity);
     out.file = all.file();
     out.line = d.loc.line;
-    out.column = d.loc.col;
-    out.json_pointer = std::string(d.loc.pointer.view());
+    out.column = d.loc.line ? d.loc.col : 0;  // a JSON place's col is its offset (Loc::in_json)
+    out.json_pointer = all.pointer(d.loc);
     out.message = d.message;
     out.formatted = all.format(d);
     return out;

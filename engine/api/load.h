@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "engine/base/diagnostics.h"
+#include "engine/base/json_pointer.h"
 #include "engine/base/limits.h"
 #include "engine/frontend/text_parser.h"  // PredeclaredName
 #include "engine/ir/graph.h"
@@ -25,6 +26,12 @@ struct LoadedGraph {
     Diagnostics diag;
     bool ok() const { return !read_failed && !diag.has_errors(); }
 };
+
+// Finds the JSON pointers of the places in lg's graph (a JSON file's are byte
+// offsets in its source, Loc::in_json). It reads lg's source: keep lg.
+inline JsonPointerFinder json_places(const LoadedGraph& lg) {
+    return JsonPointerFinder(lg.json ? std::string_view(lg.source) : std::string_view());
+}
 
 // A file is JSON when its name ends in .json or its first non-blank character is '{'.
 bool looks_like_json(const std::string& path, const std::string& source);

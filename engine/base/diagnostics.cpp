@@ -5,6 +5,7 @@
 #include <map>
 #include <sstream>
 
+#include "engine/base/json_pointer.h"
 #include "engine/base/printable.h"
 
 namespace graphrun {
@@ -49,8 +50,8 @@ std::string Diagnostics::format(const Diagnostic& d) const {
     os << terminal_text(file_);
     if (d.loc.line != 0) {
         os << ':' << d.loc.line << ':' << d.loc.col;
-    } else if (!d.loc.pointer.empty()) {
-        os << ": " << terminal_text(d.loc.pointer.view());
+    } else if (const std::string pointer = this->pointer(d.loc); !pointer.empty()) {
+        os << ": " << terminal_text(pointer);
     }
     // A message quotes names, which may hold any bytes and any length.
     os << ": " << sev << ": " << terminal_text(d.message, kMaxShownLine, true) << '\n';
@@ -73,6 +74,13 @@ std::string Diagnostics::format(const Diagnostic& d) const {
     os << "    " << (from > 0 ? "..." : "") << shown << '\n';
     os << "    " << (from > 0 ? "   " : "") << caret << "^\n";
     return os.str();
+}
+
+std::string Diagnostics::pointer(const Loc& loc) const {
+    if (!loc.pointer.empty()) return loc.pointer.str();
+    if (!loc.in_json() || source_.empty()) return {};
+    if (!pointers_) pointers_ = std::make_shared<JsonPointerFinder>(source_);
+    return std::string(pointers_->pointer(loc));
 }
 
 namespace {

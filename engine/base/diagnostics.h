@@ -3,6 +3,7 @@
 // JSON graphs, as FILE: /json/pointer: error: MESSAGE.
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <ostream>
 #include <string>
 #include <string_view>
@@ -13,13 +14,29 @@
 namespace graphrun {
 
 // A place in a graph file: line and column (1-based) for text and for
-// malformed JSON, or a JSON pointer for a value inside a well-formed JSON graph.
+// malformed JSON; for a value inside a well-formed JSON graph, a JSON pointer,
+// either given (a place that is no value in the text, an ONNX model's) or
+// found from the value's byte offset in the text when it is shown
+// (json_pointer.h): a graph keeps millions of places, nearly none of which is
+// ever shown.
 struct Loc {
-    uint32_t line = 0;  // 0: unknown
-    uint32_t col = 0;
-    CompactString pointer;  // JSON pointer ("/nodes/3/inputs/1"); empty for text
-    bool known() const { return line != 0 || !pointer.empty(); }
+    uint32_t line = 0;  // 0: unknown, or a place in a JSON text
+    uint32_t col = 0;   // with line 0: 1 + the byte offset of a JSON value (in_json)
+    CompactString pointer;  // a given JSON pointer ("/nodes/3/inputs/1"); empty for text
+    bool known() const { return line != 0 || col != 0 || !pointer.empty(); }
+
+    // The value (an array's item) or object member (its key's opening quote)
+    // at byte `offset` of a JSON text.
+    static Loc json_at(uint32_t offset) {
+        Loc loc;
+        loc.col = offset + 1;  // a text is at most 4 GiB - 1 bytes (json_document.h)
+        return loc;
+    }
+    bool in_json() const { return line == 0 && col != 0; }
+    uint32_t json_offset() const { return col - 1; }
 };
+
+class JsonPointerFinder;
 
 enum class Severity { Error, Warning, Note };
 
@@ -49,6 +66,7 @@ public:
     size_t error_count() const { return errors_; }
     const std::vector<Diagnostic>& all() const { return diags_; }
     const std::string& file() const { return file_; }
+    std::string_view source() const { return source_; }
     // The source's first line is line `line` of what the user typed (a
     // REPL's statement on its 40th line): places count from it.
     void set_first_line(uint32_t line) { first_line_ = line ? line : 1; }
@@ -67,6 +85,9 @@ public:
     // characters and bytes that are not UTF-8 as \xHH, at most
     // kMaxShownLine bytes.
     std::string format(const Diagnostic& d) const;
+    // The JSON pointer of `loc`: its own, or found in the source for a place
+    // in a JSON text (Loc::in_json); empty for a text place or an unknown one.
+    std::string pointer(const Loc& loc) const;
 
 private:
     std::string file_;
@@ -75,6 +96,9 @@ private:
     size_t errors_ = 0;
     bool over_limit_ = false;
     uint32_t first_line_ = 1;
+    // Finds the pointers of places in a JSON source, made when first asked;
+    // copies share it, as they share the source.
+    mutable std::shared_ptr<JsonPointerFinder> pointers_;
 };
 
 // Warnings printed of one kind, and in all, before the rest are counted.

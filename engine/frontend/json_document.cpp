@@ -9,6 +9,7 @@
 #include <unordered_map>
 
 #include "engine/base/interrupt.h"
+#include "engine/base/json_pointer.h"
 #include "engine/frontend/text_lexer.h"
 
 namespace graphrun::jsondoc {
@@ -68,22 +69,7 @@ std::string quote(std::string_view s) {
 }
 
 // One JSON pointer reference token (RFC 6901: '~' -> "~0", '/' -> "~1").
-void append_pointer_token(std::string& out, std::string_view key) {
-    bool plain = true;
-    for (char c : key) plain = plain && c != '~' && c != '/';
-    if (plain) {
-        out += key;
-        return;
-    }
-    for (char c : key) {
-        if (c == '~')
-            out += "~0";
-        else if (c == '/')
-            out += "~1";
-        else
-            out += c;
-    }
-}
+void append_pointer_token(std::string& out, std::string_view key) { append_json_pointer_token(out, key); }
 
 std::string pointer_token(std::string_view key) {
     std::string out;
@@ -204,7 +190,11 @@ class DocumentBuilder : public nlohmann::json_sax<nlohmann::json> {
     DocumentBuilder(std::string_view source, Document& doc, bool in_source, const InputLimits& limits)
         : source_(source), doc_(doc), in_source_(in_source), limits_(limits) {
         doc_.text = in_source ? source : std::string_view(doc_.chars);
+        doc_.places = in_source;
     }
+
+    // Where the next value starts in the source (the fast reader's documents).
+    void value_at(uint32_t offset) { next_place_ = offset; }
 
     bool failed() const { return failed_; }
     const Diagnostic& failure() const { return failure_; }
@@ -367,6 +357,10 @@ class DocumentBuilder : public nlohmann::json_sax<nlohmann::json> {
         Value& container = doc_.values[f.value];
         if (container.type == Type::Array) {
             ++container.span.b;
+            if (in_source_) {  // an item has no key: its place is its own
+                v.key_offset = next_place_;
+                v.flags |= Document::kItem;
+            }
             return index;
         }
         if (f.duplicate != kNone) {
@@ -427,6 +421,7 @@ class DocumentBuilder : public nlohmann::json_sax<nlohmann::json> {
     std::vector<Frame> frames_;
     size_t opened_ = 0;
     size_t values_ = 0;
+    uint32_t next_place_ = 0;
     bool failed_ = false;
     Diagnostic failure_;
     std::vector<std::pair<std::string, std::string>> duplicates_;  // pointer, key
@@ -442,7 +437,7 @@ class DocumentBuilder : public nlohmann::json_sax<nlohmann::json> {
 class FastJsonReader {
   public:
     FastJsonReader(std::string_view source, DocumentBuilder& builder)
-        : p_(source.data()), end_(source.data() + source.size()), b_(builder) {}
+        : begin_(source.data()), p_(source.data()), end_(source.data() + source.size()), b_(builder) {}
 
     bool read() {
         skip_blanks();
@@ -461,6 +456,7 @@ class FastJsonReader {
     // value -> object | array | string | number | true | false | null
     bool value() {
         if (p_ == end_) return false;
+        b_.value_at(static_cast<uint32_t>(p_ - begin_));  // the source is at most UINT32_MAX bytes
         switch (*p_) {
             case '{':
                 return object();
@@ -604,6 +600,7 @@ class FastJsonReader {
                                                            : -static_cast<int64_t>(magnitude));
     }
 
+    const char* begin_;
     const char* p_;
     const char* end_;
     DocumentBuilder& b_;

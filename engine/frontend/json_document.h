@@ -57,6 +57,7 @@ class Document {
     // Flags.
     static constexpr uint8_t kTrue = 1;    // Bool
     static constexpr uint8_t kHidden = 2;  // a duplicate key's value, reached through a Redirect
+    static constexpr uint8_t kItem = 4;    // an array's item whose key_offset is where it starts in text
     // key_size of a key of kLongKey bytes or more: key_offset indexes long_keys.
     static constexpr uint16_t kLongKey = UINT16_MAX;
 
@@ -64,7 +65,7 @@ class Document {
         Type type = Type::Null;
         uint8_t flags = 0;
         uint16_t key_size = 0;    // object members: the key's size (or kLongKey)
-        uint32_t key_offset = 0;  // ... and where it is in text
+        uint32_t key_offset = 0;  // ... and where it is in text; kItem: where the item starts
         union {
             int64_t i;
             uint64_t u;
@@ -87,6 +88,9 @@ class Document {
     // unescaping (the fast reader's documents), else `chars`.
     std::string_view text;
     std::string chars;
+    // Whether `text` is the source: then every value but the root has a place
+    // in it (JVal::place).
+    bool places = false;
 
     uint32_t root() const { return values.empty() ? kNone : 0; }
     std::string_view key(const Value& v) const {
@@ -141,6 +145,16 @@ class JVal {
             default: return 0;
         }
     }
+    // Where the value is in the source, for its Loc (Loc::json_at): an array
+    // item's first byte, or an object member's key's opening quote. kNone for
+    // the root, and where the document does not refer to the source
+    // (nlohmann's reader, whose strings it copied).
+    uint32_t place() const {
+        if (!doc_->places || index_ == 0) return Document::kNone;
+        if (v_->flags & Document::kItem) return v_->key_offset;
+        return (v_->key_size == Document::kLongKey ? doc_->long_keys[v_->key_offset].first : v_->key_offset) - 1;
+    }
+
     // Members of an array or object.
     size_t size() const { return is_array() || is_object() ? v_->span.b : 0; }
     bool empty() const { return size() == 0; }

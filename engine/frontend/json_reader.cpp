@@ -13,6 +13,7 @@
 #include <unordered_map>
 
 #include "engine/base/interrupt.h"
+#include "engine/base/json_pointer.h"
 #include "engine/frontend/json_document.h"
 #include "engine/frontend/text_lexer.h"
 #include "engine/frontend/text_parser.h"
@@ -135,7 +136,9 @@ class JsonReader {
     // node -> {"name": s, "op": s, "inputs": [...], "attrs": {...}, "device": s, value/shape/dtype}
     void read_node(JVal item, const std::string& pointer);
     void read_inputs(JVal inputs, const std::string& pointer, OpKind op, Inputs& out);
-    std::optional<Attr> read_attr(JVal j, const std::string& pointer);
+    // `pointer`: j's pointer, in a buffer that its items' pointers extend (and
+    // that is as it was on return).
+    std::optional<Attr> read_attr(JVal j, std::string& pointer);
     bool read_node_name(JVal j, const Loc& loc, std::string& name);
     void read_outputs(JVal outputs, const std::string& pointer);
 
@@ -160,6 +163,14 @@ class JsonReader {
     // temporary string: there is one per node and input of a graph.
     Loc at_child(const std::string& pointer, size_t index);
     Loc at_child(const std::string& pointer, std::string_view key);
+    // The place of `v`, whose pointer is `pointer` (or member `index` or `key`
+    // of `pointer`): its offset in the source where the document knows it,
+    // which costs nothing until a message shows it (the pointer is found from
+    // the source then), else the pointer. A graph has one per node, input and
+    // attribute.
+    Loc place(JVal v, const std::string& pointer);
+    Loc child_place(JVal v, const std::string& pointer, size_t index);
+    Loc child_place(JVal v, const std::string& pointer, std::string_view key);
 
     Graph& g_;
     GraphBuilder builder_;
@@ -169,6 +180,7 @@ class JsonReader {
     size_t literal_elements_ = 0;  // list elements read so far (kMaxLiteralElements)
     std::string inputs_pointer_;   // read_node(): "/nodes/N/inputs"
     std::string scratch_;          // at_child()
+    std::string attr_pointer_;     // read_node(): "/nodes/N/attrs/NAME" and its items'
 };
 
 void JsonReader::error(const Loc& loc, std::string message) {
@@ -209,6 +221,21 @@ Loc JsonReader::at_child(const std::string& pointer, size_t index) {
 Loc JsonReader::at_child(const std::string& pointer, std::string_view key) {
     scratch_.assign(pointer).append(1, '/').append(pointer_token(key));
     return at(scratch_);
+}
+
+Loc JsonReader::place(JVal v, const std::string& pointer) {
+    const uint32_t offset = v.place();
+    return offset != Document::kNone ? Loc::json_at(offset) : at(pointer);
+}
+
+Loc JsonReader::child_place(JVal v, const std::string& pointer, size_t index) {
+    const uint32_t offset = v.place();
+    return offset != Document::kNone ? Loc::json_at(offset) : at_child(pointer, index);
+}
+
+Loc JsonReader::child_place(JVal v, const std::string& pointer, std::string_view key) {
+    const uint32_t offset = v.place();
+    return offset != Document::kNone ? Loc::json_at(offset) : at_child(pointer, key);
 }
 
 void JsonReader::unknown_key(std::string_view key, const std::string& pointer,
@@ -293,7 +320,7 @@ void JsonReader::read_outputs(JVal outputs, const std::string& pointer) {
             ok = false;
             continue;
         }
-        names.emplace_back(std::string(o.string()), at(child(pointer, index)));
+        names.emplace_back(std::string(o.string()), child_place(o, pointer, index));
     }
     if (ok) builder_.set_outputs(std::move(names), at(pointer));
 }
@@ -338,20 +365,20 @@ void JsonReader::read_del(JVal item, const std::string& pointer) {
     }
     const std::string p = child(pointer, "del");
     if (names->is_string()) {
-        builder_.unbind(names->string(), at(p));
+        builder_.unbind(names->string(), place(*names, p));
         return;
     }
     if (!names->is_array() || names->empty()) {
-        error(at(p), "\"del\" must be a name or a non-empty array of names; got " + describe(*names));
+        error(place(*names, p), "\"del\" must be a name or a non-empty array of names; got " + describe(*names));
         return;
     }
     size_t i = 0;
     for (auto [unused, name] : names->items()) {
         const size_t index = i++;
         if (!name.is_string())
-            error(at(child(p, index)), "\"del\" lists names (strings); got " + describe(name));
+            error(child_place(name, p, index), "\"del\" lists names (strings); got " + describe(name));
         else
-            builder_.unbind(name.string(), at(child(p, index)));
+            builder_.unbind(name.string(), child_place(name, p, index));
     }
 }
 
@@ -429,7 +456,7 @@ void JsonReader::read_node(JVal item, const std::string& pointer) {
     if (!name_json) {
         error(at(pointer), "node has no \"name\"");
     } else {
-        name_loc = at_child(pointer, "name");
+        name_loc = child_place(*name_json, pointer, "name");
         named = read_node_name(*name_json, name_loc, name);
     }
 
@@ -456,11 +483,13 @@ void JsonReader::read_node(JVal item, const std::string& pointer) {
         if (stopped()) return;
         const Key k = classify(key);
         if (k == Key::Name || k == Key::Op || k == Key::Inputs || k == Key::Device) continue;
-        std::string p = child(pointer, key);
+        std::string& p = attr_pointer_;  // "/nodes/N/KEY", in a buffer kept from node to node
+        p.assign(pointer).append(1, '/');
+        append_json_pointer_token(p, key);
         if (k == Key::Shorthand) {
             if (auto a = read_attr(value, p)) {
                 shorthand.push_back(attrs.size());
-                attrs.push_back(NamedAttr{std::string(key), std::move(*a), at(p)});
+                attrs.push_back(NamedAttr{std::string(key), std::move(*a), place(value, p)});
             }
         } else if (k == Key::Attrs) {
             if (!value.is_object()) {
@@ -470,15 +499,19 @@ void JsonReader::read_node(JVal item, const std::string& pointer) {
             }
             for (auto [attr_name, attr_value] : value.items()) {
                 if (stopped()) return;
-                std::string ap = child(p, attr_name);
+                const size_t attrs_size = p.size();  // p becomes "/nodes/N/attrs/NAME"
+                p.append(1, '/');
+                append_json_pointer_token(p, attr_name);
                 if (attr_name == "device") {
-                    error(at(ap),
+                    error(at(p),
                           "\"device\" is not an attribute: give it at the node's top level, "
                           "like \"device\": \"gpu:0\"");
+                    p.resize(attrs_size);
                     continue;
                 }
-                if (auto a = read_attr(attr_value, ap))
-                    attrs.push_back(NamedAttr{std::string(attr_name), std::move(*a), at(std::move(ap))});
+                if (auto a = read_attr(attr_value, p))
+                    attrs.push_back(NamedAttr{std::string(attr_name), std::move(*a), place(attr_value, p)});
+                p.resize(attrs_size);
             }
         } else {
             bool is_attr = false;
@@ -505,7 +538,7 @@ void JsonReader::read_node(JVal item, const std::string& pointer) {
     std::string device;
     Loc device_loc;
     if (device_json) {
-        device_loc = at_child(pointer, "device");
+        device_loc = child_place(*device_json, pointer, "device");
         if (device_json->is_string())
             device = device_json->string();
         else
@@ -529,10 +562,10 @@ void JsonReader::read_node(JVal item, const std::string& pointer) {
 
     NodeId id;
     if (op && diag_.error_count() == errors_before) {
-        id = builder_.add_node(*op, std::move(inputs), std::move(attrs), at(pointer),
+        id = builder_.add_node(*op, std::move(inputs), std::move(attrs), place(item, pointer),
                                std::move(device), std::move(device_loc));
     } else {
-        id = builder_.add_invalid(at(pointer));
+        id = builder_.add_invalid(place(item, pointer));
     }
     if (named) builder_.assign(name, id, name_loc);
 }
@@ -544,7 +577,7 @@ void JsonReader::read_inputs(JVal inputs, const std::string& pointer, OpKind op,
     for (auto [unused, in] : inputs.items()) {
         const size_t index = i++;
         if (stopped()) return;
-        Loc loc = at_child(pointer, index);
+        Loc loc = child_place(in, pointer, index);
         std::optional<Attr> literal;
         if (in.is_string()) {
             const std::string_view text = in.string();
@@ -572,8 +605,8 @@ void JsonReader::read_inputs(JVal inputs, const std::string& pointer, OpKind op,
     }
 }
 
-std::optional<Attr> JsonReader::read_attr(JVal j, const std::string& pointer) {
-    Loc loc = at(pointer);
+std::optional<Attr> JsonReader::read_attr(JVal j, std::string& pointer) {
+    Loc loc = place(j, pointer);
     if (j.is_boolean()) return Attr::boolean(j.boolean(), std::move(loc));
     if (j.is_number()) return number_attr(j, std::move(loc));
     if (j.is_string()) {
@@ -591,11 +624,17 @@ std::optional<Attr> JsonReader::read_attr(JVal j, const std::string& pointer) {
         for (auto [unused, e] : j.items()) {
             const size_t index = i++;
             if (stopped()) return std::nullopt;
+            const size_t size = pointer.size();
+            char digits[24];
+            pointer.append(1, '/').append(digits, std::to_chars(digits, digits + sizeof digits, index).ptr);
             if (++literal_elements_ > limits_.literal_elements) {
-                stop_at_limit(at(child(pointer, index)), literal_limit_message(limits_));
+                stop_at_limit(at(pointer), literal_limit_message(limits_));
+                pointer.resize(size);
                 return std::nullopt;
             }
-            if (auto a = read_attr(e, child(pointer, index)))
+            std::optional<Attr> a = read_attr(e, pointer);
+            pointer.resize(size);
+            if (a)
                 items.push_back(std::move(*a));
             else
                 ok = false;
@@ -630,6 +669,8 @@ bool parse_json(std::string_view source, Graph& g, Diagnostics& diag, const Inpu
     }
     Document doc;
     if (!read_document(source, doc, limits, diag)) return false;
+    // Places are offsets only in a source whose diagnostics can name them.
+    if (diag.source().data() != source.data() || diag.source().size() != source.size()) doc.places = false;
     JsonReader reader(g, diag, limits);
     reader.read(JVal(doc, doc.root()));
     return !diag.has_errors() && !interrupted();

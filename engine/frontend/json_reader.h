@@ -11,6 +11,9 @@ namespace graphrun {
 // Parses `source` into `g` (which must be empty) through a GraphBuilder.
 // Errors carry the JSON pointer of the bad value, or line and column where the
 // JSON itself is malformed. Reads under `limits`. Returns !diag.has_errors().
+// When `diag` was made with `source` (as the loader makes it), the places of
+// values are their offsets in it (Loc::in_json), whose pointers `diag` (or a
+// JsonPointerFinder on `source`) finds; otherwise they are the pointers.
 bool parse_json(std::string_view source, Graph& g, Diagnostics& diag, const InputLimits& limits = {});
 
 }  // namespace graphrun

@@ -369,7 +369,10 @@ NodeId GraphBuilder::add_invalid(Loc loc) {
 namespace {
 
 // "line 3" (text) or "/nodes/3" (JSON): where a statement of the program is.
-std::string place_of(const Loc& at) { return at.line ? "line " + std::to_string(at.line) : at.pointer.str(); }
+// A place named in a message: a text line, or a JSON pointer found when shown.
+std::string place_of(const Diagnostics& diag, const Loc& at) {
+    return at.line ? "line " + std::to_string(at.line) : diag.pointer(at);
+}
 
 }  // namespace
 
@@ -424,13 +427,13 @@ std::optional<NodeId> GraphBuilder::lookup(std::string_view name, const Loc& loc
         auto local = local_names_.find(sym);
         if (local != local_names_.end()) {
             const Loc& at = local->second;
-            std::string where = place_of(at);
+            std::string where = place_of(diag_, at);
             diag_.error(loc, "'" + std::string(name) + "' is local to the repeat body where it is bound (" +
                                  where + "); bind it before the loop to carry its value out of the body");
             return std::nullopt;
         }
         if (auto del = deleted_.find(sym); del != deleted_.end()) {
-            diag_.error(loc, "'" + std::string(name) + "' was deleted by 'del' at " + place_of(del->second) +
+            diag_.error(loc, "'" + std::string(name) + "' was deleted by 'del' at " + place_of(diag_, del->second) +
                                  "; bind it again before using it");
             return std::nullopt;
         }
@@ -652,7 +655,7 @@ void GraphBuilder::finish(const Loc& eof) {
         for (auto& [name, loc] : output_names_) {
             const int32_t deleted = deleted_.empty() ? -1 : names.find(name);
             if (auto del = deleted_.find(deleted); del != deleted_.end()) {
-                diag_.error(loc, "unknown output '" + name + "': it was deleted by 'del' at " + place_of(del->second));
+                diag_.error(loc, "unknown output '" + name + "': it was deleted by 'del' at " + place_of(diag_, del->second));
                 continue;
             }
             auto id = g_.find_fetchable(name);

@@ -4,9 +4,12 @@
 
 #include <cmath>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "engine/base/json_pointer.h"
+#include "engine/frontend/json_document.h"
 #include "engine/frontend/json_reader.h"
 #include "engine/frontend/json_writer.h"
 #include "engine/frontend/text_parser.h"
@@ -16,20 +19,27 @@ using namespace graphrun;
 namespace {
 
 struct Parsed {
+    std::shared_ptr<const std::string> source;  // where the places are (Loc::in_json)
     Graph g;
     Diagnostics diag;
     bool ok = false;
+    // A place's JSON pointer, as a message shows it.
+    std::string pointer(const Loc& loc) const { return diag.pointer(loc); }
 };
 
-Parsed parse(const std::string& src) {
+// Parsed as the loader parses a file: the diagnostics know the source, and
+// the places are offsets in it. `with_source` false: they are pointers.
+Parsed parse(const std::string& src, bool with_source = true) {
     Parsed p;
-    p.ok = parse_json(src, p.g, p.diag);
+    p.source = std::make_shared<const std::string>(src);
+    p.diag = Diagnostics("t.json", with_source ? std::string_view(*p.source) : std::string_view());
+    p.ok = parse_json(*p.source, p.g, p.diag);
     return p;
 }
 
 std::string messages(const Diagnostics& d) {
     std::string s;
-    for (const Diagnostic& x : d.all()) s += x.loc.pointer + " " + x.message + "\n";
+    for (const Diagnostic& x : d.all()) s += d.pointer(x.loc) + " " + x.message + "\n";
     return s;
 }
 
@@ -40,7 +50,7 @@ void expect_error(const std::string& src, const std::string& pointer, const std:
     INFO(messages(p.diag));
     CHECK_FALSE(p.ok);
     REQUIRE(p.diag.error_count() >= 1);
-    CHECK(p.diag.all()[0].loc.pointer == pointer);
+    CHECK(p.pointer(p.diag.all()[0].loc) == pointer);
     CHECK(p.diag.all()[0].message.find(part) != std::string::npos);
 }
 
@@ -158,16 +168,16 @@ TEST_CASE("json: the SPEC example builds the expected graph") {
 
     const Node& na = g.node(a);
     CHECK(na.op == OpKind::Const);
-    CHECK(na.loc.pointer == "/nodes/0");
+    CHECK(p.pointer(na.loc) == "/nodes/0");
     REQUIRE(na.attrs.size() == 1);
     CHECK(na.attrs[0].name == "value");
-    CHECK(na.attrs[0].loc.pointer == "/nodes/0/value");
+    CHECK(p.pointer(na.attrs[0].loc) == "/nodes/0/value");
     const Attr& v = na.attrs[0].value;
     REQUIRE(v.kind == Attr::Kind::List);
     REQUIRE(v.list.size() == 2);
     CHECK(v.list[1].list[2].is_int);
     CHECK(v.list[1].list[2].i == 6);
-    CHECK(v.list[1].list[2].loc.pointer == "/nodes/0/value/1/2");
+    CHECK(p.pointer(v.list[1].list[2].loc) == "/nodes/0/value/1/2");
 
     const Node& nb = g.node(b);
     REQUIRE(nb.attrs.size() == 3);
@@ -182,16 +192,16 @@ TEST_CASE("json: the SPEC example builds the expected graph") {
     REQUIRE(nc.inputs.size() == 2);
     CHECK(nc.inputs[0].id == a);
     CHECK(nc.inputs[1].id == b);
-    CHECK(nc.inputs[1].loc.pointer == "/nodes/2/inputs/1");
+    CHECK(p.pointer(nc.inputs[1].loc) == "/nodes/2/inputs/1");
     CHECK(nc.device == "gpu:0");
-    CHECK(nc.device_loc.pointer == "/nodes/2/device");
+    CHECK(p.pointer(nc.device_loc) == "/nodes/2/device");
 
     const Node& ns = g.node(s);
     CHECK(ns.op == OpKind::ReduceSum);
     REQUIRE(ns.attrs.size() == 2);
     CHECK(ns.attrs[0].name == "axes");
-    CHECK(ns.attrs[0].loc.pointer == "/nodes/3/attrs/axes");
-    CHECK(ns.attrs[0].value.list[0].loc.pointer == "/nodes/3/attrs/axes/0");
+    CHECK(p.pointer(ns.attrs[0].loc) == "/nodes/3/attrs/axes");
+    CHECK(p.pointer(ns.attrs[0].value.list[0].loc) == "/nodes/3/attrs/axes/0");
     CHECK(ns.attrs[1].value.kind == Attr::Kind::Bool);
     CHECK(ns.attrs[1].value.b);
 
@@ -200,7 +210,7 @@ TEST_CASE("json: the SPEC example builds the expected graph") {
     REQUIRE(g.repeats.size() == 1);
     const Repeat& r = g.repeats[0];
     CHECK(r.count == 3);
-    CHECK(r.loc.pointer == "/nodes/5");
+    CHECK(p.pointer(r.loc) == "/nodes/5");
     REQUIRE(r.carries.size() == 1);
     const Carry& carry = r.carries[0];
     CHECK(carry.name == "x");
@@ -209,7 +219,7 @@ TEST_CASE("json: the SPEC example builds the expected graph") {
     CHECK(g.node(carry.param).op == OpKind::LoopParam);
     const Node& nx2 = g.node(x2);
     CHECK(nx2.repeat == 0);
-    CHECK(nx2.loc.pointer == "/nodes/5/body/0");
+    CHECK(p.pointer(nx2.loc) == "/nodes/5/body/0");
     REQUIRE(nx2.inputs.size() == 2);
     CHECK(nx2.inputs[0].id == c);  // read only: not carried
     CHECK(nx2.inputs[1].id == carry.param);
@@ -218,7 +228,7 @@ TEST_CASE("json: the SPEC example builds the expected graph") {
     CHECK(g.outputs[0].id == c);
     CHECK(g.outputs[1].id == s);
     CHECK(g.outputs[2].id == carry.param);  // after the loop, x is the loop's final value
-    CHECK(g.outputs[2].loc.pointer == "/outputs/2");
+    CHECK(p.pointer(g.outputs[2].loc) == "/outputs/2");
     CHECK(g.explicit_outputs);
 }
 
@@ -234,7 +244,7 @@ TEST_CASE(
     REQUIRE(t.attrs.size() == 3);
     CHECK(t.attrs[0].value.f == 1.5);
     CHECK_FALSE(t.attrs[0].value.is_int);
-    CHECK(t.attrs[1].loc.pointer == "/nodes/0/shape");
+    CHECK(p.pointer(t.attrs[1].loc) == "/nodes/0/shape");
     CHECK(t.attrs[2].value.s == "float64");
     const Node& f = p.g.node(id_of(p.g, "f"));
     REQUIRE(f.attrs.size() == 2);  // in the order written
@@ -266,7 +276,7 @@ TEST_CASE("json: numbers in value: integers, floats, big integers, nan and inf s
     CHECK(v.list[7].f == INFINITY);
     CHECK(v.list[8].f == -INFINITY);
     CHECK(v.list[9].kind == Attr::Kind::Bool);
-    CHECK(v.list[8].loc.pointer == "/nodes/0/value/8");
+    CHECK(p.pointer(v.list[8].loc) == "/nodes/0/value/8");
 }
 
 TEST_CASE("json: inline numbers in inputs are scalar literals, weak for binary ops") {
@@ -282,7 +292,7 @@ TEST_CASE("json: inline numbers in inputs are scalar literals, weak for binary o
     CHECK(lit.op == OpKind::Const);
     CHECK(lit.weak);
     CHECK(lit.generated);
-    CHECK(lit.loc.pointer == "/nodes/1/inputs/1");
+    CHECK(p.pointer(lit.loc) == "/nodes/1/inputs/1");
     CHECK(lit.attrs[0].value.is_int);
     CHECK(lit.attrs[0].value.i == 2);
     CHECK(b.inputs[1].id + 1 == id_of(g, "b"));  // made just before its consumer
@@ -291,7 +301,7 @@ TEST_CASE("json: inline numbers in inputs are scalar literals, weak for binary o
     CHECK(std::isnan(g.node(c.inputs[0].id).attrs[0].value.f));
     const Node& d = g.node(id_of(g, "d"));
     CHECK_FALSE(g.node(d.inputs[1].id).weak);  // concat is not a binary elementwise op
-    CHECK(d.inputs[1].loc.pointer == "/nodes/3/inputs/1");
+    CHECK(p.pointer(d.inputs[1].loc) == "/nodes/3/inputs/1");
     // Generated names never take a user's.
     CHECK(lit.name == "const");
     CHECK(g.node(c.inputs[0].id).name == "const_1");
@@ -421,8 +431,8 @@ TEST_CASE("json: a name bound again; a node after a failed one sees its name") {
     CHECK_FALSE(q.ok);
     INFO(messages(q.diag));
     REQUIRE(q.diag.error_count() == 2);
-    CHECK(q.diag.all()[0].loc.pointer == "/nodes/0/inputs/0");
-    CHECK(q.diag.all()[1].loc.pointer == "/nodes/2/op");
+    CHECK(q.pointer(q.diag.all()[0].loc) == "/nodes/0/inputs/0");
+    CHECK(q.pointer(q.diag.all()[1].loc) == "/nodes/2/op");
 }
 
 TEST_CASE("json: every independent error in one run, capped") {
@@ -434,12 +444,12 @@ TEST_CASE("json: every independent error in one run, capped") {
     ], "outputs": ["zz"]})");
     INFO(messages(p.diag));
     REQUIRE(p.diag.error_count() == 6);
-    CHECK(p.diag.all()[0].loc.pointer == "/extra");
-    CHECK(p.diag.all()[1].loc.pointer == "/nodes/0/op");
-    CHECK(p.diag.all()[2].loc.pointer == "/nodes/1/inputs/0");
-    CHECK(p.diag.all()[3].loc.pointer == "/nodes/2/name");
-    CHECK(p.diag.all()[4].loc.pointer == "/nodes/3/value/0");
-    CHECK(p.diag.all()[5].loc.pointer == "/outputs/0");
+    CHECK(p.pointer(p.diag.all()[0].loc) == "/extra");
+    CHECK(p.pointer(p.diag.all()[1].loc) == "/nodes/0/op");
+    CHECK(p.pointer(p.diag.all()[2].loc) == "/nodes/1/inputs/0");
+    CHECK(p.pointer(p.diag.all()[3].loc) == "/nodes/2/name");
+    CHECK(p.pointer(p.diag.all()[4].loc) == "/nodes/3/value/0");
+    CHECK(p.pointer(p.diag.all()[5].loc) == "/outputs/0");
 
     std::string many;
     for (int i = 0; i < 500; ++i)
@@ -662,8 +672,10 @@ TEST_CASE("json: a text graph whose literal is not next to its consumer still co
 }
 
 namespace {
-// Every node as a line: its names, op, inputs with their places, attributes.
-std::string describe_graph(const Graph& g) {
+// Every node as a line: its names, op, inputs with their places (as `p`'s
+// diagnostics name them), attributes.
+std::string describe_graph(const Parsed& p) {
+    const Graph& g = p.g;
     std::string s;
     std::function<void(const Attr&)> attr = [&](const Attr& a) {
         switch (a.kind) {
@@ -680,12 +692,12 @@ std::string describe_graph(const Graph& g) {
                 s += "]";
                 break;
         }
-        s += "@" + a.loc.pointer;
+        s += "@" + p.pointer(a.loc);
     };
     for (const Node& n : g.nodes) {
         s += n.name + "|" + std::string(n.display()) + "|" + op_name(n.op) + "|" + n.device.str() + "@" +
-             n.device_loc.pointer.str() + "|" + n.loc.pointer + "|";
-        for (const Input& in : n.inputs) s += std::to_string(in.id) + "@" + in.loc.pointer + ",";
+             p.pointer(n.device_loc) + "|" + p.pointer(n.loc) + "|";
+        for (const Input& in : n.inputs) s += std::to_string(in.id) + "@" + p.pointer(in.loc) + ",";
         for (const NamedAttr& a : n.attrs) {
             s += a.name + "=";
             attr(a.value);
@@ -718,7 +730,7 @@ TEST_CASE("json: the fast reader and nlohmann's parser read the same graph") {
         INFO(other);
         CHECK(fast.ok == slow.ok);
         CHECK(messages(slow.diag) == messages(fast.diag));
-        CHECK(describe_graph(slow.g) == describe_graph(fast.g));
+        CHECK(describe_graph(slow) == describe_graph(fast));
     }
     // Numbers only nlohmann reads: integers out of range become floats, a
     // float too small becomes 0.
@@ -765,10 +777,10 @@ TEST_CASE("json: duplicate keys in big objects") {
                          R"("k3": 5, "k39": 1, "a/b": 1, "a/b": 2}})"));
     INFO(messages(p.diag));
     REQUIRE(p.diag.error_count() >= 3);
-    CHECK(p.diag.all()[0].loc.pointer == "/nodes/0/attrs/k3");
+    CHECK(p.pointer(p.diag.all()[0].loc) == "/nodes/0/attrs/k3");
     CHECK(p.diag.all()[0].message.find("duplicate key \"k3\"") == 0);
-    CHECK(p.diag.all()[1].loc.pointer == "/nodes/0/attrs/k39");
-    CHECK(p.diag.all()[2].loc.pointer == "/nodes/0/attrs/a~1b");
+    CHECK(p.pointer(p.diag.all()[1].loc) == "/nodes/0/attrs/k39");
+    CHECK(p.pointer(p.diag.all()[2].loc) == "/nodes/0/attrs/a~1b");
     // The last value wins, at the place of the first.
     const Node& n = p.g.nodes.at(0);
     REQUIRE(n.attrs.size() >= 5);
@@ -787,15 +799,15 @@ TEST_CASE("json: a duplicate key's last value wins at the first's place, whateve
         Parsed p = parse(src);
         INFO(messages(p.diag));
         REQUIRE(p.diag.error_count() == 3);
-        CHECK(p.diag.all()[0].loc.pointer == "/nodes/0/attrs/k");
-        CHECK(p.diag.all()[1].loc.pointer == "/nodes/0/attrs/k");
-        CHECK(p.diag.all()[2].loc.pointer == "/nodes/1/name");
+        CHECK(p.pointer(p.diag.all()[0].loc) == "/nodes/0/attrs/k");
+        CHECK(p.pointer(p.diag.all()[1].loc) == "/nodes/0/attrs/k");
+        CHECK(p.pointer(p.diag.all()[2].loc) == "/nodes/1/name");
         const Node& v = p.g.nodes.at(0);
         REQUIRE(v.attrs.size() == 3);
         CHECK(v.attrs[1].name == "k");
         REQUIRE(v.attrs[1].value.list.size() == 2);
         CHECK(v.attrs[1].value.list[1].i == 5);
-        CHECK(v.attrs[1].value.list[1].loc.pointer == "/nodes/0/attrs/k/1");
+        CHECK(p.pointer(v.attrs[1].value.list[1].loc) == "/nodes/0/attrs/k/1");
         CHECK(v.attrs[2].name == "j");
         CHECK(id_of(p.g, "u") != kNoNode);
         CHECK(id_of(p.g, "w") == kNoNode);
@@ -807,8 +819,8 @@ TEST_CASE("json: a duplicate key's last value wins at the first's place, whateve
         Parsed p = parse(src);
         INFO(messages(p.diag));
         REQUIRE(p.diag.error_count() == 2);
-        CHECK(p.diag.all()[0].loc.pointer == "/nodes");
-        CHECK(p.diag.all()[1].loc.pointer == "/nodes/0/shape");
+        CHECK(p.pointer(p.diag.all()[0].loc) == "/nodes");
+        CHECK(p.pointer(p.diag.all()[1].loc) == "/nodes/0/shape");
         REQUIRE(p.g.nodes.size() == 1);
         CHECK(p.g.nodes[0].attrs.at(0).value.list.at(0).i == 3);
     }
@@ -822,9 +834,117 @@ TEST_CASE("json: keys of 64 KiB and more") {
     Parsed p = parse(src);
     INFO(messages(p.diag).substr(0, 300));
     REQUIRE(p.diag.error_count() == 3);
-    CHECK(p.diag.all()[0].loc.pointer == "/nodes/0/" + key);
+    CHECK(p.pointer(p.diag.all()[0].loc) == "/nodes/0/" + key);
     CHECK(p.diag.all()[0].message.find("duplicate key") == 0);
-    CHECK(p.diag.all()[1].loc.pointer == "/nodes/0/" + key);
+    CHECK(p.pointer(p.diag.all()[1].loc) == "/nodes/0/" + key);
     CHECK(p.diag.all()[1].message.find("unknown key") == 0);
-    CHECK(p.diag.all()[2].loc.pointer == "/nodes/0/" + std::string(65535, 'm'));
+    CHECK(p.pointer(p.diag.all()[2].loc) == "/nodes/0/" + std::string(65535, 'm'));
+}
+
+TEST_CASE("json: places are offsets in the source, named as pointers only when shown") {
+    // Keys with '/' and '~' (escaped in a pointer as ~1 and ~0), an empty
+    // key, nested lists, a repeat, and attributes given two ways.
+    const std::string src = doc(
+        R"({"name": "a", "op": "const", "value": [[1, 2], [3, [4, 5]]], "shape": [2, 2]},)"
+        R"({"name": "b", "op": "add", "inputs": ["a", 2, true], "device": "cpu"},)"
+        R"({"repeat": 2, "body": [{"name": "a", "op": "neg", "inputs": ["a"]}]},)"
+        R"({"name": "s", "op": "reduce_sum", "inputs": ["b"], "attrs": {"axes": [1], "keepdims": true}})",
+        R"(, "outputs": ["b", "s"], "z": {"a/b": 1, "c~d": [2], "": 3})");
+    Parsed with = parse(src);
+    Parsed without = parse(src, false);
+    INFO(messages(with.diag));
+    INFO(messages(without.diag));
+    REQUIRE(with.diag.error_count() == 1);  // the unknown key "z"
+    CHECK(with.pointer(with.diag.all()[0].loc) == "/z");
+    CHECK(with.g.nodes.at(0).loc.in_json());
+    CHECK(with.g.nodes.at(0).loc.pointer.empty());  // no string kept
+    CHECK_FALSE(without.g.nodes.at(0).loc.in_json());
+    CHECK(without.g.nodes.at(0).loc.pointer == "/nodes/0");
+    CHECK(describe_graph(with) == describe_graph(without));
+    CHECK(messages(with.diag) == messages(without.diag));
+    // A byte order mark sends the document to nlohmann's parser, whose places are pointers.
+    Parsed bom = parse("\xEF\xBB\xBF" + src);
+    CHECK_FALSE(bom.g.nodes.at(0).loc.in_json());
+    CHECK(describe_graph(bom) == describe_graph(with));
+    // Printed as before: FILE: /pointer: error: MESSAGE.
+    CHECK(with.diag.format(with.diag.all()[0]) == without.diag.format(without.diag.all()[0]));
+    CHECK(with.diag.format(with.diag.all()[0]).rfind("t.json: /z: error: unknown key \"z\"", 0) == 0);
+}
+
+namespace {
+
+// Every value of `v` (pointer `pointer`) but the root: its place and pointer.
+void all_places(jsondoc::JVal v, const std::string& pointer, std::vector<std::pair<uint32_t, std::string>>& out) {
+    size_t i = 0;
+    for (auto [key, item] : v.items()) {
+        const std::string p = v.is_array() ? jsondoc::child(pointer, i++) : jsondoc::child(pointer, key);
+        out.emplace_back(item.place(), p);
+        all_places(item, p, out);
+    }
+}
+
+}  // namespace
+
+TEST_CASE("json: the pointer finder names every place, in any order") {
+    // Keys needing escapes in a pointer, keys with JSON escapes (read by the
+    // finder as the reader reads them), empty containers, a duplicate key
+    // (its value at the first one's place), deep nesting, and strings that
+    // look like structure.
+    std::string deep;
+    for (int i = 0; i < 40; ++i) deep += "[0, ";
+    deep += "{\"k\": [1]}";
+    for (int i = 0; i < 40; ++i) deep += "]";
+    const std::string src = R"({"a/b": {"~x": [1, "]", {"}": ",", "": [[], {}]}], "y": null}, )"
+                            R"("n": [true, false, -1.5e3, "q:u[o{te,"], "d": 1, "d": [2, {"e": 3}], "deep": )" +
+                            deep + "}";
+    // The fast reader gives up on escapes: its document, whose places are
+    // offsets, is read from the source without them; the finder is also
+    // checked on keys with escapes below.
+    jsondoc::Document d;
+    Diagnostics diag("t.json", src);
+    REQUIRE(jsondoc::read_document(src, d, InputLimits{}, diag));
+    std::vector<std::pair<uint32_t, std::string>> places;
+    all_places(jsondoc::JVal(d, d.root()), "", places);
+    REQUIRE(places.size() > 100);
+    JsonPointerFinder forward(src), backward(src), shuffled(src);
+    for (const auto& [offset, pointer] : places) {
+        REQUIRE(offset != jsondoc::Document::kNone);
+        CHECK(forward.pointer_at(offset) == pointer);
+    }
+    for (size_t i = places.size(); i-- > 0;) CHECK(backward.pointer_at(places[i].first) == places[i].second);
+    for (size_t k = 0; k < places.size(); ++k) {
+        const auto& [offset, pointer] = places[(k * 37) % places.size()];
+        CHECK(shuffled.pointer_at(offset) == pointer);
+        CHECK(shuffled.pointer(Loc::json_at(offset)) == pointer);
+    }
+    CHECK(forward.pointer_at(static_cast<uint32_t>(src.find("\"~x\""))) == "/a~1b/~0x");
+    CHECK(forward.pointer_at(static_cast<uint32_t>(src.find("\"d\": ["))) == "/d");
+
+    // Escaped keys are named as their reader reads them: \u0041 is A, a
+    // surrogate pair one character, \/ a slash.
+    const std::string esc = R"({"\u0041\"\/": [0, {"\ud83d\ude00\n": 1}]})";
+    JsonPointerFinder f(esc);
+    CHECK(f.pointer_at(static_cast<uint32_t>(esc.find("{\"\\ud83d"))) == "/A\"~1/1");
+    CHECK(f.pointer_at(static_cast<uint32_t>(esc.find("\"\\ud83d"))) == "/A\"~1/1/\xF0\x9F\x98\x80\n");
+    CHECK(f.pointer_at(1) == "/A\"~1");
+
+    // Past the checkpoint interval, and back.
+    std::string big = "{\"items\": [";
+    const size_t n = 3 * JsonPointerFinder::kCheckpointBytes / 10;
+    for (size_t i = 0; i < n; ++i) big += i ? ", [7]" : "[7]";
+    big += "]}";
+    JsonPointerFinder b(big);
+    const auto item = [&](size_t i) { return static_cast<uint32_t>(11 + i * 5); };  // each "[7], " is 5 bytes
+    CHECK(b.pointer_at(item(n - 1)) == "/items/" + std::to_string(n - 1));
+    CHECK(b.pointer_at(item(3)) == "/items/3");
+    CHECK(b.pointer_at(item(n / 2)) == "/items/" + std::to_string(n / 2));
+    CHECK(b.pointer_at(item(n / 2) + 1) == "/items/" + std::to_string(n / 2) + "/0");
+    CHECK(b.pointer_at(item(10)) == "/items/10");
+    // Places of no JSON text: a text graph's, an unknown one.
+    Loc text;
+    text.line = 3;
+    text.col = 4;
+    CHECK(b.pointer(text).empty());
+    CHECK(b.pointer(Loc{}).empty());
+    CHECK(JsonPointerFinder().pointer(Loc::json_at(5)).empty());
 }
