@@ -494,19 +494,7 @@ void TextParser::output_stmt() {
     Token kw = tok_;
     advance();
     std::vector<std::pair<std::string, Loc>> names;
-    for (;;) {
-        if (tok_.kind == Tok::Ident) {
-            names.emplace_back(std::string(text(tok_)), loc_of(tok_));
-            advance();
-        } else if (is_word(tok_.kind)) {
-            keyword_as_name(tok_);
-            advance();
-        } else {
-            return syntax_error("expected a name after " + describe(prev_));
-        }
-        if (tok_.kind != Tok::Comma) break;
-        advance();
-    }
+    if (!name_list(names)) return;
     if (block_depth_ > 0) {
         report(loc_of(kw), "'output' is only allowed at top level, not inside a block");
     } else if (have_output_) {
@@ -533,17 +521,26 @@ bool TextParser::at_del() {
 // del := 'del' IDENT { ',' IDENT }   (top level only: GraphBuilder::unbind)
 void TextParser::del_stmt() {
     advance();  // 'del'
+    std::vector<std::pair<std::string, Loc>> names;
+    if (!name_list(names)) return;
+    for (const auto& [name, loc] : names) b_.unbind(name, loc);
+}
+
+// IDENT { ',' IDENT }: a keyword in the list is reported and skipped. False
+// (a syntax error reported) where a name is missing.
+bool TextParser::name_list(std::vector<std::pair<std::string, Loc>>& names) {
     for (;;) {
         if (tok_.kind == Tok::Ident) {
-            b_.unbind(text(tok_), loc_of(tok_));
+            names.emplace_back(std::string(text(tok_)), loc_of(tok_));
             advance();
         } else if (is_word(tok_.kind)) {
             keyword_as_name(tok_);
             advance();
         } else {
-            return syntax_error("expected a name after " + describe(prev_));
+            syntax_error("expected a name after " + describe(prev_));
+            return false;
         }
-        if (tok_.kind != Tok::Comma) break;
+        if (tok_.kind != Tok::Comma) return true;
         advance();
     }
 }

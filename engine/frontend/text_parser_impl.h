@@ -131,6 +131,7 @@ class TextParser {
     void output_stmt();
     bool at_del();  // the current token starts `del NAME`
     void del_stmt();
+    bool name_list(std::vector<std::pair<std::string, Loc>>& names);
     template <class Begin, class End>
     void block(const Token& kw, Begin begin, End end);
 
