@@ -1,4 +1,4 @@
-// oneDNN's conv and gemm kernels (engine/kernels/cpu/dnnl_kernels.cpp) against
+// oneDNN's conv, gemm and matmul kernels (engine/kernels/cpu/dnnl_kernels.cpp) against
 // float64 references on odd shapes, what they decline, and how their memory
 // is counted; max_pool's vector path against a reference. The oneDNN cases
 // say SKIP and pass when graphrun is built without oneDNN.
@@ -315,6 +315,123 @@ TEST_CASE("dnnl gemm: constant b packed once, bias rows, against float64") {
             CHECK(scratch.held() == 0);
         }
     }
+}
+
+TEST_CASE("dnnl matmul: a's batch by a constant b, a fused bias, residual and activation, against float64") {
+    if (!have_dnnl()) return;
+    struct M {
+        Shape a;
+        int64_t n;
+        bool tb, bias, residual;
+        Activation act;
+    };
+    const M cases[] = {
+        {{2, 3, 5}, 7, false, false, false, Activation::None},
+        {{1, 64, 33}, 40, true, true, false, Activation::None},
+        {{4, 1, 16}, 129, false, true, true, Activation::Relu},
+        {{3, 17}, 24, true, false, true, Activation::Clip},
+        {{2, 2, 9, 31}, 65, false, true, true, Activation::Gelu},  // gelu: ours after oneDNN's product
+        {{128, 256}, 768, false, true, false, Activation::Tanh},
+    };
+    for (const M& mc : cases) {
+        for (int threads : {1, 2}) {
+            const int64_t k = mc.a.back(), n = mc.n;
+            int64_t rows = 1;
+            for (size_t d = 0; d + 1 < mc.a.size(); ++d) rows *= mc.a[d];
+            Shape ys = mc.a;
+            ys.back() = n;
+            INFO("matmul a", shape_string(mc.a), " n ", n, mc.tb ? " b transposed" : "", mc.bias ? " bias" : "",
+                 mc.residual ? " residual" : "", " ", activation_name(mc.act), " threads ", threads);
+            Tensor a = random_tensor(DType::F32, mc.a, -1, 1);
+            Tensor b = random_tensor(DType::F32, mc.tb ? Shape{n, k} : Shape{k, n}, -1, 1);
+            Tensor bias = random_tensor(DType::F32, {n}, -1, 1);
+            Tensor res = random_tensor(DType::F32, ys, -1, 1);
+            TestGraph tg;
+            std::vector<NodeId> ins{tg.input(DType::F32, a.shape), const_node(tg, b)};
+            std::vector<TensorRef> refs{a.ref(), b.ref()};
+            Epilogue e;
+            e.act = mc.act;
+            if (mc.act == Activation::Clip) e.lo = -0.25, e.hi = 0.5;
+            if (mc.bias) {
+                e.bias = static_cast<int8_t>(ins.size());
+                ins.push_back(const_node(tg, bias));
+                refs.push_back(bias.ref());
+            }
+            if (mc.residual) {
+                e.residual = static_cast<int8_t>(ins.size());
+                ins.push_back(tg.input(DType::F32, ys));
+                refs.push_back(res.ref());
+            }
+            std::vector<NamedAttr> attrs;
+            if (mc.tb) attrs.push_back({"transpose_b", B(true), {}});
+            const NodeId id = tg.op(OpKind::Matmul, ins, attrs, DType::F32, ys);
+            const bool fused = mc.bias || mc.residual || mc.act != Activation::None;
+            if (fused) {
+                tg.g.epilogues.push_back(e);
+                tg.g.nodes[static_cast<size_t>(id)].epilogue = static_cast<int32_t>(tg.g.epilogues.size() - 1);
+            }
+            auto kernel = kernels::make_dnnl_matmul_kernel(tg.g, tg.g.node(id), nullptr);
+            REQUIRE(kernel != nullptr);
+            Tensor y(DType::F32, ys);
+            TensorRef out = y.ref();
+            CountingScratch scratch;
+            KernelContext ctx;
+            ctx.threads = threads;
+            ctx.scratch = &scratch;
+            for (int pass = 0; pass < 2; ++pass) {  // the second pass runs on the packed b
+                std::fill(y.words.begin(), y.words.end(), 0);
+                REQUIRE(kernel->run(refs.data(), refs.size(), out, ctx) == "");
+                int64_t bad = 0;
+                for (int64_t i = 0; i < rows; ++i)
+                    for (int64_t j = 0; j < n; ++j) {
+                        double s = 0, mag = 0;
+                        for (int64_t q = 0; q < k; ++q) {
+                            const double p = a.get(i * k + q) * b.get(mc.tb ? j * k + q : q * n + j);
+                            s += p;
+                            mag += std::fabs(p);
+                        }
+                        if (mc.bias) s += bias.get(j), mag += std::fabs(bias.get(j));
+                        if (mc.residual) s += res.get(i * n + j), mag += std::fabs(res.get(i * n + j));
+                        switch (mc.act) {
+                            case Activation::Relu: s = std::max(s, 0.0); break;
+                            case Activation::Clip: s = std::min(std::max(s, e.lo), e.hi); break;
+                            case Activation::Gelu: s = 0.5 * s * (1 + std::erf(s / std::sqrt(2.0))); break;
+                            case Activation::Tanh: s = std::tanh(s); break;
+                            default: break;
+                        }
+                        const double got = y.get(i * n + j);
+                        if (!(std::fabs(got - s) <= 1e-5 * mag + 1e-6)) {
+                            if (bad++ == 0) CHECK_MESSAGE(false, "first bad element [", i, ",", j, "]: got ", got,
+                                                          " want ", s);
+                        }
+                    }
+                CHECK(bad == 0);
+            }
+            CHECK(scratch.held() > 0);  // the packed b, held while the kernel lives
+            kernel.reset();
+            CHECK(scratch.held() == 0);
+        }
+    }
+}
+
+TEST_CASE("dnnl matmul declines what ours must run") {
+    TestGraph tg;
+    const NodeId bc = const_node(tg, random_tensor(DType::F32, {5, 2}));
+    const NodeId a = tg.input(DType::F32, {3, 5});
+    const NodeId a1 = tg.input(DType::F32, {5});
+    const NodeId bin = tg.input(DType::F32, {5, 2});
+    const NodeId b3 = const_node(tg, random_tensor(DType::F32, {1, 5, 2}));
+    const NodeId at = tg.input(DType::F32, {5, 3});
+    const NodeId ad = tg.input(DType::F64, {3, 5});
+    const NodeId bd = const_node(tg, random_tensor(DType::F64, {5, 2}));
+    auto made = [&](NodeId id) { return kernels::make_dnnl_matmul_kernel(tg.g, tg.g.node(id), nullptr) != nullptr; };
+    CHECK(!made(tg.op(OpKind::Matmul, {a, bin}, {}, DType::F32, {3, 2})));   // b not a constant
+    CHECK(!made(tg.op(OpKind::Matmul, {a1, bc}, {}, DType::F32, {2})));      // a 1-D: a dimension dropped
+    CHECK(!made(tg.op(OpKind::Matmul, {a, b3}, {}, DType::F32, {1, 3, 2}))); // b batched
+    CHECK(!made(tg.op(OpKind::Matmul, {at, bc}, {{"transpose_a", B(true), {}}}, DType::F32, {3, 2})));
+    CHECK(!made(tg.op(OpKind::Matmul, {ad, bd}, {}, DType::F64, {3, 2})));
+    if (kernels::dnnl_text().empty()) return;
+    CHECK(made(tg.op(OpKind::Matmul, {a, bc}, {}, DType::F32, {3, 2})));
 }
 
 TEST_CASE("max_pool: the vector path against a reference, NaN and infinities included") {

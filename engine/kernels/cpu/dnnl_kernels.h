@@ -26,6 +26,10 @@ std::unique_ptr<Kernel> make_dnnl_conv_kernel(const Graph& g, const Node& n, Own
 // A oneDNN matmul for a plain f32 gemm whose b is a constant (packed once) and
 // whose c, if any, is a bias row (beta 1, alpha 1); nullptr otherwise.
 std::unique_ptr<Kernel> make_dnnl_gemm_kernel(const Graph& g, const Node& n, OwnKernelFactory ours);
+// A oneDNN matmul for an f32 matmul of a (rank 2 or more, not transposed) by a
+// constant 2-D b (packed once), with a fused epilogue's bias, residual and
+// activation; nullptr otherwise.
+std::unique_ptr<Kernel> make_dnnl_matmul_kernel(const Graph& g, const Node& n, OwnKernelFactory ours);
 // "oneDNN 2.6.3 (avx512_core)" — version and the ISA its JIT uses — or ""
 // when graphrun was built without oneDNN.
 std::string dnnl_text();

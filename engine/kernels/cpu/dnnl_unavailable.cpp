@@ -6,6 +6,7 @@ namespace graphrun::kernels {
 
 std::unique_ptr<Kernel> make_dnnl_conv_kernel(const Graph&, const Node&, OwnKernelFactory) { return nullptr; }
 std::unique_ptr<Kernel> make_dnnl_gemm_kernel(const Graph&, const Node&, OwnKernelFactory) { return nullptr; }
+std::unique_ptr<Kernel> make_dnnl_matmul_kernel(const Graph&, const Node&, OwnKernelFactory) { return nullptr; }
 std::string dnnl_text() { return ""; }
 
 }  // namespace graphrun::kernels

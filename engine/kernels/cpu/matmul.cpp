@@ -16,6 +16,7 @@
 #include <mutex>
 
 #include "engine/kernels/common/kernel_common.h"
+#include "engine/kernels/cpu/dnnl_kernels.h"
 #include "engine/kernels/cpu/epilogue.h"
 #include "engine/kernels/cpu/kernel_families.h"
 #include "engine/kernels/cpu/parallel.h"
@@ -178,9 +179,10 @@ class MatmulKernel final : public KernelBase {
 
 }  // namespace
 
-std::unique_ptr<Kernel> make_matmul_kernel(const Graph& g, const Node& n) {
-    select_openblas_core();
-    if (n.op == OpKind::Gemm) return make_gemm_kernel(g, n);
+namespace {
+
+// Ours (OpenBLAS), or an error kernel for a node it cannot run.
+std::unique_ptr<Kernel> make_own_matmul_kernel(const Graph& g, const Node& n) {
     // A fused matmul reads its epilogue's bias and residual after a and b.
     if (n.inputs.size() == 2 || (g.epilogue_of(n) && n.inputs.size() <= 4)) {
         if (n.dtype == DType::F32) return std::make_unique<MatmulKernel<float>>(g, n);
@@ -188,6 +190,16 @@ std::unique_ptr<Kernel> make_matmul_kernel(const Graph& g, const Node& n) {
     }
     return make_error_kernel(std::string("internal error: no CPU kernel for matmul on ") +
                              dtype_name(n.dtype));
+}
+
+}  // namespace
+
+std::unique_ptr<Kernel> make_matmul_kernel(const Graph& g, const Node& n) {
+    select_openblas_core();
+    if (n.op == OpKind::Gemm) return make_gemm_kernel(g, n);
+    // oneDNN where it is faster (a constant b, packed once: dnnl_kernels.h), ours where it declines.
+    if (auto k = make_dnnl_matmul_kernel(g, n, make_own_matmul_kernel)) return k;
+    return make_own_matmul_kernel(g, n);
 }
 
 }  // namespace graphrun::kernels
