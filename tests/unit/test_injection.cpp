@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -13,6 +15,7 @@
 
 #include "engine/api/load.h"
 #include "engine/check/placement.h"
+#include "engine/kernels/cpu/dnnl_kernels.h"
 #include "engine/plan/plan.h"
 #include "engine/runtime/session.h"
 
@@ -25,7 +28,32 @@ struct InjectedRun {
     std::string message;
     bool reclaimer_running_after_close = false;
     MemoryStats before, after;
+    std::vector<HostTensor> outputs;
 };
+
+// Whether two runs' outputs agree: the same names, dtypes and shapes, and
+// values within f32 rounding (a kernel that fell back runs other arithmetic).
+bool same_outputs(const std::vector<HostTensor>& a, const std::vector<HostTensor>& b) {
+    if (a.size() != b.size()) return false;
+    for (size_t i = 0; i < a.size(); ++i) {
+        if (a[i].name != b[i].name || a[i].dtype != b[i].dtype || a[i].shape != b[i].shape ||
+            a[i].data.size() != b[i].data.size())
+            return false;
+        if (a[i].dtype != DType::F32) {
+            if (a[i].data != b[i].data) return false;
+            continue;
+        }
+        const size_t n = a[i].data.size() / sizeof(float);
+        for (size_t k = 0; k < n; ++k) {
+            float x, y;
+            std::memcpy(&x, a[i].data.data() + k * sizeof(float), sizeof x);
+            std::memcpy(&y, b[i].data.data() + k * sizeof(float), sizeof y);
+            if (!(std::fabs(static_cast<double>(x) - y) <= 1e-5 * std::fabs(static_cast<double>(y)) + 1e-6))
+                return false;
+        }
+    }
+    return true;
+}
 
 std::vector<std::filesystem::path> example_files() {
     std::vector<std::filesystem::path> files;
@@ -89,6 +117,7 @@ InjectedRun run_example(const PlannedExample& ex, CleanupStrategy cleanup,
     s.close();
     r.reclaimer_running_after_close = s.reclaimer_running();
     r.after = s.stats()["cpu"];
+    r.outputs = std::move(fetched);
     return r;
 }
 
@@ -110,6 +139,7 @@ TEST_CASE("injection: every allocation of every example fails in turn, under eve
     auto files = example_files();
     REQUIRE(files.size() >= 2);
     const std::string expected = "out of memory on cpu at node";
+    int recovered = 0;
     for (const auto& file : files) {
         CAPTURE(file.filename().string());
         PlannedExample ex = plan_example(file);
@@ -139,11 +169,22 @@ TEST_CASE("injection: every allocation of every example fails in turn, under eve
                     CHECK(r.after.allocs == allocs);
                     continue;
                 }
-                CHECK(r.error);
+                if (!r.error) {
+                    // A oneDNN kernel whose packed weight or scratch (workspace)
+                    // had no room ran our kernel instead, which needs none, and
+                    // made its packed copy at the next pass: the run is the clean one.
+                    CHECK(r.after.allocs == allocs);
+                    CHECK(same_outputs(r.outputs, ok.outputs));
+                    ++recovered;
+                    continue;
+                }
                 CHECK(r.message.rfind(expected, 0) == 0);
                 // Allocations 1..k-1 succeeded, the k-th failed, nothing ran after it.
                 CHECK(r.after.allocs == k - 1);
             }
         }
     }
+    // matmul.graph's product by a constant runs oneDNN where graphrun has it:
+    // its packed b is the allocation that a fallback recovers from.
+    if (!kernels::dnnl_text().empty()) CHECK(recovered > 0);
 }
