@@ -13,7 +13,6 @@ constexpr int32_t kNoBlock = -2;
 
 size_t mark_channels_last(Graph& g, RunsChannelsLast runs_channels_last) {
     const size_t n = g.nodes.size();
-    if (!runs_channels_last) return 0;
     std::vector<int32_t> block(n, kNoBlock);
     std::vector<bool> pinned(n, false), ok_read(n, true), read(n, false);
     std::vector<int8_t> runs(n, -1);  // runs_channels_last, asked once per conv
@@ -21,7 +20,7 @@ size_t mark_channels_last(Graph& g, RunsChannelsLast runs_channels_last) {
         int8_t& r = runs[static_cast<size_t>(id)];
         if (r < 0) {
             const Node& c = g.node(id);
-            r = c.op == OpKind::Conv && c.valid && c.dtype == DType::F32 && c.shape.size() == 4 &&
+            r = runs_channels_last && c.op == OpKind::Conv && c.valid && c.dtype == DType::F32 && c.shape.size() == 4 &&
                         device_kind(c.placed) == DeviceKind::Cpu && runs_channels_last(g, c)
                     ? 1
                     : 0;

@@ -19,7 +19,8 @@ namespace graphrun {
 
 using RunsChannelsLast = bool (*)(const Graph& g, const Node& n);
 
-// Marks the values as above; returns how many were marked.
+// Marks the values as above (none with a null runs_channels_last, every
+// mark of an earlier call cleared); returns how many were marked.
 size_t mark_channels_last(Graph& g, RunsChannelsLast runs_channels_last);
 
 }  // namespace graphrun
