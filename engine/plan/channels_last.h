@@ -8,7 +8,8 @@
 // or its fused residual, in the same block. A value that is an output (the
 // script's or --fetch's), a repeat's carried value, read by any other node
 // or a node on another device stays NCHW, so nothing but such a conv ever
-// sees the layout. NHWC has the bytes of NCHW (no padding), so the plan's
+// sees the layout; so does the output of a conv whose x, larger than that
+// output, comes from another op (its conversion would cost more than it saves). NHWC has the bytes of NCHW (no padding), so the plan's
 // sizes, its static peak and the run's peak are those of the NCHW graph.
 #pragma once
 #include <cstddef>

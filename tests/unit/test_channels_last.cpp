@@ -88,3 +88,18 @@ TEST_CASE("channels_last: a fetched value, a value read as a filter or by a conv
     mark_channels_last(h, every_conv);
     CHECK(marked(h) == std::vector<std::string>{"a"});
 }
+
+TEST_CASE("channels_last: a conv that reads a larger NCHW value from another op keeps its output NCHW") {
+    PrepareResult p = prepared_unfused(
+        "x = random_uniform([1, 8, 4, 4], seed=1)\n"
+        "w = random_uniform([2, 8, 1, 1], seed=2)\n"
+        "v = random_uniform([8, 2, 1, 1], seed=3)\n"
+        "u = random_uniform([2, 8, 1, 1], seed=4)\n"
+        "a = conv(x, w)\n"  // 8 channels in, 2 out: converting x costs more than a
+        "b = conv(a, v)\n"  // a conv's input: marked whatever its size
+        "c = conv(b, u)\n"
+        "output c\n");
+    Graph& g = p.prepared.graph();
+    CHECK(mark_channels_last(g, every_conv) == 1);
+    CHECK(marked(g) == std::vector<std::string>{"b"});
+}
