@@ -7,6 +7,13 @@
 //     reordered back, all three counted in the time it beat ours by; a 1x1
 //     conv runs oneDNN's conv on NCHW directly (no reorders). The filter is
 //     reordered once into the layout oneDNN picks (format_tag::any).
+//   conv, channels-last: a conv that reads or writes a value the layout pass
+//     (engine/plan/channels_last.h) holds NHWC runs its primitive on NHWC src
+//     and dst (brgconv_1x1, brgconv, brdgmm_dw here, post-ops included) and
+//     reorders only x, the residual or the output held NCHW, so a chain of
+//     such convs converts once at each end. NHWC has NCHW's bytes. Such a
+//     node has no fallback to our kernel (which reads NCHW) when the memory
+//     limit has no room for its scratch: it fails with the out-of-memory error.
 //   gemm: oneDNN's matmul with b packed once and c as its bias.
 //   matmul by a constant 2-D b (a transformer's projections): the same,
 //     a's batch folded into the rows; OpenBLAS's sgemm was 1.2x (128x256x768)
