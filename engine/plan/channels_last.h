@@ -11,6 +11,8 @@
 // sees the layout; so does the output of a conv whose x, larger than that
 // output, comes from another op (its conversion would cost more than it saves). NHWC has the bytes of NCHW (no padding), so the plan's
 // sizes, its static peak and the run's peak are those of the NCHW graph.
+// prepare (engine/api/prepare.cpp) runs it after fusion, not under --no-fuse
+// or --memory-limit (such a conv has no fallback to our NCHW kernel).
 #pragma once
 #include <cstddef>
 

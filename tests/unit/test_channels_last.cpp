@@ -5,11 +5,14 @@
 // or written by a conv that does not run channels-last.
 #include <doctest/doctest.h>
 
+#include <cstdint>
+#include <cstdlib>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "engine/api/prepare.h"
+#include "engine/kernels/cpu/dnnl_kernels.h"
 #include "engine/plan/channels_last.h"
 
 using namespace graphrun;
@@ -102,4 +105,25 @@ TEST_CASE("channels_last: a conv that reads a larger NCHW value from another op 
     Graph& g = p.prepared.graph();
     CHECK(mark_channels_last(g, every_conv) == 1);
     CHECK(marked(g) == std::vector<std::string>{"b"});
+}
+
+TEST_CASE("channels_last: prepare runs the pass after fusion, not under --memory-limit or --no-fuse") {
+    static const DeviceAvailability no_gpu;
+    auto marks = [](bool fuse, uint64_t limit) {
+        PrepareOptions o;
+        o.devices = &no_gpu;
+        o.fuse = fuse;
+        o.memory_limit = limit;
+        o.refuse_over_limit = false;
+        std::ostringstream err;
+        PrepareResult r = prepare(load_graph_source("t.graph", kChain, false), o, err);
+        INFO(err.str());
+        REQUIRE(r.ok());
+        return marked(r.prepared.graph());
+    };
+    CHECK(marks(true, uint64_t(1) << 30).empty());
+    CHECK(marks(false, 0).empty());
+    // With oneDNN these small convs run NHWC (a, b, c, and r: d fused with its relu).
+    if (!kernels::dnnl_text().empty() && !std::getenv("GRAPHRUN_NO_DNNL"))
+        CHECK(marks(true, 0) == std::vector<std::string>{"a", "b", "c", "r"});
 }

@@ -13,7 +13,8 @@
 //     reorders only x, the residual or the output held NCHW, so a chain of
 //     such convs converts once at each end. NHWC has NCHW's bytes. Such a
 //     node has no fallback to our kernel (which reads NCHW) when the memory
-//     limit has no room for its scratch: it fails with the out-of-memory error.
+//     limit has no room for its scratch: it fails with the out-of-memory error
+//     (prepare runs the layout pass only without --memory-limit).
 //   gemm: oneDNN's matmul with b packed once and c as its bias.
 //   matmul by a constant 2-D b (a transformer's projections): the same,
 //     a's batch folded into the rows; OpenBLAS's sgemm was 1.2x (128x256x768)
