@@ -9,10 +9,10 @@
 // script's or --fetch's), a repeat's carried value, read by any other node
 // or a node on another device stays NCHW, so nothing but such a conv ever
 // sees the layout; so does the output of a conv whose x, larger than that
-// output, comes from another op (its conversion would cost more than it saves). NHWC has the bytes of NCHW (no padding), so the plan's
-// sizes, its static peak and the run's peak are those of the NCHW graph.
-// prepare (engine/api/prepare.cpp) runs it after fusion, not under --no-fuse
-// or --memory-limit (such a conv has no fallback to our NCHW kernel).
+// output, comes from another op (its conversion would cost more than it
+// saves). NHWC has the bytes of NCHW (no padding), so the plan's sizes, its static peak and the
+// run's peak are those of the NCHW graph. prepare (engine/api/prepare.cpp) runs it after fusion,
+// not under --no-fuse or --memory-limit (such a conv has no fallback to our NCHW kernel).
 #pragma once
 #include <cstddef>
 

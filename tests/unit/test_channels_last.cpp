@@ -53,12 +53,18 @@ const char* kChain =
     "e = conv(r, w2, pads=1, group=4)\n"
     "output e\n";
 
-bool every_conv(const Graph&, const Node&) { return true; }
-bool not_c(const Graph&, const Node& n) { return n.display() != "c"; }
+bool every_conv(const Graph&, const Node&) {
+    return true;
+}
+bool not_c(const Graph&, const Node& n) {
+    return n.display() != "c";
+}
 
 }  // namespace
 
-TEST_CASE("channels_last: conv outputs read only by convs that run NHWC are marked; outputs and other readers' are not") {
+TEST_CASE(
+    "channels_last: conv outputs read only by convs that run NHWC are marked; outputs and other "
+    "readers' are not") {
     PrepareResult p = prepared_unfused(kChain);
     Graph& g = p.prepared.graph();
     // d is read by relu, e is the output, x and the filters are not conv outputs.
@@ -71,7 +77,9 @@ TEST_CASE("channels_last: conv outputs read only by convs that run NHWC are mark
     CHECK(marked(g).empty());
 }
 
-TEST_CASE("channels_last: a fetched value, a value read as a filter or by a conv in a repeat body stays NCHW") {
+TEST_CASE(
+    "channels_last: a fetched value, a value read as a filter or by a conv in a repeat body stays "
+    "NCHW") {
     PrepareResult p = prepared_unfused(kChain, {"b", "e"});
     Graph& g = p.prepared.graph();
     CHECK(mark_channels_last(g, every_conv) == 2);
@@ -80,9 +88,9 @@ TEST_CASE("channels_last: a fetched value, a value read as a filter or by a conv
     PrepareResult q = prepared_unfused(
         "x = random_uniform([1, 4, 4, 4], seed=1)\n"
         "w = random_uniform([4, 4, 1, 1], seed=2)\n"
-        "f = conv(w, w)\n"   // f is read as a filter below
+        "f = conv(w, w)\n"  // f is read as a filter below
         "a = conv(x, f)\n"
-        "b = conv(a, w)\n"   // b is read inside the repeat body
+        "b = conv(a, w)\n"  // b is read inside the repeat body
         "repeat 2 {\n"
         "  b = conv(b, w)\n"
         "}\n"
@@ -92,7 +100,8 @@ TEST_CASE("channels_last: a fetched value, a value read as a filter or by a conv
     CHECK(marked(h) == std::vector<std::string>{"a"});
 }
 
-TEST_CASE("channels_last: a conv that reads a larger NCHW value from another op keeps its output NCHW") {
+TEST_CASE(
+    "channels_last: a conv that reads a larger NCHW value from another op keeps its output NCHW") {
     PrepareResult p = prepared_unfused(
         "x = random_uniform([1, 8, 4, 4], seed=1)\n"
         "w = random_uniform([2, 8, 1, 1], seed=2)\n"
@@ -107,7 +116,8 @@ TEST_CASE("channels_last: a conv that reads a larger NCHW value from another op 
     CHECK(marked(g) == std::vector<std::string>{"b"});
 }
 
-TEST_CASE("channels_last: prepare runs the pass after fusion, not under --memory-limit or --no-fuse") {
+TEST_CASE(
+    "channels_last: prepare runs the pass after fusion, not under --memory-limit or --no-fuse") {
     static const DeviceAvailability no_gpu;
     auto marks = [](bool fuse, uint64_t limit) {
         PrepareOptions o;
