@@ -155,6 +155,14 @@ void print_text_tail(const Graph& g, const Plan& plan, std::ostream& out) {
             out << "\n";
         }
     }
+    bool any_cl = false;  // the layout pass's values (engine/plan/channels_last.h)
+    for (const Node& n : g.nodes) {
+        if (!n.channels_last) continue;
+        out << (any_cl ? ", " : "\nchannels-last (NHWC between oneDNN convs; --no-fuse keeps NCHW):\n  ")
+            << terminal_text(n.display());
+        any_cl = true;
+    }
+    if (any_cl) out << "\n";
     bool any_input = false;  // the values `run` needs: --input=NAME=@FILE.npy of this dtype and shape
     for (const Node& n : g.nodes) {
         if (n.op != OpKind::Input) continue;
@@ -221,6 +229,11 @@ void print_json(const Graph& g, const Plan& plan, JsonPointerFinder& places, std
         fused.push_back({{"node", n.display()}, {"op", op_name(n.op)}, {"fused", std::move(parts)}});
     }
     doc["fused"] = std::move(fused);
+    // The values held channels-last (NHWC) between the oneDNN convs that write and read them.
+    auto cl = nlohmann::ordered_json::array();
+    for (const Node& n : g.nodes)
+        if (n.channels_last) cl.push_back(n.display());
+    doc["channels_last"] = std::move(cl);
     auto ins = nlohmann::ordered_json::array();
     for (const Node& n : g.nodes)
         if (n.op == OpKind::Input)

@@ -8,6 +8,8 @@
 #include "engine/base/printable.h"
 #include "engine/runtime/allocator.h"
 #include "engine/ir/device_name.h"
+#include "engine/kernels/cpu/dnnl_kernels.h"
+#include "engine/plan/channels_last.h"
 #include "engine/plan/fuse.h"
 
 namespace graphrun {
@@ -93,7 +95,14 @@ PrepareResult load_and_place(std::unique_ptr<LoadedGraph> loaded, const PrepareO
         return r;
     }
     // The plan, check's listing and the run all see the fused graph.
-    if (opts.fuse) fuse_graph(g);
+    // Then the values kept channels-last between oneDNN convs (engine/plan/channels_last.h);
+    // --no-fuse (and the live session, where every name holds its value) keeps NCHW, and
+    // so does --memory-limit: a conv next to an NHWC value cannot hand over to our kernel
+    // (NCHW, less scratch) where the limit has no room for oneDNN's packed filter.
+    if (opts.fuse) {
+        fuse_graph(g);
+        if (!opts.memory_limit) mark_channels_last(g, kernels::dnnl_conv_runs_channels_last);
+    }
     return r;
 }
 

@@ -7,6 +7,14 @@
 //     reordered back, all three counted in the time it beat ours by; a 1x1
 //     conv runs oneDNN's conv on NCHW directly (no reorders). The filter is
 //     reordered once into the layout oneDNN picks (format_tag::any).
+//   conv, channels-last: a conv that reads or writes a value the layout pass
+//     (engine/plan/channels_last.h) holds NHWC runs its primitive on NHWC src
+//     and dst (brgconv_1x1, brgconv, brdgmm_dw here, post-ops included) and
+//     reorders only x, the residual or the output held NCHW, so a chain of
+//     such convs converts once at each end. NHWC has NCHW's bytes. Such a
+//     node has no fallback to our kernel (which reads NCHW) when the memory
+//     limit has no room for its scratch: it fails with the out-of-memory error
+//     (prepare runs the layout pass only without --memory-limit).
 //   gemm: oneDNN's matmul with b packed once and c as its bias.
 //   matmul by a constant 2-D b (a transformer's projections): the same,
 //     a's batch folded into the rows; OpenBLAS's sgemm was 1.2x (128x256x768)
@@ -179,8 +187,11 @@ class PackedWeight {
 class ConvKernel final : public KernelBase {
   public:
     // post_ops: a fused node's epilogue as oneDNN post-ops (else our code after the primitive).
+    // channels_last: the primitive on NHWC src and dst (the layout pass's mode);
+    // x, the residual and the output are then read and written in the layout
+    // the layout pass gave each value (Node::channels_last), reordered where it differs.
     ConvKernel(const Graph& g, const Node& n, const WindowGeometry& geo, std::unique_ptr<Kernel> ours,
-               bool post_ops = true)
+               bool post_ops = true, bool channels_last = false)
         : KernelBase(g, n),
           g_(geo),
           const_w_(const_input(g, n, 1)),
@@ -196,6 +207,11 @@ class ConvKernel final : public KernelBase {
                                     g_.kernel[1]},
                                    dt::f32, tag::goihw);
         blocked_ = g_.kernel_plane() > 1;
+        cl_ = channels_last;
+        x_cl_ = g.node(n.inputs[0].id).channels_last;
+        y_cl_ = n.channels_last;
+        const Epilogue* e = g.epilogue_of(n);
+        r_cl_ = e && e->residual >= 0 && g.node(n.inputs[static_cast<size_t>(e->residual)].id).channels_last;
     }
 
     // Whether oneDNN has a fast implementation for this conv (the factory asks once).
@@ -230,7 +246,7 @@ class ConvKernel final : public KernelBase {
 
   private:
     dnnl::convolution_forward::primitive_desc primitive_desc() const {
-        const tag io = blocked_ ? tag::any : tag::nchw;
+        const tag io = cl_ ? tag::nhwc : blocked_ ? tag::any : tag::nchw;
         const dims w_dims = w_user_.dims();
         dnnl::convolution_forward::desc d(
             dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, md(src_d_, dt::f32, io),
@@ -255,7 +271,8 @@ class ConvKernel final : public KernelBase {
         prim_ = dnnl::convolution_forward(pd_);
         threads_ = threads;
         packed_.release();  // the layout may differ with the threads
-        const md src_user(src_d_, dt::f32, tag::nchw), dst_user(dst_d_, dt::f32, tag::nchw);
+        const md src_user(src_d_, dt::f32, x_cl_ ? tag::nhwc : tag::nchw),
+            dst_user(dst_d_, dt::f32, y_cl_ ? tag::nhwc : tag::nchw);
         src_ = dnnl::memory(src_user, cpu_engine(), DNNL_MEMORY_NONE);
         dst_ = dnnl::memory(dst_user, cpu_engine(), DNNL_MEMORY_NONE);
         reorder_src_ = pd_.src_desc() != src_user;
@@ -268,9 +285,12 @@ class ConvKernel final : public KernelBase {
         scratchpad_ = dnnl::memory(pd_.scratchpad_desc(), cpu_engine(), DNNL_MEMORY_NONE);
         if (reorder_src_) to_blocked_ = dnnl::reorder(src_, src_b_);
         if (reorder_dst_) from_blocked_ = dnnl::reorder(dst_b_, dst_);
-        if (reorder_dst_ && epilogue_ && epilogue_->residual >= 0) {
-            residual_ = dnnl::memory(dst_user, cpu_engine(), DNNL_MEMORY_NONE);
-            to_dst_b_ = dnnl::reorder(residual_, dst_b_);
+        if (epilogue_ && epilogue_->residual >= 0) {
+            // The residual in its own layout; copied into the primitive's output where that is the same.
+            const md r_user(dst_d_, dt::f32, r_cl_ ? tag::nhwc : tag::nchw);
+            residual_ = dnnl::memory(r_user, cpu_engine(), DNNL_MEMORY_NONE);
+            copy_residual_ = r_user == pd_.dst_desc();
+            if (!copy_residual_) to_dst_b_ = dnnl::reorder(residual_, reorder_dst_ ? dst_b_ : dst_);
         }
     }
 
@@ -316,11 +336,12 @@ class ConvKernel final : public KernelBase {
         }
         if (epilogue_ && epilogue_->residual >= 0) {  // the sum post-op adds onto what the output holds
             const void* r = in[epilogue_->residual].data;
-            if (reorder_dst_) {
-                residual_.set_data_handle(const_cast<void*>(r));
-                to_dst_b_.execute(strm, residual_, dst_b_);
+            dnnl::memory& d = reorder_dst_ ? dst_b_ : dst_;
+            if (copy_residual_) {
+                std::memcpy(d.get_data_handle(), r, static_cast<size_t>(out.numel) * sizeof(float));
             } else {
-                std::memcpy(out.data, r, static_cast<size_t>(out.numel) * sizeof(float));
+                residual_.set_data_handle(const_cast<void*>(r));
+                to_dst_b_.execute(strm, residual_, d);
             }
         }
         prim_.execute(strm, args);
@@ -332,8 +353,9 @@ class ConvKernel final : public KernelBase {
 
     // No room for oneDNN's memory under the limit: our kernel runs the node
     // (im2col takes smaller tiles), or the error when there is none.
+    // A node that reads or writes a channels-last value has none: our kernel reads and writes NCHW.
     std::string fall_back(const TensorRef* in, TensorRef& out, const KernelContext& ctx, std::string error) {
-        if (!ours_) return error;
+        if (!ours_ || x_cl_ || y_cl_ || r_cl_) return error;
         return ours_->run(in, in_shapes_.size(), out, ctx);
     }
 
@@ -342,6 +364,9 @@ class ConvKernel final : public KernelBase {
     const Epilogue* epilogue_;  // a fused node's (the graph's) as post-ops, or nullptr
     EpilogueRun<float> after_;  // the epilogue when it is not post-ops (empty when the node has none)
     bool bias_, blocked_ = false;
+    bool cl_ = false;                              // the primitive runs on NHWC
+    bool x_cl_ = false, y_cl_ = false, r_cl_ = false;  // x, the output, the residual held NHWC
+    bool copy_residual_ = false;                   // the residual is in the primitive's output layout
     std::unique_ptr<Kernel> ours_;
     dims src_d_, dst_d_;
     md w_user_;
@@ -578,7 +603,10 @@ const char* isa_text(dnnl::cpu_isa isa) {
 
 }  // namespace
 
-std::unique_ptr<Kernel> make_dnnl_conv_kernel(const Graph& g, const Node& n, OwnKernelFactory ours) {
+namespace {
+
+// The geometry of a conv oneDNN may run, or nullopt.
+std::optional<WindowGeometry> dnnl_conv_geometry(const Graph& g, const Node& n) {
     // A fused node's inputs: x, w, [bias], then its epilogue's residual (a conv's epilogue has no bias).
     const Epilogue* e = g.epilogue_of(n);
     const size_t own = e ? e->own_inputs(n.inputs.size()) : n.inputs.size();
@@ -586,11 +614,35 @@ std::unique_ptr<Kernel> make_dnnl_conv_kernel(const Graph& g, const Node& n, Own
     if (dnnl_disabled() || n.op != OpKind::Conv || n.dtype != DType::F32 || own < 2 || own > 3 ||
         (e && e->bias >= 0) || n.inputs.size() != own + extra ||
         !only_attrs(n, {"strides", "pads", "dilations", "group", "auto_pad"}))
-        return nullptr;
+        return std::nullopt;
     const Shape& x = g.node(n.inputs[0].id).shape;
     const Shape& w = g.node(n.inputs[1].id).shape;
     std::optional<WindowGeometry> geo = window_geometry(n, x, &w, nullptr);
-    if (!geo || geo->global || checked_numel(n.shape).value_or(0) == 0 || geo->channels == 0) return nullptr;
+    if (!geo || geo->global || checked_numel(n.shape).value_or(0) == 0 || geo->channels == 0)
+        return std::nullopt;
+    return geo;
+}
+
+}  // namespace
+
+bool dnnl_conv_runs_channels_last(const Graph& g, const Node& n) {
+    std::optional<WindowGeometry> geo = dnnl_conv_geometry(g, n);
+    if (!geo || n.shape.size() != 4) return false;
+    // MobileNet-v2 on NHWC: a 1x1 conv is brgconv_1x1 (0.05 to 0.2 ms, its post-ops
+    // as fast), where NCHW has only the im2col + GEMM path; a depthwise conv brdgmm_dw.
+    ConvKernel k(g, n, *geo, nullptr, true, true);
+    return k.supported() && !k.gemm_based();
+}
+
+std::unique_ptr<Kernel> make_dnnl_conv_kernel(const Graph& g, const Node& n, OwnKernelFactory ours) {
+    std::optional<WindowGeometry> geo = dnnl_conv_geometry(g, n);
+    if (!geo) return nullptr;
+    const Epilogue* e = g.epilogue_of(n);
+    // A node next to a channels-last value runs channels-last, as the layout pass
+    // asked of it (dnnl_conv_runs_channels_last): nothing else reads that layout.
+    const bool cl = n.channels_last || g.node(n.inputs[0].id).channels_last ||
+                    (e && e->residual >= 0 && g.node(n.inputs[static_cast<size_t>(e->residual)].id).channels_last);
+    if (cl) return std::make_unique<ConvKernel>(g, n, *geo, ours ? ours(g, n) : nullptr, true, true);
     auto k = std::make_unique<ConvKernel>(g, n, *geo, ours ? ours(g, n) : nullptr);
     if (!e) return k->supported() ? std::move(k) : nullptr;
     if (k->supported() && !k->gemm_based()) return k;

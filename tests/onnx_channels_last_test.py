@@ -1,0 +1,141 @@
+#!/usr/bin/env python3
+"""The layout pass (issue 25 item 3, engine/plan/channels_last.h) end to end:
+a chain of convs that oneDNN runs channels-last (NHWC) — a 3x3 stem, 1x1 ->
+depthwise 3x3 (stride 2) -> 1x1, a block with a residual add, a strided 3x3,
+20 and 36 channels (not multiples of 16), batch 2, odd sizes — matches the
+NumPy float64 reference, --no-fuse and GRAPHRUN_NO_DNNL=1 (both NCHW
+throughout); `check` lists the channels-last values (text and JSON), none
+with --no-fuse or without oneDNN; a --fetch'ed value inside the chain stays
+NCHW (and right); each safepoint run peaks at check's static peak, leaks
+nothing and holds nothing after teardown.
+
+Usage: onnx_channels_last_test.py GRAPHRUN
+"""
+import json
+import os
+import sys
+import tempfile
+
+from harness import run_binary  # noqa: E402 (tests/harness.py)
+
+try:
+    import numpy as np
+    import onnx  # noqa: F401 (onnx_models needs it)
+except ImportError as e:
+    print(f"SKIP: the channels-last tests need numpy and python3-onnx ({e})")
+    sys.exit(0)
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "scripts", "models"))
+import onnx_models  # noqa: E402
+
+GRAPHRUN = sys.argv[1]
+TMP = tempfile.mkdtemp(prefix="graphrun-cl-")
+RTOL = 1e-4  # max |error| / max |reference|
+failures = []
+NO_DNNL = {"GRAPHRUN_NO_DNNL": "1"}
+
+
+def check(cond, msg):
+    if not cond:
+        failures.append(msg)
+        print("FAIL:", msg)
+
+
+def graphrun(*args, env=None):
+    return run_binary(GRAPHRUN, args, env=env, timeout=300)
+
+
+def build():
+    """The chain, the names of its values and every value's float64 reference."""
+    net = onnx_models.Net(seed=7)
+    x = net.input("x", net.rng.standard_normal((2, 20, 17, 17)).astype(np.float32))
+    names = {}
+    stem = net.relu(net.bn(net.conv(x, 20, 20, 3), 20))
+    a = net.relu6(net.bn(net.conv(stem, 20, 36, 1), 36))
+    b = net.relu6(net.bn(net.conv(a, 36, 36, 3, stride=2, group=36), 36))
+    c = net.bn(net.conv(b, 36, 20, 1), 20)
+    d = net.relu6(net.bn(net.conv(c, 20, 36, 1), 36))
+    e = net.relu6(net.bn(net.conv(d, 36, 36, 3, group=36), 36))
+    f = net.add(net.bn(net.conv(e, 36, 20, 1), 20), c)  # the residual: c is read twice
+    y = net.relu(net.conv(f, 20, 24, 3, stride=2, bias=True))
+    names.update(stem=stem, a=a, b=b, c=c, d=d, e=e, f=f, y=y)
+    return net.model([y], "channels_last_chain"), names, net.vals
+
+
+def run(path, feeds, *extra, env=None, name="y"):
+    out = os.path.join(TMP, "out" + "".join(a.strip("-").replace("=", "_") for a in extra) + ("_nodnnl" if env else ""))
+    p = graphrun("run", path, "--cleanup=safepoint", "--check-leaks", "--format=json", "--no-data", f"--save={out}",
+                 *feeds, *extra, env=env)
+    check(p.returncode == 0, f"run {extra} {env}: exit {p.returncode}: {p.stderr[-2000:]}")
+    if p.returncode != 0:
+        return None, None
+    doc = json.loads(p.stdout.splitlines()[0])
+    got = {o["name"]: np.load(os.path.join(out, o["name"] + ".npy")) for o in doc["outputs"]}
+    return got, doc
+
+
+def plan_of(path, *extra, env=None):
+    p = graphrun("check", path, "--format=json", *extra, env=env)
+    check(p.returncode == 0, f"check {extra}: exit {p.returncode}: {p.stderr[-2000:]}")
+    return json.loads(p.stdout) if p.returncode == 0 else None
+
+
+def rel_error(got, want):
+    return float(np.max(np.abs(got.astype(np.float64) - want)) / max(np.max(np.abs(want)), 1e-30))
+
+
+def main():
+    model, names, refs = build()
+    path = os.path.join(TMP, "chain.onnx")
+    onnx.save(model.proto, path)
+    np.save(os.path.join(TMP, "x.npy"), model.feeds["x"])
+    feeds = [f"--input=x=@{os.path.join(TMP, 'x.npy')}"]
+    dnnl = "oneDNN" in graphrun("devices").stdout
+    want = model.expected[names["y"]]
+    runs = [("default", (), None), ("--no-fuse", ("--no-fuse",), None), ("GRAPHRUN_NO_DNNL=1", (), NO_DNNL),
+            ("--fetch", (f"--fetch={names['e']}", f"--fetch={names['y']}"), None)]
+    results = {}
+    for how, extra, env in runs:
+        plan = plan_of(path, *extra, env=env)
+        got, doc = run(path, feeds, *extra, env=env)
+        if plan is None or got is None:
+            continue
+        cl = plan["channels_last"]
+        if how == "default":
+            # Every conv output but the script's output y; the fused nodes keep their chains' last names.
+            check(len(cl) == (7 if dnnl else 0), f"{how}: channels-last values {cl} (oneDNN: {dnnl})")
+            check(names["y"] not in cl, f"{how}: the output {names['y']} is channels-last")
+            text = graphrun("check", path).stdout
+            check(("channels-last (NHWC between oneDNN convs" in text) == dnnl, f"{how}: check's text: {text[-1500:]}")
+        elif how == "--fetch":
+            check(names["e"] not in cl, f"--fetch={names['e']} left it channels-last: {cl}")
+            check(len(cl) == (6 if dnnl else 0), f"{how}: channels-last values {cl}")
+        else:
+            check(cl == [], f"{how}: channels-last values {cl}")
+        mem = doc["memory"]["before_teardown"]["cpu"]
+        check(mem["peak"] == plan["static_peak"]["cpu"],
+              f"{how}: safepoint peak {mem['peak']} != check's static peak {plan['static_peak']['cpu']}")
+        after = doc["memory"]["after_teardown"]["cpu"]
+        check(after["in_use"] == 0 and after["weights"] == 0 and after["workspace"] == 0,
+              f"{how}: left after teardown: {after}")
+        for oname, value in got.items():
+            ref = refs[oname]
+            e = rel_error(value, ref)
+            check(value.shape == ref.shape and e <= RTOL, f"{how}: {oname} {value.shape} differs from NumPy by {e:.3g}")
+        results[how] = got
+        print(f"{how}: {len(cl)} channels-last values, peak {mem['peak']} = static peak; "
+              f"y error vs NumPy {rel_error(got[names['y']], want):.2e}")
+    base = results.get("default")
+    for how, got in results.items():
+        if base is not None and how != "default":
+            e = rel_error(base[names["y"]], got[names["y"]].astype(np.float64))
+            check(e <= RTOL, f"default differs from {how} by {e:.3g}")
+    if failures:
+        print(f"onnx_channels_last: {len(failures)} failed")
+        return 1
+    print("onnx_channels_last: all passed")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

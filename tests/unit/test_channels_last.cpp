@@ -1,0 +1,139 @@
+// The layout pass (engine/plan/channels_last.h): which conv outputs are held
+// channels-last, with a stand-in for oneDNN's answer (which convs run NHWC),
+// so that the rules are tested on any build: a value stays NCHW when it is an
+// output or fetched, read by a non-conv node, read as a conv's filter, or read
+// or written by a conv that does not run channels-last.
+#include <doctest/doctest.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "engine/api/prepare.h"
+#include "engine/kernels/cpu/dnnl_kernels.h"
+#include "engine/plan/channels_last.h"
+
+using namespace graphrun;
+
+namespace {
+
+PrepareResult prepared_unfused(const std::string& src, std::vector<std::string> fetch = {}) {
+    static const DeviceAvailability no_gpu;
+    PrepareOptions o;
+    o.devices = &no_gpu;
+    o.fuse = false;  // no layout pass here: the test runs it with its own predicate
+    o.fetch = std::move(fetch);
+    o.refuse_over_limit = false;
+    std::ostringstream err;
+    PrepareResult r = prepare(load_graph_source("t.graph", src, false), o, err);
+    INFO(err.str());
+    REQUIRE(r.ok());
+    return r;
+}
+
+std::vector<std::string> marked(const Graph& g) {
+    std::vector<std::string> v;
+    for (const Node& n : g.nodes)
+        if (n.channels_last) v.emplace_back(n.display());
+    return v;
+}
+
+const char* kChain =
+    "x = random_uniform([2, 3, 6, 6], seed=1)\n"
+    "w1 = random_uniform([4, 3, 1, 1], seed=2)\n"
+    "w2 = random_uniform([4, 1, 3, 3], seed=3)\n"
+    "w3 = random_uniform([3, 4, 1, 1], seed=4)\n"
+    "a = conv(x, w1)\n"
+    "b = conv(a, w2, pads=1, group=4)\n"
+    "c = conv(b, w3)\n"
+    "d = conv(c, w1)\n"
+    "r = relu(d)\n"
+    "e = conv(r, w2, pads=1, group=4)\n"
+    "output e\n";
+
+bool every_conv(const Graph&, const Node&) {
+    return true;
+}
+bool not_c(const Graph&, const Node& n) {
+    return n.display() != "c";
+}
+
+}  // namespace
+
+TEST_CASE(
+    "channels_last: conv outputs read only by convs that run NHWC are marked; outputs and other "
+    "readers' are not") {
+    PrepareResult p = prepared_unfused(kChain);
+    Graph& g = p.prepared.graph();
+    // d is read by relu, e is the output, x and the filters are not conv outputs.
+    CHECK(mark_channels_last(g, every_conv) == 3);
+    CHECK(marked(g) == std::vector<std::string>{"a", "b", "c"});
+    // A conv that does not run NHWC keeps its input and output NCHW: b (its input) and c.
+    CHECK(mark_channels_last(g, not_c) == 1);
+    CHECK(marked(g) == std::vector<std::string>{"a"});
+    CHECK(mark_channels_last(g, nullptr) == 0);
+    CHECK(marked(g).empty());
+}
+
+TEST_CASE(
+    "channels_last: a fetched value, a value read as a filter or by a conv in a repeat body stays "
+    "NCHW") {
+    PrepareResult p = prepared_unfused(kChain, {"b", "e"});
+    Graph& g = p.prepared.graph();
+    CHECK(mark_channels_last(g, every_conv) == 2);
+    CHECK(marked(g) == std::vector<std::string>{"a", "c"});
+
+    PrepareResult q = prepared_unfused(
+        "x = random_uniform([1, 4, 4, 4], seed=1)\n"
+        "w = random_uniform([4, 4, 1, 1], seed=2)\n"
+        "f = conv(w, w)\n"  // f is read as a filter below
+        "a = conv(x, f)\n"
+        "b = conv(a, w)\n"  // b is read inside the repeat body
+        "repeat 2 {\n"
+        "  b = conv(b, w)\n"
+        "}\n"
+        "output b\n");
+    Graph& h = q.prepared.graph();
+    mark_channels_last(h, every_conv);
+    CHECK(marked(h) == std::vector<std::string>{"a"});
+}
+
+TEST_CASE(
+    "channels_last: a conv that reads a larger NCHW value from another op keeps its output NCHW") {
+    PrepareResult p = prepared_unfused(
+        "x = random_uniform([1, 8, 4, 4], seed=1)\n"
+        "w = random_uniform([2, 8, 1, 1], seed=2)\n"
+        "v = random_uniform([8, 2, 1, 1], seed=3)\n"
+        "u = random_uniform([2, 8, 1, 1], seed=4)\n"
+        "a = conv(x, w)\n"  // 8 channels in, 2 out: converting x costs more than a
+        "b = conv(a, v)\n"  // a conv's input: marked whatever its size
+        "c = conv(b, u)\n"
+        "output c\n");
+    Graph& g = p.prepared.graph();
+    CHECK(mark_channels_last(g, every_conv) == 1);
+    CHECK(marked(g) == std::vector<std::string>{"b"});
+}
+
+TEST_CASE(
+    "channels_last: prepare runs the pass after fusion, not under --memory-limit or --no-fuse") {
+    static const DeviceAvailability no_gpu;
+    auto marks = [](bool fuse, uint64_t limit) {
+        PrepareOptions o;
+        o.devices = &no_gpu;
+        o.fuse = fuse;
+        o.memory_limit = limit;
+        o.refuse_over_limit = false;
+        std::ostringstream err;
+        PrepareResult r = prepare(load_graph_source("t.graph", kChain, false), o, err);
+        INFO(err.str());
+        REQUIRE(r.ok());
+        return marked(r.prepared.graph());
+    };
+    CHECK(marks(true, uint64_t(1) << 30).empty());
+    CHECK(marks(false, 0).empty());
+    // With oneDNN these small convs run NHWC (a, b, c, and r: d fused with its relu).
+    if (!kernels::dnnl_text().empty() && !std::getenv("GRAPHRUN_NO_DNNL"))
+        CHECK(marks(true, 0) == std::vector<std::string>{"a", "b", "c", "r"});
+}
