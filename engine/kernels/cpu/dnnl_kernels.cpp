@@ -481,7 +481,6 @@ class MatmulKernel final : public KernelBase {
           epilogue_(post_ops ? g.epilogue_of(n) : nullptr),
           after_(g, n),
           ours_(std::move(ours)),
-          rows_(rows),
           cols_(cols) {
         a_ = md({rows, k}, dt::f32, tag::ab);
         b_user_ = md({k, cols}, dt::f32, tb ? tag::ba : tag::ab);
@@ -567,7 +566,7 @@ class MatmulKernel final : public KernelBase {
     const Epilogue* epilogue_;  // a fused node's as bias and post-ops, or nullptr
     EpilogueRun<float> after_;  // the epilogue when it is not post-ops (empty when the node has none)
     std::unique_ptr<Kernel> ours_;
-    int64_t rows_, cols_;
+    int64_t cols_;
     md a_, b_user_, y_;
     int threads_ = 0;
     dnnl::matmul::primitive_desc pd_;
