@@ -381,107 +381,27 @@ class ConvKernel final : public KernelBase {
     PackedWeight packed_;
 };
 
-class GemmKernel final : public KernelBase {
-  public:
-    GemmKernel(const Graph& g, const Node& n, const GemmPlan& p, std::unique_ptr<Kernel> ours)
-        : KernelBase(g, n), p_(p), epilogue_(g.epilogue_of(n)), ours_(std::move(ours)) {
-        a_ = md({p_.m, p_.k}, dt::f32, tag::ab);
-        b_user_ = md({p_.k, p_.n}, dt::f32, p_.tb ? tag::ba : tag::ab);
-        y_ = md({p_.m, p_.n}, dt::f32, tag::ab);
-    }
-
-    bool supported() {
-        try {
-            return fast_impl(primitive_desc().impl_info_str());
-        } catch (const dnnl::error&) {
-            return false;
-        }
-    }
-
-    std::string compute(const TensorRef* in, TensorRef& out, const KernelContext& ctx) override {
-        if (out.numel == 0) return "";
-        if (!ctx.scratch) return "internal error: gemm has no scratch memory";
-        try {
-            return run_dnnl(in, out, ctx);
-        } catch (const dnnl::error& e) {
-            return std::string("gemm (oneDNN): ") + e.what();
-        }
-    }
-
-  private:
-    dnnl::matmul::primitive_desc primitive_desc() const {
-        dnnl::matmul::desc d(a_, md({p_.k, p_.n}, dt::f32, tag::any),
-                             p_.has_c ? md({1, p_.n}, dt::f32, tag::ab) : md(), y_);
-        dnnl::primitive_attr attr;
-        attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-        if (epilogue_) {  // gemm's epilogue is an activation only (the fusion pass)
-            dnnl::post_ops po;
-            append_activation(po, *epilogue_);
-            attr.set_post_ops(po);
-        }
-        return dnnl::matmul::primitive_desc(d, attr, cpu_engine());
-    }
-
-    std::string run_dnnl(const TensorRef* in, TensorRef& out, const KernelContext& ctx) {
-        const int threads = std::max(1, ctx.threads);
-        if (!prim_ || threads != threads_) {
-            use_threads(threads);
-            pd_ = primitive_desc();
-            prim_ = dnnl::matmul(pd_);
-            threads_ = threads;
-            packed_.release();
-        }
-        use_threads(threads);
-        dnnl::stream strm(cpu_engine());
-        void* b = in[1].data;
-        if (pd_.weights_desc() != b_user_) {
-            b = packed_.get(ctx.scratch, in[1].data, b_user_, pd_.weights_desc(), strm);
-            if (!b) return fall_back(in, out, ctx, oom("gemm", pd_.weights_desc().get_size(), "packed b"));
-        }
-        const uint64_t p_bytes = pd_.scratchpad_desc().get_size();
-        RunScratch scratch(ctx.scratch, aligned(p_bytes));
-        if (!scratch.ok()) return fall_back(in, out, ctx, oom("gemm", p_bytes, "oneDNN scratchpad"));
-        dnnl::memory a(a_, cpu_engine(), in[0].data), w(pd_.weights_desc(), cpu_engine(), b),
-            y(y_, cpu_engine(), out.data), sp(pd_.scratchpad_desc(), cpu_engine(), scratch.take(p_bytes));
-        std::unordered_map<int, dnnl::memory> args{
-            {DNNL_ARG_SRC, a}, {DNNL_ARG_WEIGHTS, w}, {DNNL_ARG_DST, y}, {DNNL_ARG_SCRATCHPAD, sp}};
-        if (p_.has_c) args.emplace(DNNL_ARG_BIAS, dnnl::memory(md({1, p_.n}, dt::f32, tag::ab), cpu_engine(), in[2].data));
-        prim_.execute(strm, args);
-        strm.wait();
-        return "";
-    }
-
-    // No room for oneDNN's memory under the limit: our kernel (no scratch) runs the node.
-    std::string fall_back(const TensorRef* in, TensorRef& out, const KernelContext& ctx, std::string error) {
-        if (!ours_) return error;
-        return ours_->run(in, in_shapes_.size(), out, ctx);
-    }
-
-    GemmPlan p_;
-    const Epilogue* epilogue_;  // a fused node's (the graph's), or nullptr
-    std::unique_ptr<Kernel> ours_;
-    md a_, b_user_, y_;
-    int threads_ = 0;
-    dnnl::matmul::primitive_desc pd_;
-    dnnl::matmul prim_;
-    PackedWeight packed_;
-};
-
-// matmul (numpy.matmul) of any a by a constant matrix b: a's batch folds into
-// the rows, b is packed once, and a fused epilogue's bias is oneDNN's bias, its
-// residual a binary add and a relu or clip an eltwise post-op, in the order our
-// kernels apply them (each an f32 add or an exact op, so the bits are the
-// unfused ops'). Another activation (gelu, tanh, sigmoid: ours round them from
-// double) runs in our epilogue code after the plain product.
+// A product by a constant matrix b, packed once: gemm (its c a bias row), and
+// matmul (numpy.matmul) of any a, whose batch folds into the rows. A fused
+// epilogue's bias is oneDNN's bias, its residual a binary add and a relu or
+// clip an eltwise post-op, in the order our kernels apply them (each an f32
+// add or an exact op, so the bits are the unfused ops'). Another activation
+// (gelu, tanh, sigmoid: ours round them from double) runs in our epilogue
+// code after the plain product.
 class MatmulKernel final : public KernelBase {
   public:
-    MatmulKernel(const Graph& g, const Node& n, int64_t rows, int64_t k, int64_t cols, bool tb,
+    // rows x k by k x cols (b given transposed: tb); bias: the input index of
+    // a bias row of cols, or -1; post_ops: the node's epilogue as post-ops
+    // (its bias then passed as `bias`), else ours after the product.
+    MatmulKernel(const Graph& g, const Node& n, int64_t rows, int64_t k, int64_t cols, bool tb, int bias,
                  std::unique_ptr<Kernel> ours, bool post_ops)
         : KernelBase(g, n),
           epilogue_(post_ops ? g.epilogue_of(n) : nullptr),
           after_(g, n),
           ours_(std::move(ours)),
-          cols_(cols) {
+          cols_(cols),
+          bias_(bias),
+          op_(n.op == OpKind::Gemm ? "gemm" : "matmul") {
         a_ = md({rows, k}, dt::f32, tag::ab);
         b_user_ = md({k, cols}, dt::f32, tb ? tag::ba : tag::ab);
         y_ = md({rows, cols}, dt::f32, tag::ab);
@@ -497,21 +417,20 @@ class MatmulKernel final : public KernelBase {
 
     std::string compute(const TensorRef* in, TensorRef& out, const KernelContext& ctx) override {
         if (out.numel == 0) return "";
-        if (!ctx.scratch) return "internal error: matmul has no scratch memory";
+        if (!ctx.scratch) return std::string("internal error: ") + op_ + " has no scratch memory";
         try {
             std::string error = run_dnnl(in, out, ctx);
             if (error.empty() && !epilogue_) apply_epilogue(after_, in, out, out_shape_, ctx);
             return error;
         } catch (const dnnl::error& e) {
-            return std::string("matmul (oneDNN): ") + e.what();
+            return std::string(op_) + " (oneDNN): " + e.what();
         }
     }
 
   private:
     dnnl::matmul::primitive_desc primitive_desc() const {
-        const bool bias = epilogue_ && epilogue_->bias >= 0;
         dnnl::matmul::desc d(a_, md({b_user_.dims()[0], cols_}, dt::f32, tag::any),
-                             bias ? md({1, cols_}, dt::f32, tag::ab) : md(), y_);
+                             bias_ >= 0 ? md({1, cols_}, dt::f32, tag::ab) : md(), y_);
         dnnl::primitive_attr attr;
         attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
         if (epilogue_) {
@@ -537,18 +456,17 @@ class MatmulKernel final : public KernelBase {
         void* b = in[1].data;
         if (pd_.weights_desc() != b_user_) {
             b = packed_.get(ctx.scratch, in[1].data, b_user_, pd_.weights_desc(), strm);
-            if (!b) return fall_back(in, out, ctx, oom("matmul", pd_.weights_desc().get_size(), "packed b"));
+            if (!b) return fall_back(in, out, ctx, oom(op_, pd_.weights_desc().get_size(), "packed b"));
         }
         const uint64_t p_bytes = pd_.scratchpad_desc().get_size();
         RunScratch scratch(ctx.scratch, aligned(p_bytes));
-        if (!scratch.ok()) return fall_back(in, out, ctx, oom("matmul", p_bytes, "oneDNN scratchpad"));
+        if (!scratch.ok()) return fall_back(in, out, ctx, oom(op_, p_bytes, "oneDNN scratchpad"));
         dnnl::memory a(a_, cpu_engine(), in[0].data), w(pd_.weights_desc(), cpu_engine(), b),
             y(y_, cpu_engine(), out.data), sp(pd_.scratchpad_desc(), cpu_engine(), scratch.take(p_bytes));
         std::unordered_map<int, dnnl::memory> args{
             {DNNL_ARG_SRC, a}, {DNNL_ARG_WEIGHTS, w}, {DNNL_ARG_DST, y}, {DNNL_ARG_SCRATCHPAD, sp}};
-        if (epilogue_ && epilogue_->bias >= 0)
-            args.emplace(DNNL_ARG_BIAS, dnnl::memory(md({1, cols_}, dt::f32, tag::ab), cpu_engine(),
-                                                     in[epilogue_->bias].data));
+        if (bias_ >= 0)
+            args.emplace(DNNL_ARG_BIAS, dnnl::memory(md({1, cols_}, dt::f32, tag::ab), cpu_engine(), in[bias_].data));
         if (epilogue_ && epilogue_->residual >= 0)
             args.emplace(DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1,
                          dnnl::memory(y_, cpu_engine(), in[epilogue_->residual].data));
@@ -567,6 +485,8 @@ class MatmulKernel final : public KernelBase {
     EpilogueRun<float> after_;  // the epilogue when it is not post-ops (empty when the node has none)
     std::unique_ptr<Kernel> ours_;
     int64_t cols_;
+    int bias_;
+    const char* op_;  // in messages
     md a_, b_user_, y_;
     int threads_ = 0;
     dnnl::matmul::primitive_desc pd_;
@@ -622,6 +542,25 @@ std::optional<WindowGeometry> dnnl_conv_geometry(const Graph& g, const Node& n) 
     return geo;
 }
 
+// gemm's or matmul's product by a constant b in oneDNN (MatmulKernel), the
+// epilogue as post-ops where they keep the unfused ops' bits and oneDNN has
+// fast code for them, else ours after the product; nullptr where oneDNN has
+// no fast code at all. bias: gemm's c, or the epilogue's bias, as an input index.
+std::unique_ptr<Kernel> make_product(const Graph& g, const Node& n, int64_t rows, int64_t k, int64_t cols, bool tb,
+                                     int bias, OwnKernelFactory ours) {
+    const Epilogue* e = g.epilogue_of(n);
+    if (!e || e->act == Activation::None || e->act == Activation::Relu || e->act == Activation::Clip) {
+        auto kernel = std::make_unique<MatmulKernel>(g, n, rows, k, cols, tb, bias, ours ? ours(g, n) : nullptr, true);
+        if (kernel->supported()) return kernel;
+        if (!e) return nullptr;
+    }
+    // The product (and gemm's own c) in oneDNN, the epilogue ours after it.
+    const int own_bias = e->bias >= 0 && bias == e->bias ? -1 : bias;
+    auto kernel =
+        std::make_unique<MatmulKernel>(g, n, rows, k, cols, tb, own_bias, ours ? ours(g, n) : nullptr, false);
+    return kernel->supported() ? std::move(kernel) : nullptr;
+}
+
 }  // namespace
 
 bool dnnl_conv_runs_channels_last(const Graph& g, const Node& n) {
@@ -664,9 +603,7 @@ std::unique_ptr<Kernel> make_dnnl_gemm_kernel(const Graph& g, const Node& n, Own
     if (!p || p->ta || p->alpha != 1 || p->m == 0 || p->n == 0 || p->k == 0) return nullptr;
     if (p->has_c && (p->beta != 1 || p->c_sm != 0 || p->c_sn != 1)) return nullptr;
     if (n.inputs.size() > 2 && !p->has_c) return nullptr;  // beta 0: c ignored, not worth a case
-    auto k = std::make_unique<GemmKernel>(g, n, *p, ours ? ours(g, n) : nullptr);
-    if (!k->supported()) return nullptr;
-    return k;
+    return make_product(g, n, p->m, p->k, p->n, p->tb, p->has_c ? 2 : -1, ours);
 }
 
 std::unique_ptr<Kernel> make_dnnl_matmul_kernel(const Graph& g, const Node& n, OwnKernelFactory ours) {
@@ -680,15 +617,8 @@ std::unique_ptr<Kernel> make_dnnl_matmul_kernel(const Graph& g, const Node& n, O
     if (a.size() < 2 || b.size() != 2) return nullptr;  // a 1-D operand drops a dimension: ours
     std::optional<MatmulPlan> p = matmul_plan(n, a, b, checked_numel(n.shape).value_or(-1));
     if (!p || p->ta || p->m == 0 || p->n == 0 || p->k == 0) return nullptr;
-    const int64_t rows = p->batch * p->m;  // a's batch folds into the rows
-    auto k = std::make_unique<MatmulKernel>(g, n, rows, p->k, p->n, p->tb, ours ? ours(g, n) : nullptr,
-                                            e && (e->act == Activation::None || e->act == Activation::Relu ||
-                                                  e->act == Activation::Clip));
-    if (k->supported()) return k;
-    if (!e) return nullptr;
-    // The product in oneDNN, the epilogue ours after it.
-    k = std::make_unique<MatmulKernel>(g, n, rows, p->k, p->n, p->tb, ours ? ours(g, n) : nullptr, false);
-    return k->supported() ? std::move(k) : nullptr;
+    // a's batch folds into the rows
+    return make_product(g, n, p->batch * p->m, p->k, p->n, p->tb, e && e->bias >= 0 ? e->bias : -1, ours);
 }
 
 std::string dnnl_text() {
