@@ -44,6 +44,78 @@ void add_fuse_option(CLI::App* cmd, PrepareOptions& p) {
         "between oneDNN convs");
 }
 
+// "N=16" (--dim) or "x=1x3x224x224" (--input-shape, `shape`): the name and
+// the sizes, or a message saying what is wrong. A size is 0 to 2^40.
+std::string binding_problem(const std::string& option, const std::string& v, bool shape, std::string& name,
+                            Shape& sizes) {
+    const std::string form = shape ? option + "=NAME=AxBxC (1x3x224x224; a scalar: NAME=)" : option + "=NAME=N";
+    const size_t eq = v.rfind('=');
+    if (eq == std::string::npos || eq == 0) return "'" + v + "' is not " + form;
+    name = v.substr(0, eq);
+    sizes.clear();
+    const std::string rest = v.substr(eq + 1);
+    if (shape && rest.empty()) return {};  // a scalar input
+    size_t at = 0;
+    while (true) {
+        const size_t x = shape ? rest.find('x', at) : std::string::npos;
+        const std::string part = rest.substr(at, x == std::string::npos ? std::string::npos : x - at);
+        if (std::string p = integer_problem(part, 0, int64_t{1} << 40, "2^40"); !p.empty())
+            return "'" + v + "': " + p + " (" + form + ")";
+        sizes.push_back(std::stoll(part[0] == '+' ? part.substr(1) : part));
+        if (x == std::string::npos) break;
+        if (sizes.size() == 32) return "'" + v + "' has more than 32 dimensions";
+        at = x + 1;
+    }
+    return {};
+}
+
+// --dim=NAME=N and --input-shape=NAME=AxBxC bind an ONNX model's free input
+// dimensions (SPEC section 2); --input arrays bind them too (run, compare).
+void add_shape_options(CLI::App* cmd, ShapeBindings& b) {
+    cmd->add_option_function<std::vector<std::string>>(
+           "--dim",
+           [&b](const std::vector<std::string>& v) {
+               for (const std::string& s : v) {
+                   DimBinding d;
+                   Shape sizes;
+                   binding_problem("--dim", s, false, d.name, sizes);
+                   d.value = sizes.at(0);
+                   d.from = "--dim=" + s;
+                   b.dims.push_back(std::move(d));
+               }
+           },
+           "bind a named free dimension of an ONNX model's inputs (repeatable): --dim=batch=16")
+        ->type_name("NAME=N")
+        ->check(CLI::Validator(
+            [](std::string& v) {
+                std::string name;
+                Shape sizes;
+                return binding_problem("--dim", v, false, name, sizes);
+            },
+            ""));
+    cmd->add_option_function<std::vector<std::string>>(
+           "--input-shape",
+           [&b](const std::vector<std::string>& v) {
+               for (const std::string& s : v) {
+                   GivenShape g;
+                   binding_problem("--input-shape", s, true, g.input, g.shape);
+                   g.from = "--input-shape=" + s;
+                   g.must_exist = true;
+                   b.shapes.push_back(std::move(g));
+               }
+           },
+           "the shape of an ONNX model's input whose dimensions are free, where no --input array gives it "
+           "(repeatable): --input-shape=pixel_values=1x3x224x224")
+        ->type_name("NAME=AxBxC")
+        ->check(CLI::Validator(
+            [](std::string& v) {
+                std::string name;
+                Shape sizes;
+                return binding_problem("--input-shape", v, true, name, sizes);
+            },
+            ""));
+}
+
 // Edit distance with adjacent transpositions counted as one edit (optimal
 // string alignment), so that `rnu` is one edit from `run`.
 size_t typo_distance(std::string_view a, std::string_view b) {
@@ -234,6 +306,7 @@ int run_command_line(int argc, char** argv) {
     add_placement_options(check_cmd, check.engine.placement);
     check_cmd->add_option("--fetch", check.engine.fetch, "name to fetch instead of the script's outputs (repeatable)");
     add_fuse_option(check_cmd, check.engine);
+    add_shape_options(check_cmd, check.engine.shapes);
 
     RunOptions run;
     std::string run_cleanup = "background", run_format = "text", run_memory_limit;
@@ -267,6 +340,7 @@ int run_command_line(int argc, char** argv) {
         ->default_str("graph");
     run_cmd->add_option("--fetch", run.engine.prepare.fetch, "name to fetch and print instead of the script's outputs (repeatable)");
     add_fuse_option(run_cmd, run.engine.prepare);
+    add_shape_options(run_cmd, run.engine.prepare.shapes);
     run_cmd
         ->add_option("--format", run_format,
                      "output format on stdout (json: one JSON document per file per line)")
@@ -359,6 +433,7 @@ int run_command_line(int argc, char** argv) {
         ->check(CLI::Validator([](std::string& v) { return integer_problem(v, 1, 1024, "1024"); }, ""));
     add_placement_options(compare_cmd, compare.engine.prepare.placement);
     add_fuse_option(compare_cmd, compare.engine.prepare);
+    add_shape_options(compare_cmd, compare.engine.prepare.shapes);
     DataOptionStrings compare_data;
     add_feed_options(compare_cmd, compare_data);
 
@@ -368,6 +443,8 @@ int run_command_line(int argc, char** argv) {
     convert_cmd->add_option("FILE", convert_file, "graph file, or - for standard input")->required();
     convert_cmd->add_option("--to", convert_to, "output form")->required()->check(CLI::IsMember({"text", "json"}));
     add_convert_file_options(convert_cmd, convert);
+    ShapeBindings convert_shapes;
+    add_shape_options(convert_cmd, convert_shapes);
 
     app.add_subcommand("devices", "list usable devices, or say why no GPU is usable");
 
@@ -378,6 +455,7 @@ int run_command_line(int argc, char** argv) {
     add_placement_options(dot_cmd, dot.engine.placement);
     dot_cmd->add_option("--fetch", dot.engine.fetch, "name to fetch instead of the script's outputs (repeatable)");
     add_fuse_option(dot_cmd, dot.engine);
+    add_shape_options(dot_cmd, dot.engine.shapes);
 
     // `graphrun repl` (issue 24): its own block, so that it merges cleanly.
     ReplOptions repl;
@@ -474,7 +552,7 @@ int run_command_line(int argc, char** argv) {
     if (dot_cmd->parsed()) return dot_command(dot, std::cout, std::cerr);
     if (convert_cmd->parsed()) {
         convert.form = convert_to == "json" ? GraphForm::Json : GraphForm::Text;
-        return convert_command(convert_file, convert, std::cout, std::cerr);
+        return convert_command(convert_file, convert, convert_shapes, std::cout, std::cerr);
     }
     return devices_command(std::cout);
 }

@@ -51,7 +51,27 @@ std::vector<std::string> render_listing(const Graph& g, JsonPointerFinder& place
                       (count == 1 ? "" : "s");
     if (!g.repeats.empty())
         buf += ", " + std::to_string(g.repeats.size()) + " repeat" + (g.repeats.size() == 1 ? "" : "s");
-    buf += "\n\nnodes:\n";
+    buf += "\n";
+    if (!g.free_dims.empty()) {
+        // An ONNX model's free input dimensions: the size each was read with, and what gave it.
+        buf += "\nfree dimensions (bind with --dim=NAME=N, --input-shape=INPUT=AxBxC or an --input array):\n";
+        for (const FreeDim& d : g.free_dims) {
+            buf += "  ";
+            buf += shown(d.input);
+            buf += "[" + std::to_string(d.axis) + "]";
+            if (!d.name.empty()) (buf += " '") += shown(d.name), buf += "'";
+            buf += " = " + std::to_string(d.value);
+            if (!d.bound_by.empty()) {
+                buf += "  (";
+                buf += shown(d.bound_by);
+                buf += ")";
+            } else {
+                buf += "  (not bound: taken as 1)";
+            }
+            buf += "\n";
+        }
+    }
+    buf += "\nnodes:\n";
     // Lines are built in one buffer: formatting through a stream field by
     // field cost more than parsing the graph. Neighbouring nodes nearly
     // always have one type, so its text is made again only when it changes.
@@ -195,6 +215,16 @@ void print_json(const Graph& g, const Plan& plan, JsonPointerFinder& places, std
     nlohmann::ordered_json doc;
     doc["file"] = g.file;
     doc["format"] = g.from_onnx ? "onnx" : g.from_json ? "json" : "text";
+    if (g.from_onnx) {
+        auto dims = nlohmann::ordered_json::array();
+        for (const FreeDim& d : g.free_dims)
+            dims.push_back({{"input", d.input},
+                            {"axis", d.axis},
+                            {"name", d.name.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(d.name)},
+                            {"size", d.value},
+                            {"bound_by", d.bound_by.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(d.bound_by)}});
+        doc["free_dims"] = dims;
+    }
     auto nodes = nlohmann::ordered_json::array();
     for (size_t i = 0; i < g.nodes.size(); ++i) {
         const Node& n = g.nodes[i];

@@ -52,7 +52,8 @@ int check_command(const CheckOptions& opts, std::ostream& out, std::ostream& err
 int dot_command(const CheckOptions& opts, std::ostream& out, std::ostream& err);
 // `graphrun convert FILE --to=text|json [-o OUT] [--inline-limit=N]` (cli/convert.cpp).
 void add_convert_file_options(CLI::App* cmd, ConvertOptions& opts);  // -o, --inline-limit
-int convert_command(const std::string& file, const ConvertOptions& opts, std::ostream& out, std::ostream& err);
+int convert_command(const std::string& file, const ConvertOptions& opts, const ShapeBindings& shapes, std::ostream& out,
+                    std::ostream& err);
 int devices_command(std::ostream& out);
 
 // The exit code of SPEC section 6 for an API error.

@@ -24,8 +24,9 @@ void add_convert_file_options(CLI::App* cmd, ConvertOptions& opts) {
         ->check(CLI::Range(int64_t{0}, int64_t{1} << 62));
 }
 
-int convert_command(const std::string& file, const ConvertOptions& opts, std::ostream& out, std::ostream& err) {
-    auto lg = load_graph(file);
+int convert_command(const std::string& file, const ConvertOptions& opts, const ShapeBindings& shapes, std::ostream& out,
+                    std::ostream& err) {
+    auto lg = load_graph(file, {}, shapes);
     lg->diag.print(err);
     if (auto e = load_error(*lg)) return exit_code(*e);
     const ReadFiles reads = files_read(*lg, "the file being converted", nullptr, nullptr);

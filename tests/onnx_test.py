@@ -179,14 +179,92 @@ def bad_files():
 
 
 def free_dimension():
-    """A symbolic batch dimension is taken as 1, with a warning."""
-    path = save_model("batch", [helper.make_node("Relu", ["x"], ["y"])],
-                      [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 3])],
-                      [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 3])])
-    x = f32(1, 3)
-    p, out = run_with(path, {"x": x})
-    check(p.returncode == 0 and "'N'" in p.stderr and "taken as 1" in p.stderr, f"batch: {p.returncode} {p.stderr}")
-    check(close(out.get("y"), np.maximum(x, 0)), "batch: y differs")
+    """Free input dimensions (SPEC section 2): bound from the --input arrays, by
+    --dim or --input-shape, else 1 with a warning; conflicts are usage errors."""
+    w = f32(8, 4)
+    # An exporter's dynamic batch: the Reshape target computed from Shape(x).
+    nodes = [
+        helper.make_node("MatMul", ["x", "w"], ["h"]),
+        helper.make_node("Shape", ["x"], ["s"]),
+        helper.make_node("Gather", ["s", "zero"], ["n"], axis=0),
+        helper.make_node("Unsqueeze", ["n", "zero1"], ["n1"]),
+        helper.make_node("Concat", ["n1", "tail"], ["target"], axis=0),
+        helper.make_node("Reshape", ["h", "target"], ["r"]),
+        helper.make_node("Add", ["r", "m"], ["a"]),
+        helper.make_node("Relu", ["a"], ["y"]),
+    ]
+    inits = [numpy_helper.from_array(w, "w"), numpy_helper.from_array(np.array(0, np.int64), "zero"),
+             numpy_helper.from_array(np.array([0], np.int64), "zero1"),
+             numpy_helper.from_array(np.array([2, 2], np.int64), "tail")]
+    path = save_model("dynbatch", nodes,
+                      [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 8]),
+                       helper.make_tensor_value_info("m", TensorProto.FLOAT, ["N", 2, None])],
+                      [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 2, 2])], inits)
+    want = lambda x, m: np.maximum((x.astype(np.float64) @ w).reshape(-1, 2, 2) + m, 0)  # noqa: E731
+    for n in (1, 16):  # one file, any batch: the arrays bind N (and m's unnamed dimension)
+        x, m = f32(n, 8), f32(n, 2, 2)
+        p, out = run_with(path, {"x": x, "m": m})
+        check(p.returncode == 0 and "taken as 1" not in p.stderr, f"batch {n}: {p.returncode} {p.stderr}")
+        check(close(out.get("y"), want(x, m)), f"batch {n}: y differs")
+    # --dim binds N where no array does; check lists it, and the static peak is the bound shapes'.
+    peaks = {}
+    for n in (3, 6):
+        p = graphrun("check", path, f"--dim=N={n}", "--input-shape=m=%dx2x2" % n, "--format=json")
+        check(p.returncode == 0, f"check --dim=N={n}: {p.returncode} {p.stderr}")
+        if p.returncode == 0:
+            doc = json.loads(p.stdout)
+            dims = {(d["input"], d["axis"]): d for d in doc["free_dims"]}
+            check(dims.get(("x", 0), {}).get("size") == n and dims[("x", 0)]["name"] == "N" and
+                  dims[("x", 0)]["bound_by"] == f"--dim=N={n}", f"check free_dims: {doc['free_dims']}")
+            check(dims.get(("m", 2), {}).get("name") is None and dims[("m", 2)]["size"] == 2,
+                  f"check m's unnamed dimension: {doc['free_dims']}")
+            peaks[n] = doc["static_peak"]["cpu"] if "static_peak" in doc else None
+    check(peaks.get(3) and peaks.get(6, 0) > peaks[3], f"the static peak grows with N: {peaks}")
+    # ... and is what a safepoint run at those shapes measures.
+    p = graphrun("run", path, "--dim=N=6", "--input-shape=m=6x2x2", "--fill=ones", "--cleanup=safepoint",
+                 "--format=json")
+    check(p.returncode == 0 and json.loads(p.stdout.splitlines()[0])["memory"]["before_teardown"]["cpu"]["peak"] ==
+          peaks.get(6), f"safepoint peak at N=6 vs check's {peaks.get(6)}: {p.stdout[:400]} {p.stderr}")
+    p = graphrun("check", path, "--dim=N=3", "--input-shape=m=3x2x2")
+    check(p.returncode == 0 and "x[0] 'N' = 3  (--dim=N=3)" in p.stdout and
+          "m[2] = 2  (--input-shape=m=3x2x2)" in p.stdout, f"check text: {p.stdout}")
+    p = graphrun("run", path, "--dim=N=5", "--fill=ones", "--format=json")
+    check(p.returncode == 0 and json.loads(p.stdout)["outputs"][0]["shape"] == [5, 2, 2], f"--dim + --fill: {p.stdout} {p.stderr}")
+    # Nothing binds them: 1 each, with a warning naming the option that would.
+    p = graphrun("run", path, "--fill=zeros")
+    check(p.returncode == 0 and "'N' is taken as 1 (give --dim=N=SIZE" in p.stderr and
+          "--input-shape=m=" in p.stderr, f"unbound: {p.returncode} {p.stderr}")
+    # Usage errors (exit 2), each naming what disagrees.
+    xa, ma = os.path.join(TMP, "fd_x16.npy"), os.path.join(TMP, "fd_m8.npy")
+    np.save(xa, f32(16, 8))
+    np.save(ma, f32(8, 2, 2))
+    for args, words in (
+        ((f"--input=x=@{xa}", f"--input=m=@{ma}"), (f"--input=x=@{xa}", f"--input=m=@{ma}", "'N'", "16", "8")),
+        ((f"--input=x=@{xa}", "--dim=N=4", "--fill=zeros"), ("--dim=N=4", "16")),
+        (("--dim=M=4", "--fill=zeros"), ("no free dimension 'M'", "did you mean 'N'")),
+        (("--input-shape=x=2x9", "--fill=zeros"), ("dimension 1 of input 'x' is 8 in the model, not 9",)),
+        (("--input-shape=x=2", "--fill=zeros"), ("has 1 dimension, but the model's input 'x' has 2",)),
+        (("--input-shape=xx=2x8", "--fill=zeros"), ("no input 'xx'", "did you mean 'x'")),
+        (("--dim=N=-1",), ("out of range",)),
+        (("--dim=N",), ("is not --dim=NAME=N",)),
+        (("--input-shape=x=2xx8",), ("not a whole number",)),
+    ):
+        p = graphrun("run", path, *args)
+        check(p.returncode == 2 and all(w in p.stderr for w in words), f"{args}: {p.returncode} {p.stderr}")
+    # A text script has no free dimensions to bind.
+    script = os.path.join(TMP, "fixed.graph")
+    with open(script, "w") as f:
+        f.write("x = input(shape=[2], dtype=f32)\ny = x + 1\n")
+    p = graphrun("run", script, "--dim=N=2", "--fill=zeros")
+    check(p.returncode == 2 and "only an ONNX model has free dimensions" in p.stderr, f".graph --dim: {p.returncode} {p.stderr}")
+    # compare feeds its runs the arrays that bound the model; convert writes the bound shapes.
+    x, m = f32(4, 8), f32(4, 2, 2)
+    np.save(os.path.join(TMP, "fd_x4.npy"), x)
+    np.save(os.path.join(TMP, "fd_m4.npy"), m)
+    p = graphrun("compare", path, f"--input=x=@{TMP}/fd_x4.npy", f"--input=m=@{TMP}/fd_m4.npy")
+    check(p.returncode == 0 and "taken as 1" not in p.stderr, f"compare: {p.returncode} {p.stderr}")
+    p = graphrun("convert", path, "--to=text", "--dim=N=4", "--input-shape=m=4x2x2")
+    check(p.returncode == 0 and "shape=[4, 8]" in p.stdout.replace("[4,8]", "[4, 8]"), f"convert: {p.returncode} {p.stdout} {p.stderr}")
 
 
 def convert_round_trip(mlp_path):

@@ -291,6 +291,17 @@ std::optional<NpyArray> inline_array(const ArraySource& s, DType t, std::string&
     return a;
 }
 
+bool inline_shape(const ArraySource& s, Shape& shape) {
+    json v;
+    try {
+        v = json::parse(s.value);
+    } catch (const json::parse_error&) {
+        return false;
+    }
+    std::string why;
+    return json_shape(v, shape, why);
+}
+
 std::string unknown_name_message(const ArraySource& s, const std::string& name, const std::string& what,
                                  const std::vector<std::string>& names, const std::string& display) {
     // The name may come from an .npz member: its bytes are escaped, never printed raw.
@@ -464,6 +475,24 @@ std::optional<Error> read_feeds(const Graph& g, const FeedOptions& feeds, const 
     for (size_t i = 0; i < inputs.size(); ++i)
         if (values[i]) out.push_back(InputValue{static_cast<NodeId>(inputs[i] - g.nodes.data()), std::move(*values[i])});
     return first;
+}
+
+std::vector<GivenShape> feed_shapes(const FeedOptions& feeds) {
+    std::vector<GivenShape> out;
+    ArrayLimits limits;
+    limits.memory_limit = feeds.memory_limit;
+    for (const ArraySource& s : feeds.inputs) {
+        if (s.file.empty()) {
+            Shape shape;
+            if (detail::inline_shape(s, shape)) out.push_back(GivenShape{s.name, std::move(shape), s.spelled(), false});
+            continue;
+        }
+        std::vector<NpzEntry> entries;
+        std::string why;
+        if (!detail::read_arrays(s, entries, why, limits)) continue;  // read_feeds says why
+        for (NpzEntry& e : entries) out.push_back(GivenShape{e.name, std::move(e.array.shape), s.spelled(), false});
+    }
+    return out;
 }
 
 std::string element_text(DType t, const void* data, int64_t index) {

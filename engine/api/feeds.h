@@ -12,6 +12,7 @@
 
 #include "engine/api/error.h"
 #include "engine/frontend/npy.h"  // NpyArray
+#include "engine/ir/free_dims.h"
 #include "engine/ir/graph.h"
 #include "engine/runtime/session_options.h"  // HostTensor
 
@@ -85,6 +86,11 @@ std::vector<FeedView> feed_views(const InputValues& values);
 // first. `display` names the graph file in messages.
 std::optional<Error> read_feeds(const Graph& g, const FeedOptions& feeds, const std::string& display,
                                 InputValues& out, std::ostream& err);
+
+// The shapes of the arrays --input gives, by input name: what binds an ONNX
+// model's free dimensions before it is read (PrepareOptions::shapes). An
+// array that cannot be read is left out here; read_feeds reports it.
+std::vector<GivenShape> feed_shapes(const FeedOptions& feeds);
 
 // The expected values, read and checked against the fetched outputs' names
 // before anything runs. Errors as apply_feeds.

@@ -17,6 +17,9 @@ std::string array_type(const NpyArray& a);
 bool read_arrays(const ArraySource& s, std::vector<NpzEntry>& out, std::string& error, const ArrayLimits& limits = {});
 // An inline JSON value (a number or nested list) as an array of t.
 std::optional<NpyArray> inline_array(const ArraySource& s, DType t, std::string& error);
+// The shape of an inline JSON value; false where it is not a number or a
+// regular nested list (inline_array says why).
+bool inline_shape(const ArraySource& s, Shape& shape);
 // "--input=y=@a.npy: m.graph has no input 'y'; did you mean 'x'?"
 std::string unknown_name_message(const ArraySource& s, const std::string& name, const std::string& what,
                                  const std::vector<std::string>& names, const std::string& display);

@@ -332,6 +332,7 @@ StatementResult LiveSession::load(const std::string& path, const FeedOptions& fe
     po.fuse = false;  // every bound name holds its own value (SPEC section 8)
     po.placement = m.opts.placement;
     po.memory_limit = m.opts.memory_limit;
+    if (looks_like_onnx(path)) add_feed_shapes(po, feeds);  // they bind its free dimensions
     std::ostringstream printed;
     PrepareResult pr = load_and_place(path, po, printed);
     if (!pr.ok()) {

@@ -42,9 +42,23 @@ bool stop_requested(LoadedGraph& lg) {
     return true;
 }
 
+// --dim and --input-shape bind an ONNX model's free dimensions: a text or
+// JSON graph has none (its shapes are written out), so naming one is a usage error.
+void refuse_bindings(LoadedGraph& lg, const ShapeBindings& shapes) {
+    for (const DimBinding& d : shapes.dims)
+        lg.diag.usage_error({}, d.from + ": only an ONNX model has free dimensions to bind; " + lg.display +
+                                    " is a " + (lg.json ? "JSON graph" : "text script") +
+                                    ", whose shapes are written in it");
+    for (const GivenShape& s : shapes.shapes)
+        if (s.must_exist)
+            lg.diag.usage_error({}, s.from + ": only an ONNX model has free dimensions to bind; " + lg.display +
+                                        " is a " + (lg.json ? "JSON graph" : "text script") +
+                                        ", whose input shapes are written in it");
+}
+
 void parse_and_validate(LoadedGraph& lg, const InputLimits& limits = {},
                         const std::vector<PredeclaredName>& predeclared = {}, std::string_view bare_name = {},
-                        uint32_t first_line = 1) {
+                        uint32_t first_line = 1, const ShapeBindings& shapes = {}) {
     // A binary model has no lines to show under a message.
     lg.diag = Diagnostics(lg.display, lg.onnx ? std::string_view() : std::string_view(lg.source));
     lg.diag.set_first_line(first_line);
@@ -52,7 +66,8 @@ void parse_and_validate(LoadedGraph& lg, const InputLimits& limits = {},
     lg.graph.from_json = lg.json;
     lg.graph.from_onnx = lg.onnx;
     // A model's bytes go to its reader, which frees them once parsed.
-    bool parsed = lg.onnx   ? parse_onnx(std::move(lg.source), lg.graph, lg.diag, limits)
+    if (!lg.onnx) refuse_bindings(lg, shapes);
+    bool parsed = lg.onnx   ? parse_onnx(std::move(lg.source), lg.graph, lg.diag, limits, shapes)
                   : lg.json ? parse_json(lg.source, lg.graph, lg.diag, limits)
                             : parse_text(lg.source, lg.graph, lg.diag, limits, predeclared, bare_name, first_line);
     // Validation also runs after parse errors, on what did parse, so that one
@@ -92,7 +107,8 @@ std::unique_ptr<LoadedGraph> load_statements(const std::string& display, std::st
     return lg;
 }
 
-std::unique_ptr<LoadedGraph> load_graph(const std::string& path, const InputLimits& limits) {
+std::unique_ptr<LoadedGraph> load_graph(const std::string& path, const InputLimits& limits,
+                                        const ShapeBindings& shapes) {
     auto lg = std::make_unique<LoadedGraph>();
     lg->path = path;
     lg->display = path == "-" ? "<stdin>" : path;
@@ -145,7 +161,7 @@ std::unique_ptr<LoadedGraph> load_graph(const std::string& path, const InputLimi
     }
     lg->onnx = onnx;
     lg->json = !lg->onnx && looks_like_json(path, lg->source);
-    parse_and_validate(*lg, limits);
+    parse_and_validate(*lg, limits, {}, {}, 1, shapes);
     return lg;
 }
 

@@ -8,6 +8,7 @@
 #include "engine/base/json_pointer.h"
 #include "engine/base/limits.h"
 #include "engine/frontend/text_parser.h"  // PredeclaredName
+#include "engine/ir/free_dims.h"
 #include "engine/ir/graph.h"
 
 namespace graphrun {
@@ -40,8 +41,10 @@ bool looks_like_onnx(const std::string& path);
 
 // Reads, parses and validates `path`. Never throws; errors are in the result's
 // diagnostics. Returned by pointer so that the diagnostics' view of the
-// source stays valid.
-std::unique_ptr<LoadedGraph> load_graph(const std::string& path, const InputLimits& limits = {});
+// source stays valid. `shapes` binds an ONNX model's free input dimensions;
+// binding one a file does not have is a usage error (LoadedGraph::diag.usage()).
+std::unique_ptr<LoadedGraph> load_graph(const std::string& path, const InputLimits& limits = {},
+                                        const ShapeBindings& shapes = {});
 // The same for text already in memory (tests, fuzzing).
 std::unique_ptr<LoadedGraph> load_graph_source(const std::string& display, std::string source, bool json,
                                                const InputLimits& limits = {});

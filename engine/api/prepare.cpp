@@ -20,8 +20,9 @@ std::optional<Error> load_error(const LoadedGraph& lg) {
     if (first.find('\n') != std::string::npos) first.resize(first.find('\n'));
     // A file that cannot be read, or holds more than the memory limit, is a
     // runtime error; anything else wrong with it makes an invalid graph.
+    // An option binding what the file lacks (--dim, --input-shape) is a usage error.
     const bool runtime = lg.read_failed || lg.diag.over_limit();
-    Error e{runtime ? ErrorKind::Runtime : ErrorKind::InvalidGraph, first, 0};
+    Error e{runtime ? ErrorKind::Runtime : lg.diag.usage() ? ErrorKind::Usage : ErrorKind::InvalidGraph, first, 0};
     if (const int sig = interrupted()) e = Error{ErrorKind::Interrupted, first, sig};  // the load stopped for it
     e.diagnostics = lg.diag.printed();  // as printed: warnings beyond their cap counted, not listed
     return e;
@@ -61,8 +62,14 @@ uint64_t peak_with_weights(const Plan& plan, const std::string& device) {
     return peak + weights < peak ? UINT64_MAX : peak + weights;
 }
 
+void add_feed_shapes(PrepareOptions& opts, const FeedOptions& feeds) {
+    FeedOptions f = feeds;
+    f.memory_limit = opts.memory_limit ? opts.memory_limit : default_cpu_memory_limit();
+    for (GivenShape& s : feed_shapes(f)) opts.shapes.shapes.push_back(std::move(s));
+}
+
 PrepareResult load_and_place(const std::string& path, const PrepareOptions& opts, std::ostream& err) {
-    return load_and_place(load_graph(path), opts, err);
+    return load_and_place(load_graph(path, {}, opts.shapes), opts, err);
 }
 
 PrepareResult load_and_place(std::unique_ptr<LoadedGraph> loaded, const PrepareOptions& opts, std::ostream& err) {
@@ -144,7 +151,7 @@ PrepareResult prepare(const std::string& path, const PrepareOptions& opts, std::
     // A const's array file is read within the memory limit the run will have.
     InputLimits limits;
     if (opts.refuse_over_limit) limits.memory_limit = opts.memory_limit ? opts.memory_limit : default_cpu_memory_limit();
-    return prepare(load_graph(path, limits), opts, err);
+    return prepare(load_graph(path, limits, opts.shapes), opts, err);
 }
 
 PrepareResult prepare(std::unique_ptr<LoadedGraph> lg, const PrepareOptions& opts, std::ostream& err) {

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "engine/api/error.h"
+#include "engine/api/feeds.h"
 #include "engine/api/load.h"
 #include "engine/check/placement.h"  // PlacementOptions
 #include "engine/ir/graph.h"
@@ -23,6 +24,9 @@ namespace graphrun {
 struct PrepareOptions {
     PlacementOptions placement;
     std::vector<std::string> fetch;  // names to fetch instead of the graph's outputs
+    // Values for an ONNX model's free input dimensions (--dim, --input-shape,
+    // the --input arrays' shapes: feed_shapes()); checked when it is read.
+    ShapeBindings shapes;
     // Fuse conv / matmul / gemm chains into one node each once placed
     // (engine/plan/fuse.h); --no-fuse turns it off. Off for eager mode and
     // the live session, whose bound names each hold their own value.
@@ -65,6 +69,10 @@ PrepareResult load_and_place(const std::string& path, const PrepareOptions& opts
 PrepareResult load_and_place(std::unique_ptr<LoadedGraph> lg, const PrepareOptions& opts, std::ostream& err);
 // ... and plan, with the static-peak refusal. Sets p.plan on success.
 std::optional<Error> plan_prepared(Prepared& p, const PrepareOptions& opts, std::ostream& err);
+
+// Adds the shapes of the arrays `feeds` gives (feed_shapes) to opts.shapes, read
+// within the CPU's memory limit: for an ONNX model, whose free dimensions they bind.
+void add_feed_shapes(PrepareOptions& opts, const FeedOptions& feeds);
 
 // The error a load ended in (diagnostics printed or not), or nullopt when the
 // graph loaded and validated.

@@ -18,6 +18,10 @@ void Diagnostics::over_limit_error(const Loc& loc, std::string message) {
     error(loc, std::move(message));
     over_limit_ = true;
 }
+void Diagnostics::usage_error(const Loc& loc, std::string message) {
+    error(loc, std::move(message));
+    usage_ = true;
+}
 void Diagnostics::warning(const Loc& loc, std::string message) {
     diags_.push_back(Diagnostic{Severity::Warning, loc, std::move(message)});
 }

@@ -61,7 +61,12 @@ public:
     // other errors of a load are an invalid graph, exit 3).
     void over_limit_error(const Loc& loc, std::string message);
 
+    // An error in how the file is used, not in the file: an option that
+    // names or binds something the file does not have (a usage error, exit 2).
+    void usage_error(const Loc& loc, std::string message);
+
     bool has_errors() const { return errors_ > 0; }
+    bool usage() const { return usage_; }
     bool over_limit() const { return over_limit_; }
     size_t error_count() const { return errors_; }
     const std::vector<Diagnostic>& all() const { return diags_; }
@@ -95,6 +100,7 @@ private:
     std::vector<Diagnostic> diags_;
     size_t errors_ = 0;
     bool over_limit_ = false;
+    bool usage_ = false;
     uint32_t first_line_ = 1;
     // Finds the pointers of places in a JSON source, made when first asked;
     // copies share it, as they share the source.

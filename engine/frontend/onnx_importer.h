@@ -7,6 +7,7 @@
 #include <onnx/onnx_pb.h>
 #include <onnx/shape_inference/implementation.h>
 
+#include <algorithm>
 #include <cstring>
 #include <functional>
 #include <map>
@@ -74,8 +75,9 @@ class Importer {
   public:
     // `memory_limit`: the CPU's (0: none); the model's weights and folded
     // values, held in host memory from here to the end of the run, must fit it.
-    Importer(Graph& g, Diagnostics& diag, uint64_t memory_limit = 0)
-        : g_(g), diag_(diag), b_(g, diag), memory_limit_(memory_limit) {}
+    // `shapes`: the free input dimensions' bindings (null: none).
+    Importer(Graph& g, Diagnostics& diag, uint64_t memory_limit = 0, const ShapeBindings* shapes = nullptr)
+        : g_(g), diag_(diag), b_(g, diag), memory_limit_(memory_limit), shapes_(shapes ? *shapes : no_shapes_) {}
 
     // `parsed` runs once the bytes are parsed (and no longer needed).
     bool run(std::string_view bytes, const std::function<void()>& parsed = {}) {
@@ -101,7 +103,7 @@ class Importer {
             diag_.error({}, std::string("the ONNX checker rejects the model: ") + first_line(e.what()));
             return false;
         }
-        fix_free_dimensions();
+        if (!bind_free_dimensions()) return false;
         if (!screen_slice_steps()) return false;
         try {
             // Strict (errors on): a model ONNX's inference calls invalid is
@@ -114,7 +116,8 @@ class Importer {
             const onnx::ShapeInferenceOptions options(false, 1, true);
             onnx::shape_inference::InferShapes(model_, onnx::OpSchemaRegistry::Instance(), options);
         } catch (const std::exception& e) {
-            diag_.error({}, std::string("ONNX shape inference fails on the model: ") + first_line(e.what()));
+            diag_.error({}, std::string("ONNX shape inference fails on the model: ") + first_line(e.what()) +
+                                bound_dims_text());
             return false;
         }
         if (stopped()) return false;
@@ -290,26 +293,170 @@ class Importer {
         return true;
     }
 
-    // A graph input's dimension without a value (a batch "N") is taken as 1,
-    // with a warning, as onnxruntime_perf_test does; shapes then propagate.
-    void fix_free_dimensions() {
+    static std::string shape_text(const Shape& s) {
+        std::string t = "[";
+        for (size_t i = 0; i < s.size(); ++i) t += (i ? ", " : "") + std::to_string(s[i]);
+        return t + "]";
+    }
+    static std::string shape_text(const onnx::TensorShapeProto& s) {
+        std::string t = "[";
+        for (int i = 0; i < s.dim_size(); ++i) {
+            const auto& d = s.dim(i);
+            t += i ? ", " : "";
+            t += d.has_dim_value() ? std::to_string(d.dim_value()) : d.has_dim_param() ? d.dim_param() : "?";
+        }
+        return t + "]";
+    }
+
+    // "; with its free dimensions bound as N=16 (--input=x=@a.npy), ..." for a
+    // message about shapes: sizes from two arrays may be what disagrees.
+    std::string bound_dims_text() const {
+        std::string t;
+        std::set<std::string> named;
+        for (const FreeDim& d : g_.free_dims) {
+            if (d.bound_by.empty() || (!d.name.empty() && !named.insert(d.name).second)) continue;
+            t += t.empty() ? "; with the free dimensions bound as " : ", ";
+            t += (d.name.empty() ? "dimension " + std::to_string(d.axis) + " of '" + d.input + "'" : d.name) + "=" +
+                 std::to_string(d.value) + " (" + d.bound_by + ")";
+        }
+        return t;
+    }
+
+    // A graph input's dimension without a value (a dim_param "N", or none) is
+    // bound before shape inference (SPEC section 2): a named one by --dim or by
+    // the shape given for an input that has it, an unnamed one by its own
+    // input's shape (the array fed to it, or --input-shape); else it is 1, with
+    // a warning, as onnxruntime_perf_test takes it. A name has one value in the
+    // model: bindings that disagree, or that name what the model lacks, are
+    // usage errors naming both. g_.free_dims records what the model was read with.
+    bool bind_free_dimensions() {
         std::set<std::string> init;
         for (const auto& t : model_.graph().initializer()) init.insert(t.name());
         auto* graph = model_.mutable_graph();
+        std::map<std::string, int> inputs;  // the inputs a run feeds, by name
+        std::vector<std::string> input_names, params;
         for (int i = 0; i < graph->input_size(); ++i) {
+            const auto& in = graph->input(i);
+            if (init.count(in.name()) || !in.type().has_tensor_type()) continue;
+            inputs.emplace(in.name(), i);
+            input_names.push_back(in.name());
+            if (!in.type().tensor_type().has_shape()) continue;
+            for (const auto& d : in.type().tensor_type().shape().dim())
+                if (!d.has_dim_value() && d.has_dim_param() &&
+                    std::find(params.begin(), params.end(), d.dim_param()) == params.end())
+                    params.push_back(d.dim_param());
+        }
+        const size_t errors = diag_.error_count();
+        auto quoted_list = [](const std::vector<std::string>& v) {
+            std::string t;
+            for (const std::string& x : v) t += (t.empty() ? "'" : ", '") + x + "'";
+            return t;
+        };
+        // Each name's value, and the option that gave it.
+        std::map<std::string, std::pair<int64_t, std::string>> bound;
+        auto bind = [&](const std::string& name, int64_t value, const std::string& from, const std::string& where) {
+            auto [it, fresh] = bound.emplace(name, std::make_pair(value, from));
+            if (fresh || it->second.first == value) return;
+            diag_.usage_error({}, from + " gives dimension '" + name + "'" + where + " the size " +
+                                      std::to_string(value) + ", but " + it->second.second + " gives it " +
+                                      std::to_string(it->second.first) + "; a named dimension has one size in the model");
+        };
+        for (const DimBinding& d : shapes_.dims) {
+            if (std::find(params.begin(), params.end(), d.name) == params.end()) {
+                std::string msg = d.from + ": the model has no free dimension '" + d.name + "'";
+                if (params.empty())
+                    msg += "; its inputs have no named free dimensions";
+                else {
+                    msg += "; its inputs' named free dimensions are " + quoted_list(params);
+                    if (auto near = nearest_name(d.name, params); !near.empty()) msg += "; did you mean '" + near + "'?";
+                }
+                diag_.usage_error({}, msg);
+                continue;
+            }
+            bind(d.name, d.value, d.from, "");
+        }
+        std::map<std::string, const GivenShape*> given;  // per input: its shape, where one is given
+        for (const GivenShape& gs : shapes_.shapes) {
+            auto it = inputs.find(gs.input);
+            if (it == inputs.end()) {  // an --input array: reported with the feeds
+                if (!gs.must_exist) continue;
+                std::string msg = gs.from + ": the model has no input '" + gs.input + "'; its inputs are " +
+                                  quoted_list(input_names);
+                if (auto near = nearest_name(gs.input, input_names); !near.empty())
+                    msg += "; did you mean '" + near + "'?";
+                diag_.usage_error({}, msg);
+                continue;
+            }
+            if (auto prev = given.find(gs.input); prev != given.end()) {
+                if (gs.must_exist || prev->second->must_exist)
+                    diag_.usage_error({}, gs.from + ": input '" + gs.input + "' is already given a shape by " +
+                                              prev->second->from);
+                continue;  // two arrays for one input: reported with the feeds
+            }
+            given.emplace(gs.input, &gs);
+            const auto& tt = graph->input(it->second).type().tensor_type();
+            if (!tt.has_shape()) continue;  // the model leaves the whole shape open
+            const auto& shape = tt.shape();
+            if (static_cast<size_t>(shape.dim_size()) != gs.shape.size()) {
+                diag_.usage_error({}, gs.from + ": the shape " + shape_text(gs.shape) + " has " +
+                                          std::to_string(gs.shape.size()) +
+                                          (gs.shape.size() == 1 ? " dimension" : " dimensions") + ", but the model's input '" +
+                                          gs.input + "' has " + std::to_string(shape.dim_size()) + ": " +
+                                          shape_text(shape));
+                continue;
+            }
+            for (int d = 0; d < shape.dim_size(); ++d) {
+                const auto& dim = shape.dim(d);
+                const int64_t v = gs.shape[static_cast<size_t>(d)];
+                if (dim.has_dim_value()) {
+                    // An array's fixed dimension that differs is reported with the feeds.
+                    if (gs.must_exist && dim.dim_value() != v)
+                        diag_.usage_error({}, gs.from + ": dimension " + std::to_string(d) + " of input '" +
+                                                  gs.input + "' is " + std::to_string(dim.dim_value()) +
+                                                  " in the model, not " + std::to_string(v) +
+                                                  " (the model's shape is " + shape_text(shape) + ")");
+                    continue;
+                }
+                if (dim.has_dim_param())
+                    bind(dim.dim_param(), v, gs.from, " (dimension " + std::to_string(d) + " of input '" + gs.input + "')");
+            }
+        }
+        if (diag_.error_count() != errors) return false;
+        for (int i = 0; i < graph->input_size(); ++i) {  // in the model's order
+            if (!inputs.count(graph->input(i).name())) continue;
             auto* in = graph->mutable_input(i);
-            if (init.count(in->name()) || !in->type().has_tensor_type()) continue;
             auto* tt = in->mutable_type()->mutable_tensor_type();
-            if (!tt->has_shape()) continue;
+            auto g = given.find(in->name());
+            const GivenShape* gs = g == given.end() ? nullptr : g->second;
+            if (!tt->has_shape()) {
+                if (!gs) continue;  // refused when read (read_inputs): no static shape
+                for (size_t d = 0; d < gs->shape.size(); ++d) {
+                    tt->mutable_shape()->add_dim()->set_dim_value(gs->shape[d]);
+                    g_.free_dims.push_back(FreeDim{in->name(), static_cast<int>(d), "", gs->shape[d], gs->from});
+                }
+                continue;
+            }
             for (int d = 0; d < tt->shape().dim_size(); ++d) {
                 auto* dim = tt->mutable_shape()->mutable_dim(d);
                 if (dim->has_dim_value()) continue;
-                std::string label = dim->has_dim_param() ? "'" + dim->dim_param() + "'" : "without a size";
-                diag_.warning(input_loc(i), "input '" + in->name() + "': dimension " + std::to_string(d) + " " + label +
-                                                " is taken as 1");
-                dim->set_dim_value(1);
+                FreeDim fd{in->name(), d, dim->has_dim_param() ? dim->dim_param() : std::string(), 1, ""};
+                if (auto b = bound.find(fd.name); !fd.name.empty() && b != bound.end()) {
+                    fd.value = b->second.first;
+                    fd.bound_by = b->second.second;
+                } else if (gs) {
+                    fd.value = gs->shape[static_cast<size_t>(d)];
+                    fd.bound_by = gs->from;
+                } else {
+                    const std::string how = fd.name.empty() ? "give --input-shape=" + in->name() + "=..." : "give --dim=" + fd.name + "=SIZE";
+                    diag_.warning(input_loc(i), "input '" + in->name() + "': dimension " + std::to_string(d) + " " +
+                                                    (fd.name.empty() ? std::string("without a size") : "'" + fd.name + "'") +
+                                                    " is taken as 1 (" + how + ", or feed an array with --input)");
+                }
+                dim->set_dim_value(fd.value);
+                g_.free_dims.push_back(std::move(fd));
             }
         }
+        return true;
     }
 
     void note_type(const onnx::ValueInfoProto& vi) {
@@ -662,6 +809,8 @@ class Importer {
     std::set<std::string> used_names_;  // graphrun identifiers given
     std::set<std::string> reserved_;    // ONNX names that are identifiers (each its own)
     uint64_t memory_limit_ = 0;         // the CPU's (0: none)
+    static inline const ShapeBindings no_shapes_{};
+    const ShapeBindings& shapes_;
     uint64_t weight_bytes_ = 0;         // the initializers' and Constants' values, as declared
     uint64_t folded_bytes_ = 0;         // made by folds so far (kMaxFoldTotalBytes)
     uint64_t fold_over_limit_ = 0;      // the node being imported: its folded value's bytes, past the memory limit

@@ -10,15 +10,17 @@ namespace graphrun {
 
 bool onnx_supported() { return true; }
 
-bool parse_onnx(std::string_view bytes, Graph& g, Diagnostics& diag, const InputLimits& limits) {
-    onnx_import::Importer importer(g, diag, limits.memory_limit);
+bool parse_onnx(std::string_view bytes, Graph& g, Diagnostics& diag, const InputLimits& limits,
+                const ShapeBindings& shapes) {
+    onnx_import::Importer importer(g, diag, limits.memory_limit, &shapes);
     importer.run(bytes);
     return !diag.has_errors();
 }
 
-bool parse_onnx(std::string&& bytes, Graph& g, Diagnostics& diag, const InputLimits& limits) {
+bool parse_onnx(std::string&& bytes, Graph& g, Diagnostics& diag, const InputLimits& limits,
+                const ShapeBindings& shapes) {
     std::string owned = std::move(bytes);
-    onnx_import::Importer importer(g, diag, limits.memory_limit);
+    onnx_import::Importer importer(g, diag, limits.memory_limit, &shapes);
     importer.run(owned, [&owned] { std::string().swap(owned); });
     return !diag.has_errors();
 }

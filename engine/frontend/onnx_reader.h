@@ -16,6 +16,7 @@
 
 #include "engine/base/diagnostics.h"
 #include "engine/base/limits.h"
+#include "engine/ir/free_dims.h"
 #include "engine/ir/graph.h"
 
 namespace graphrun {
@@ -28,9 +29,16 @@ bool onnx_supported();
 // input they concern. Returns !diag.has_errors(). With limits.memory_limit,
 // a model whose weights (initializers, Constant nodes' values) and folded
 // values need more is refused before they are copied (diag.over_limit()).
-bool parse_onnx(std::string_view bytes, Graph& g, Diagnostics& diag, const InputLimits& limits = {});
+// `shapes` binds the free dimensions of the model's inputs (SPEC section 2):
+// --dim by name, a whole input's shape by --input-shape or its fed array; one
+// bound by neither is 1, with a warning. What the model was read with is in
+// g.free_dims. Bindings that disagree, or name what the model lacks, are usage
+// errors (diag.usage()).
+bool parse_onnx(std::string_view bytes, Graph& g, Diagnostics& diag, const InputLimits& limits = {},
+                const ShapeBindings& shapes = {});
 // The same, taking the file's bytes: they are freed as soon as the model is
 // parsed, so that a model's weights are not held three times at once.
-bool parse_onnx(std::string&& bytes, Graph& g, Diagnostics& diag, const InputLimits& limits = {});
+bool parse_onnx(std::string&& bytes, Graph& g, Diagnostics& diag, const InputLimits& limits = {},
+                const ShapeBindings& shapes = {});
 
 }  // namespace graphrun

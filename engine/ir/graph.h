@@ -14,6 +14,7 @@
 #include "engine/base/diagnostics.h"
 #include "engine/ir/dtype.h"
 #include "engine/ir/epilogue.h"
+#include "engine/ir/free_dims.h"
 #include "engine/ir/ops.h"
 #include "engine/base/prefault.h"
 #include "engine/base/small_vector.h"
@@ -241,6 +242,8 @@ struct Graph {
     std::string file;
     bool from_json = false;
     bool from_onnx = false;
+    // An ONNX model's free input dimensions and the values they were read with.
+    std::vector<FreeDim> free_dims;
     std::vector<Node> nodes;  // program order; LoopParam nodes too (they are in no Stmt list)
     std::vector<Stmt> top;
     std::vector<Repeat> repeats;

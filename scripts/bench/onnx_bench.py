@@ -16,7 +16,8 @@ Models (random weights, fixed seeds), each at every batch size of --batches:
 Without PyTorch every model is written with ONNX's helper API (scripts/models/onnx_models.py
 and the builders below; needs python3-numpy and python3-onnx). With Debian's python3-torch,
 resnet18 and transformer (then d 512, FFN 2048, 30000-token vocabulary) are built in PyTorch
-and exported with torch.onnx.export (opset 17), and PyTorch is timed on them too.
+and exported with torch.onnx.export (opset 17, the batch a free dimension that the fed array
+binds), and PyTorch is timed on them too.
 
 Peers, each in its own process, on the same ONNX file and inputs:
   * graphrun: `graphrun run MODEL --input=@INPUTS.npz --bench --warmup=W --iterations=K
@@ -466,7 +467,9 @@ def main():
                 if use_torch and name in TORCH_MODELS:
                     row["source"] = "torch"
                     tm, x = make_torch(name, batch)
-                    torch.onnx.export(tm, (x,), path, input_names=["x"], output_names=["y"], opset_version=17)
+                    # A dynamic batch, as models are shared: graphrun binds it from the array fed.
+                    torch.onnx.export(tm, (x,), path, input_names=["x"], output_names=["y"], opset_version=17,
+                                      dynamic_axes={"x": {0: "batch"}, "y": {0: "batch"}})
                     feeds = {"x": x.numpy()}
                     with torch.no_grad():
                         want_torch = {"y": tm(x).numpy()}
