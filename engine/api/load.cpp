@@ -42,6 +42,14 @@ bool stop_requested(LoadedGraph& lg) {
     return true;
 }
 
+// The folder of a model file, where its external data is; "" for standard input.
+std::string model_dir(const std::string& path) {
+    if (path == "-") return "";
+    const size_t slash = path.rfind('/');
+    if (slash == std::string::npos) return ".";
+    return slash == 0 ? "/" : path.substr(0, slash);
+}
+
 // --dim and --input-shape bind an ONNX model's free dimensions: a text or
 // JSON graph has none (its shapes are written out), so naming one is a usage error.
 void refuse_bindings(LoadedGraph& lg, const ShapeBindings& shapes) {
@@ -67,7 +75,8 @@ void parse_and_validate(LoadedGraph& lg, const InputLimits& limits = {},
     lg.graph.from_onnx = lg.onnx;
     // A model's bytes go to its reader, which frees them once parsed.
     if (!lg.onnx) refuse_bindings(lg, shapes);
-    bool parsed = lg.onnx   ? parse_onnx(std::move(lg.source), lg.graph, lg.diag, limits, shapes)
+    bool parsed = lg.onnx   ? parse_onnx(std::move(lg.source), lg.graph, lg.diag, limits, shapes, model_dir(lg.path),
+                                       &lg.side_files)
                   : lg.json ? parse_json(lg.source, lg.graph, lg.diag, limits)
                             : parse_text(lg.source, lg.graph, lg.diag, limits, predeclared, bare_name, first_line);
     // Validation also runs after parse errors, on what did parse, so that one

@@ -20,8 +20,9 @@ struct LoadedGraph {
     bool json = false;
     bool onnx = false;         // an ONNX model (the name ends in .onnx): `source` holds its bytes
     bool read_failed = false;  // the file could not be read: a runtime error (exit 1)
-    // The array files its const(file=) nodes read (paths as resolved), for the
-    // check that no output overwrites a file the run reads.
+    // The array files its const(file=) nodes read, or an ONNX model's external
+    // data files (paths as resolved), for the check that no output overwrites
+    // a file the run reads.
     std::vector<std::string> side_files;
     Graph graph;
     Diagnostics diag;

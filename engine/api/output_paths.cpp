@@ -55,7 +55,7 @@ ReadFiles files_read(const LoadedGraph& lg, const std::string& graph_role, const
                      const OutputFileOptions* files) {
     ReadFiles r;
     r.add(lg.path, graph_role);
-    for (const std::string& f : lg.side_files) r.add(f, "a const array file that " + lg.display + " reads");
+    for (const std::string& f : lg.side_files) r.add(f, (lg.onnx ? "an external data file that " : "a const array file that ") + lg.display + " reads");
     if (feeds)
         for (const ArraySource& s : feeds->inputs) r.add(s.file, "the array file of " + s.spelled());
     if (files)

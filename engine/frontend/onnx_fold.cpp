@@ -8,6 +8,7 @@
 
 #include "engine/base/interrupt.h"
 #include "engine/base/limits.h"
+#include "engine/frontend/onnx_external.h"
 
 namespace graphrun::onnx_fold {
 
@@ -137,7 +138,10 @@ std::optional<int64_t> numel(const Shape& s) {
 }
 
 std::string tensor_size_problem(const onnx::TensorProto& t) {
-    if (t.data_location() == onnx::TensorProto::EXTERNAL) return "";  // refused where it is read
+    if (t.data_location() == onnx::TensorProto::EXTERNAL) {  // read before the checker: its entries checked here
+        uint64_t bytes = 0;
+        return onnx_external::entry_problem(t, bytes);
+    }
     if (t.dims_size() > kMaxRank)
         return "it has " + std::to_string(t.dims_size()) + " dimensions; at most " + std::to_string(kMaxRank) +
                " are supported";
@@ -180,7 +184,7 @@ std::string tensor_size_problem(const onnx::TensorProto& t) {
 }
 
 uint64_t tensor_bytes(const onnx::TensorProto& t) {
-    if (t.data_location() == onnx::TensorProto::EXTERNAL || t.dims_size() > kMaxRank) return 0;
+    if (t.dims_size() > kMaxRank) return 0;
     std::string why;
     const std::optional<int64_t> count = element_count(Shape(t.dims().begin(), t.dims().end()), why);
     if (!count) return 0;

@@ -43,9 +43,9 @@ std::optional<HostValue> tensor_value(const onnx::TensorProto& t, std::string& w
 std::string tensor_size_problem(const onnx::TensorProto& t);
 
 // The bytes a tensor proto's values take in memory once read: its declared
-// element count times its element type's size (0 for strings, external data
-// and a declared shape that is wrong: refused where it is read). Known before
-// anything is copied.
+// element count times its element type's size (0 for strings and a declared
+// shape that is wrong: refused where it is read; external data counts as
+// declared). Known before anything is copied.
 uint64_t tensor_bytes(const onnx::TensorProto& t);
 
 // The element count of a shape a file declares, or nullopt with `why` when it

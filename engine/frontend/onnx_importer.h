@@ -22,6 +22,7 @@
 #include "engine/base/limits.h"
 #include "engine/frontend/identifiers.h"
 #include "engine/frontend/npy.h"
+#include "engine/frontend/onnx_external.h"
 #include "engine/frontend/onnx_fold.h"
 #include "engine/frontend/onnx_ops.h"
 #include "engine/ir/graph.h"
@@ -79,6 +80,13 @@ class Importer {
     Importer(Graph& g, Diagnostics& diag, uint64_t memory_limit = 0, const ShapeBindings* shapes = nullptr)
         : g_(g), diag_(diag), b_(g, diag), memory_limit_(memory_limit), shapes_(shapes ? *shapes : no_shapes_) {}
 
+    // The model's folder, where its external data files are ("": it has none).
+    // The files read are added to `files` (where not null).
+    void set_model_dir(std::string dir, std::vector<std::string>* files = nullptr) {
+        model_dir_ = std::move(dir);
+        external_files_ = files;
+    }
+
     // `parsed` runs once the bytes are parsed (and no longer needed).
     bool run(std::string_view bytes, const std::function<void()>& parsed = {}) {
         if (bytes.size() > static_cast<size_t>(INT32_MAX)) {
@@ -97,6 +105,7 @@ class Importer {
         if (!read_opset()) return false;
         if (!screen_tensors()) return false;
         if (!screen_weights()) return false;
+        if (!load_external_data()) return false;
         try {
             onnx::checker::check_model(model_);
         } catch (const std::exception& e) {
@@ -120,6 +129,7 @@ class Importer {
                                 bound_dims_text());
             return false;
         }
+        restore_apart_weights();
         if (stopped()) return false;
         collect_types();
         if (!check_supported()) return false;
@@ -197,6 +207,99 @@ class Importer {
             };
         graph(model_.graph(), "/graph", 0);
         return ok;
+    }
+
+    // Tensors whose bytes are in files beside the model (external data) are
+    // read into the model here, once their entries and sizes have been
+    // checked and counted against the memory limit, so that ONNX's checker and
+    // shape inference see them as any other tensor; each is then copied out
+    // and freed with the rest (read_initializers).
+    bool load_external_data() {
+        bool ok = true;
+        std::set<std::string> apart;  // initializers read straight into their values
+        std::function<void(onnx::GraphProto&, const std::string&)> graph = [&](onnx::GraphProto& gr,
+                                                                               const std::string& at) {
+            const bool top = &gr == model_.mutable_graph();
+            auto read = [&](onnx::TensorProto& t, const std::string& where, const std::string& what,
+                            bool initializer) {
+                if (!ok || t.data_location() != onnx::TensorProto::EXTERNAL) return;
+                std::string file, problem;
+                // A large weight of the top graph goes straight to its value (read_initializers
+                // takes it): held once. A small one, which shape inference may read (a
+                // Reshape's target), goes into the model.
+                const auto dt = dtype_of(t.data_type());
+                if (initializer && top && dt && onnx_fold::tensor_bytes(t) > kApartBytes) {
+                    HostValue hv;
+                    hv.dtype = *dt;
+                    hv.shape.assign(t.dims().begin(), t.dims().end());
+                    problem = onnx_external::read_apart(t, model_dir_, file, hv.bytes);
+                    if (problem.empty()) {
+                        external_values_[t.name()] = std::move(hv);
+                        apart.insert(t.name());
+                    }
+                } else {
+                    problem = onnx_external::read_into(t, model_dir_, file);
+                }
+                if (!file.empty() && external_files_ &&
+                    std::find(external_files_->begin(), external_files_->end(), file) == external_files_->end())
+                    external_files_->push_back(file);
+                if (problem.empty()) return;
+                diag_.error(pointer_loc(where), what + ": " + problem);
+                ok = false;
+            };
+            for (int i = 0; i < gr.initializer_size(); ++i)
+                read(*gr.mutable_initializer(i), at + "/initializer/" + std::to_string(i),
+                     "initializer '" + gr.initializer(i).name() + "'", true);
+            for (int k = 0; k < gr.node_size(); ++k) {
+                auto& n = *gr.mutable_node(k);
+                const std::string node_at = at + "/node/" + std::to_string(k);
+                for (auto& a : *n.mutable_attribute()) {
+                    const std::string what = n.op_type() + " node '" + n.name() + "', attribute '" + a.name() + "'";
+                    if (a.has_t()) read(*a.mutable_t(), node_at, what, false);
+                    for (auto& t : *a.mutable_tensors()) read(t, node_at, what, false);
+                    if (a.has_g()) graph(*a.mutable_g(), node_at + "/" + a.name());
+                    for (auto& g : *a.mutable_graphs()) graph(g, node_at + "/" + a.name());
+                }
+            }
+        };
+        graph(*model_.mutable_graph(), "/graph");
+        if (!ok || apart.empty()) return ok;
+        // While ONNX's checker and shape inference run, a weight read apart
+        // stands in the model as a graph input of its type and shape: the
+        // checker wants one value field in an initializer, and inference has
+        // its shape (no op infers a shape from a weight's values over 1 MiB; one
+        // that would gets none, and is refused with the name of the op). They
+        // are taken out again before the graph is built (restore_apart_weights).
+        auto* gr = model_.mutable_graph();
+        std::set<std::string> listed;
+        for (const auto& in : gr->input()) listed.insert(in.name());
+        google::protobuf::RepeatedPtrField<onnx::TensorProto> kept;
+        for (auto& t : *gr->mutable_initializer()) {
+            if (!apart.count(t.name())) {
+                kept.Add()->Swap(&t);
+                continue;
+            }
+            if (listed.count(t.name())) continue;  // already an input (IR < 4 lists weights as inputs)
+            auto* vi = gr->add_input();
+            vi->set_name(t.name());
+            auto* tt = vi->mutable_type()->mutable_tensor_type();
+            tt->set_elem_type(t.data_type());
+            auto* shape = tt->mutable_shape();
+            for (int64_t d : t.dims()) shape->add_dim()->set_dim_value(d);
+            stand_ins_.insert(t.name());
+        }
+        gr->mutable_initializer()->Swap(&kept);
+        return ok;
+    }
+
+    // Takes the stand-ins of load_external_data out of the graph's inputs.
+    void restore_apart_weights() {
+        if (stand_ins_.empty()) return;
+        auto* gr = model_.mutable_graph();
+        google::protobuf::RepeatedPtrField<onnx::ValueInfoProto> kept;
+        for (auto& in : *gr->mutable_input())
+            if (!stand_ins_.count(in.name())) kept.Add()->Swap(&in);
+        gr->mutable_input()->Swap(&kept);
     }
 
     // The weights (the initializers and the Constant nodes' values) are
@@ -337,7 +440,7 @@ class Importer {
         std::vector<std::string> input_names, params;
         for (int i = 0; i < graph->input_size(); ++i) {
             const auto& in = graph->input(i);
-            if (init.count(in.name()) || !in.type().has_tensor_type()) continue;
+            if (init.count(in.name()) || stand_ins_.count(in.name()) || !in.type().has_tensor_type()) continue;
             inputs.emplace(in.name(), i);
             input_names.push_back(in.name());
             if (!in.type().tensor_type().has_shape()) continue;
@@ -611,7 +714,7 @@ class Importer {
             if (stopped()) return;
             auto& t = *graph->mutable_initializer(i);
             std::string why;
-            auto hv = tensor_value(t, why);
+            std::optional<HostValue> hv = tensor_value(t, why);
             if (!hv) {
                 diag_.error(pointer_loc("/graph/initializer/" + std::to_string(i)),
                             "initializer '" + t.name() + "': " + why);
@@ -628,6 +731,14 @@ class Importer {
             v.shape = hv->shape;
             v.folded = std::make_shared<HostValue>(std::move(*hv));
         }
+        // The weights read apart from their external files, no longer in the model's initializers.
+        for (auto& [name, hv] : external_values_) {
+            Value& v = values_[name];
+            v.dtype = hv.dtype;
+            v.shape = hv.shape;
+            v.folded = std::make_shared<HostValue>(std::move(hv));
+        }
+        external_values_.clear();
     }
 
     void read_inputs() {
@@ -810,6 +921,12 @@ class Importer {
     std::set<std::string> reserved_;    // ONNX names that are identifiers (each its own)
     uint64_t memory_limit_ = 0;         // the CPU's (0: none)
     static inline const ShapeBindings no_shapes_{};
+    std::string model_dir_;  // where external data is found ("" for none)
+    std::vector<std::string>* external_files_ = nullptr;
+    // External initializers over kApartBytes, read straight into their values.
+    static constexpr uint64_t kApartBytes = uint64_t{1} << 20;
+    std::map<std::string, HostValue> external_values_;
+    std::set<std::string> stand_ins_;  // of those, the ones standing in as graph inputs meanwhile
     const ShapeBindings& shapes_;
     uint64_t weight_bytes_ = 0;         // the initializers' and Constants' values, as declared
     uint64_t folded_bytes_ = 0;         // made by folds so far (kMaxFoldTotalBytes)

@@ -13,6 +13,7 @@
 #pragma once
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "engine/base/diagnostics.h"
 #include "engine/base/limits.h"
@@ -34,11 +35,16 @@ bool onnx_supported();
 // bound by neither is 1, with a warning. What the model was read with is in
 // g.free_dims. Bindings that disagree, or name what the model lacks, are usage
 // errors (diag.usage()).
+// `model_dir`: the model file's folder, where its external data is (""
+// for a model with none to find: one read from standard input); the files
+// read for it are added to `external_files`.
 bool parse_onnx(std::string_view bytes, Graph& g, Diagnostics& diag, const InputLimits& limits = {},
-                const ShapeBindings& shapes = {});
+                const ShapeBindings& shapes = {}, const std::string& model_dir = {},
+                std::vector<std::string>* external_files = nullptr);
 // The same, taking the file's bytes: they are freed as soon as the model is
 // parsed, so that a model's weights are not held three times at once.
 bool parse_onnx(std::string&& bytes, Graph& g, Diagnostics& diag, const InputLimits& limits = {},
-                const ShapeBindings& shapes = {});
+                const ShapeBindings& shapes = {}, const std::string& model_dir = {},
+                std::vector<std::string>* external_files = nullptr);
 
 }  // namespace graphrun

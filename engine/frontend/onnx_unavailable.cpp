@@ -5,15 +5,17 @@ namespace graphrun {
 
 bool onnx_supported() { return false; }
 
-bool parse_onnx(std::string_view, Graph&, Diagnostics& diag, const InputLimits&, const ShapeBindings&) {
+bool parse_onnx(std::string_view, Graph&, Diagnostics& diag, const InputLimits&, const ShapeBindings&,
+                const std::string&, std::vector<std::string>*) {
     diag.error({}, "this graphrun was built without ONNX support (install libonnx-dev and libprotobuf-dev, "
                    "then rebuild: scripts/build.sh)");
     return false;
 }
 
 bool parse_onnx(std::string&& bytes, Graph& g, Diagnostics& diag, const InputLimits& limits,
-                const ShapeBindings& shapes) {
-    return parse_onnx(std::string_view(bytes), g, diag, limits, shapes);
+                const ShapeBindings& shapes, const std::string& model_dir,
+                std::vector<std::string>* external_files) {
+    return parse_onnx(std::string_view(bytes), g, diag, limits, shapes, model_dir, external_files);
 }
 
 }  // namespace graphrun
