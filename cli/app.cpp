@@ -374,6 +374,10 @@ int run_command_line(int argc, char** argv) {
         ->option_text("[=nodes]");
     DataOptionStrings run_data;
     add_data_options(run_cmd, run_data);
+    run_cmd->add_option("--test-data", run.test_data,
+                        "run the model once per DIR/test_data_set_N (the ONNX model zoo's layout), fed its "
+                        "input_K.pb and compared with its output_K.pb (--rtol, --atol); a report per set")
+        ->type_name("DIR");
     add_output_options(run_cmd, run);
     // Watching the run (issue 14): its own block, so that it merges cleanly.
     bool run_timeline = false;

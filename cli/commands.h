@@ -34,6 +34,9 @@ struct RunOptions {
     bool no_data = false;  // --no-data: shape, dtype and a summary instead of the values
     Toggle progress = Toggle::Auto;  // --progress / --no-progress; auto: stderr a terminal, text output
     std::string trace;      // --trace=FILE: every file's run in one Chrome trace ("" for none)
+    // --test-data=DIR: the one model run once per DIR/test_data_set_N, fed its
+    // input_K.pb and compared with its output_K.pb ("" for none).
+    std::string test_data;
 };
 
 // `graphrun compare` (cli/compare.cpp): the file under every cleanup strategy.

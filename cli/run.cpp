@@ -5,7 +5,9 @@
 
 #include <algorithm>
 #include <atomic>
+#include <charconv>
 #include <cstring>
+#include <filesystem>
 #include <optional>
 #include <iomanip>
 #include <ostream>
@@ -68,7 +70,7 @@ void print_table(const std::string& title, const std::map<std::string, MemorySta
 
 void print_text(const RunResult& r, const RunOptions& ro, std::ostream& out) {
     const RunFileOptions& opts = ro.engine;
-    if (ro.files.size() > 1) out << "== " << terminal_text(r.file) << "\n";
+    if (ro.files.size() > 1 || !ro.test_data.empty()) out << "== " << terminal_text(r.file) << "\n";
     for (const HostTensor& t : r.outputs) {
         out << terminal_text(t.name) << ": " << type_string(t.dtype, t.shape) << " (" << t.device << ")\n";
         if (ro.no_data) {
@@ -142,6 +144,86 @@ int run_files(const RunOptions& opts, RunFileOptions engine, std::ostream& out, 
     return code;
 }
 
+// The test data sets of --test-data=DIR in their number's order: DIR's
+// test_data_set_N folders, or DIR itself where it holds input_K.pb files.
+std::vector<std::string> test_data_sets(const std::string& dir) {
+    std::vector<std::pair<uint64_t, std::string>> sets;
+    std::error_code ec;
+    bool own_inputs = false;
+    for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
+        const std::string f = e.path().filename().string();
+        own_inputs = own_inputs || (f.rfind("input_", 0) == 0 && e.path().extension() == ".pb");
+        const std::string prefix = "test_data_set_";
+        if (f.rfind(prefix, 0) != 0 || !e.is_directory(ec)) continue;
+        uint64_t k = 0;
+        const char* end = f.data() + f.size();
+        auto [p, err2] = std::from_chars(f.data() + prefix.size(), end, k);
+        if (err2 != std::errc() || p != end) continue;
+        sets.emplace_back(k, e.path().string());
+        if (sets.size() > 10000) break;
+    }
+    std::sort(sets.begin(), sets.end());
+    std::vector<std::string> out;
+    for (auto& s : sets) out.push_back(std::move(s.second));
+    if (out.empty() && own_inputs) out.push_back(dir);
+    return out;
+}
+
+int run_test_data(const RunOptions& opts, RunFileOptions engine, std::ostream& out, std::ostream& err) {
+    auto usage = [&](const std::string& msg) {
+        err << "graphrun: error: --test-data=" << opts.test_data << ": " << msg << "\n";
+        return kExitUsage;
+    };
+    if (opts.files.size() != 1) return usage("runs one model; " + std::to_string(opts.files.size()) + " files are given");
+    if (!engine.feeds.inputs.empty() || !engine.files.expected.empty() || engine.feeds.fill != FillMode::None)
+        return usage("each set gives the inputs and the expected outputs; --input, --fill and --expected-output "
+                     "cannot be given with it");
+    std::error_code ec;
+    if (!std::filesystem::is_directory(opts.test_data, ec)) return usage("not a folder");
+    const std::vector<std::string> sets = test_data_sets(opts.test_data);
+    if (sets.empty()) return usage("holds no test_data_set_N folders (nor input_K.pb files)");
+    int code = kExitOk;
+    size_t passed = 0, compared = 0, ran = 0;
+    std::vector<std::string> failed;
+    const std::string& file = opts.files.front();
+    for (const std::string& set : sets) {
+        if (int sig = interrupted()) {
+            err << "graphrun: interrupted by " << signal_name(sig) << "; " << set << " and the sets after it did not run\n";
+            return code == kExitOk ? signal_exit_code(sig) : code;
+        }
+        RunFileOptions e = engine;
+        e.feeds.inputs = {ArraySource{"--input", "", set, ""}};
+        bool has_expected = false;
+        for (const auto& f : std::filesystem::directory_iterator(set, ec)) {
+            const std::string name = f.path().filename().string();
+            has_expected = has_expected || (name.rfind("output_", 0) == 0 && f.path().extension() == ".pb");
+        }
+        if (has_expected) e.files.expected = {ArraySource{"--expected-output", "", set, ""}};
+        RunResult r = run_file(file, e, err);
+        r.file = file + " (" + std::filesystem::path(set).filename().string() + ")";
+        if (opts.format == Format::Json) print_run_json(r, e, opts.no_data, out);
+        else print_text(r, opts, out);
+        out.flush();
+        ++ran;
+        compared += has_expected;
+        const bool ok = !r.error;
+        passed += ok && has_expected;
+        if (!ok) failed.push_back(std::filesystem::path(set).filename().string());
+        if (r.error && code == kExitOk) code = exit_code(*r.error);
+        if (r.error && r.error->kind == ErrorKind::Interrupted) break;
+    }
+    // One line for the whole folder: on stdout in text, on stderr in JSON (stdout holds one document per set).
+    std::ostream& report = opts.format == Format::Json ? err : out;
+    report << "test data " << opts.test_data << ": " << ran << " set" << (ran == 1 ? "" : "s") << " ran, "
+        << passed << " of " << compared << " matched their expected outputs";
+    if (!failed.empty()) {
+        report << "; failed:";
+        for (const std::string& f : failed) report << " " << f;
+    }
+    report << "\n";
+    return code;
+}
+
 }  // namespace
 
 int run_command(const RunOptions& opts, std::ostream& out, std::ostream& err) {
@@ -164,7 +246,7 @@ int run_command(const RunOptions& opts, std::ostream& out, std::ostream& err) {
         engine.other_outputs.push_back(path);
         engine.seen = &seen;
     }
-    int code = run_files(opts, engine, out, err);
+    int code = opts.test_data.empty() ? run_files(opts, engine, out, err) : run_test_data(opts, engine, out, err);
     // The trace holds what ran, also when a file failed or a signal stopped the rest.
     if (trace) {
         // A file a run read or wrote (that run was refused, and said why) keeps what it holds.

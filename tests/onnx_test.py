@@ -267,6 +267,92 @@ def free_dimension():
     check(p.returncode == 0 and "shape=[4, 8]" in p.stdout.replace("[4,8]", "[4, 8]"), f"convert: {p.returncode} {p.stdout} {p.stderr}")
 
 
+def tensor_files():
+    """The model zoo's test data (issue 27 item 7): ONNX TensorProto .pb files
+    as --input / --expected-output (a file, or a test_data_set_N folder), and
+    --test-data=DIR running every set, each at its own batch."""
+    w = f32(6, 3)
+    path = save_model("pbmodel", [helper.make_node("MatMul", ["x", "w"], ["y"])],
+                      [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 6])],
+                      [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 3])],
+                      [numpy_helper.from_array(w, "w")])
+    root = os.path.join(TMP, "pbdata")
+
+    def write(t, p):
+        os.makedirs(os.path.dirname(p), exist_ok=True)
+        with open(p, "wb") as f:
+            f.write(t.SerializeToString())
+
+    sets = {}
+    for k, n in enumerate((1, 5, 2)):
+        x = f32(n, 6)
+        want = (x.astype(np.float64) @ w).astype(np.float32)
+        d = os.path.join(root, f"test_data_set_{k}")
+        write(numpy_helper.from_array(x, "x"), os.path.join(d, "input_0.pb"))
+        write(numpy_helper.from_array(want, ""), os.path.join(d, "output_0.pb"))  # unnamed: the 0th output
+        sets[k] = (x, want)
+    # A single file, by the tensor's name or NAME=.
+    x, want = sets[1]
+    p, out = run_with(path, {}, f"--input=@{root}/test_data_set_1/input_0.pb")
+    check(p.returncode == 0 and close(out.get("y"), want), f"@input_0.pb: {p.returncode} {p.stderr}")
+    p = graphrun("run", path, f"--input=x=@{root}/test_data_set_1/input_0.pb",
+                 f"--expected-output=y=@{root}/test_data_set_1/output_0.pb", "--rtol=1e-5", "--atol=1e-6")
+    check(p.returncode == 0, f"NAME=@.pb with expected: {p.returncode} {p.stderr}")
+    # A folder: every input_K.pb, and output_K.pb for --expected-output.
+    p = graphrun("run", path, f"--input=@{root}/test_data_set_2", f"--expected-output=@{root}/test_data_set_2",
+                 "--atol=1e-6")
+    check(p.returncode == 0, f"@folder: {p.returncode} {p.stderr}")
+    # --test-data: every set, in order, each at its own batch; a summary line.
+    p = graphrun("run", path, f"--test-data={root}", "--atol=1e-6", "--no-data")
+    check(p.returncode == 0 and "test data " + root + ": 3 sets ran, 3 of 3 matched" in p.stdout and
+          p.stdout.index("(test_data_set_0)") < p.stdout.index("(test_data_set_1)") < p.stdout.index("(test_data_set_2)")
+          and "y: f32[5,3]" in p.stdout and "y: f32[2,3]" in p.stdout, f"--test-data: {p.returncode} {p.stdout} {p.stderr}")
+    # A set that differs: exit 5, named in the summary.
+    bad = os.path.join(TMP, "pbbad", "test_data_set_0")
+    write(numpy_helper.from_array(sets[0][0], "x"), os.path.join(bad, "input_0.pb"))
+    write(numpy_helper.from_array(sets[0][1] + 1, "y"), os.path.join(bad, "output_0.pb"))
+    p = graphrun("run", path, f"--test-data={os.path.dirname(bad)}", "--no-data")
+    check(p.returncode == 5 and "0 of 1 matched" in p.stdout and "failed: test_data_set_0" in p.stdout,
+          f"--test-data mismatch: {p.returncode} {p.stdout} {p.stderr}")
+    # Hostile and wrong files: exit 2 with the file and what is wrong, never a crash.
+    junk = os.path.join(TMP, "junk.pb")
+    with open(junk, "wb") as f:
+        f.write(b"\xff\xff\xff\xff not a proto")
+    short = onnx.TensorProto(name="x", data_type=TensorProto.FLOAT, dims=[1, 6], raw_data=b"\0" * 8)
+    write(short, os.path.join(TMP, "short.pb"))
+    huge = onnx.TensorProto(name="x", data_type=TensorProto.FLOAT, dims=[2**40, 2**40], raw_data=b"")
+    write(huge, os.path.join(TMP, "huge.pb"))
+    unnamed = os.path.join(TMP, "unnamed.pb")
+    write(numpy_helper.from_array(sets[0][0], ""), unnamed)
+    f16 = onnx.TensorProto(name="x", data_type=TensorProto.FLOAT16, dims=[1, 6], raw_data=b"\0" * 12)
+    write(f16, os.path.join(TMP, "f16.pb"))
+    extra = os.path.join(TMP, "pbextra")
+    write(numpy_helper.from_array(sets[0][0], ""), os.path.join(extra, "input_0.pb"))
+    write(numpy_helper.from_array(sets[0][0], ""), os.path.join(extra, "input_1.pb"))
+    empty = os.path.join(TMP, "pbempty")
+    os.makedirs(empty, exist_ok=True)
+    for args, words in (
+        ((f"--input=@{junk}",), ("junk.pb", "not an ONNX TensorProto")),
+        ((f"--input=@{TMP}/short.pb",), ("short.pb", "raw data has 8 bytes", "needs 24")),
+        ((f"--input=@{TMP}/huge.pb",), ("huge.pb", "more elements than graphrun holds")),
+        ((f"--input=@{unnamed}",), ("without a name", "--input=NAME=@")),
+        ((f"--input=@{TMP}/f16.pb",), ("f16.pb", "FLOAT16")),
+        ((f"--input=@{extra}",), ("input_1.pb", "the graph has 1 input, so it stands for none")),
+        ((f"--input=@{empty}",), ("holds no input_K.pb",)),
+        ((f"--input=x=@{root}/test_data_set_0",), ("is a folder of tensor files",)),
+        ((f"--test-data={empty}",), ("holds no test_data_set_N",)),
+        ((f"--test-data={root}", f"--input=@{root}/test_data_set_0"), ("cannot be given with it",)),
+        ((f"--test-data={TMP}/nothere",), ("not a folder",)),
+    ):
+        p = graphrun("run", path, *args)
+        check(p.returncode == 2 and all(w in p.stderr for w in words), f"{args}: {p.returncode} {p.stderr}")
+    # No output may overwrite a tensor file the run reads.
+    target = os.path.join(root, "test_data_set_0", "input_0.pb")
+    before = open(target, "rb").read()
+    p = graphrun("run", path, f"--input=@{root}/test_data_set_0", f"--output=y=@{target}")
+    check(p.returncode == 2 and open(target, "rb").read() == before, f"output over input_0.pb: {p.returncode} {p.stderr}")
+
+
 def convert_round_trip(mlp_path):
     """convert model.onnx --to=graph gives a script that runs to the same results."""
     for fmt, ext in (("text", ".graph"), ("json", ".json")):
@@ -288,6 +374,7 @@ def main():
     unsupported_listed()
     bad_files()
     free_dimension()
+    tensor_files()
     convert_round_trip(mlp_path)
     if failures:
         print(f"onnx: {len(failures)} failed")

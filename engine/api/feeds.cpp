@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <filesystem>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -14,6 +15,7 @@
 #include "engine/api/feeds_internal.h"
 #include "engine/base/diagnostics.h"
 #include "engine/base/limits.h"
+#include "engine/frontend/onnx_reader.h"  // parse_tensor_pb
 
 namespace graphrun {
 
@@ -75,8 +77,96 @@ std::string array_type(const NpyArray& a) { return type_string(a.dtype, a.shape)
 
 namespace {
 
+bool ends_with(const std::string& s, std::string_view tail) {
+    return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
+}
+
+// One ONNX TensorProto file: named NAME (the option's), or by the proto.
+bool read_tensor_file(const ArraySource& s, const std::string& file, std::string name, std::vector<NpzEntry>& out,
+                      std::string& error, const ArrayLimits& limits) {
+    std::string bytes, why;
+    if (!read_whole_file(file, bytes, why, limits.file_cap())) {
+        error = s.spelled() + ": " + why;
+        return false;
+    }
+    auto e = parse_tensor_pb(bytes, why, limits);
+    if (!e) {
+        error = s.spelled() + ": " + file + ": " + why;
+        return false;
+    }
+    if (!name.empty()) e->name = std::move(name);
+    out.push_back(std::move(*e));
+    return true;
+}
+
+// A folder of ONNX tensor files, as the model zoo's test_data_set_N holds
+// them: input_0.pb, input_1.pb, ... for --input, output_K.pb for
+// --expected-output, in K's order. A tensor without a name is the K-th of
+// `order` (the graph's inputs or outputs) where it is known, else "".
+bool read_tensor_folder(const ArraySource& s, std::vector<NpzEntry>& out, std::string& error,
+                        const ArrayLimits& limits, const std::vector<std::string>* order) {
+    const std::string prefix = s.option == "--expected-output" ? "output_" : "input_";
+    if (!s.name.empty()) {
+        error = s.spelled() + ": " + s.file + " is a folder of tensor files (" + prefix +
+                "K.pb), named by their tensors: write " + s.option + "=@" + s.file;
+        return false;
+    }
+    std::vector<std::pair<uint64_t, std::string>> files;
+    std::error_code ec;
+    for (const auto& entry : std::filesystem::directory_iterator(s.file, ec)) {
+        const std::string f = entry.path().filename().string();
+        if (f.size() <= prefix.size() + 3 || f.compare(0, prefix.size(), prefix) != 0 || !ends_with(f, ".pb")) continue;
+        const std::string digits = f.substr(prefix.size(), f.size() - prefix.size() - 3);
+        uint64_t k = 0;
+        auto [p, err] = std::from_chars(digits.data(), digits.data() + digits.size(), k);
+        if (err != std::errc() || p != digits.data() + digits.size() || k > 100000) continue;
+        files.emplace_back(k, entry.path().string());
+        if (files.size() > 100000) break;
+    }
+    if (ec) {
+        error = s.spelled() + ": " + s.file + ": cannot list the folder: " + ec.message();
+        return false;
+    }
+    if (files.empty()) {
+        error = s.spelled() + ": " + s.file + " holds no " + prefix + "K.pb tensor files";
+        return false;
+    }
+    std::sort(files.begin(), files.end());
+    for (size_t i = 0; i < files.size(); ++i) {
+        const auto& [k, file] = files[i];
+        if (i > 0 && files[i - 1].first == k) {
+            error = s.spelled() + ": " + s.file + " holds two files for " + prefix + std::to_string(k) + ".pb";
+            return false;
+        }
+        if (!read_tensor_file(s, file, "", out, error, limits)) return false;
+        if (!out.back().name.empty() || !order) continue;
+        if (k >= order->size()) {
+            error = s.spelled() + ": " + file + " holds a tensor without a name, and the graph has " +
+                    std::to_string(order->size()) + (prefix == "input_" ? " input" : " output") +
+                    (order->size() == 1 ? "" : "s") + ", so it stands for none";
+            return false;
+        }
+        out.back().name = (*order)[k];
+    }
+    return true;
+}
+
 bool read_arrays_unguarded(const ArraySource& s, std::vector<NpzEntry>& out, std::string& error,
-                           const ArrayLimits& limits) {
+                           const ArrayLimits& limits, const std::vector<std::string>* order) {
+    std::error_code ec;
+    // A folder is one of tensor files, unless it is named as an array file (refused as not a regular file).
+    if (!ends_with(s.file, ".npy") && !ends_with(s.file, ".npz") && std::filesystem::is_directory(s.file, ec))
+        return read_tensor_folder(s, out, error, limits, order);
+    if (ends_with(s.file, ".pb")) {
+        if (!read_tensor_file(s, s.file, s.name, out, error, limits)) return false;
+        if (out.back().name.empty()) {
+            out.clear();
+            error = s.spelled() + ": " + s.file + " holds a tensor without a name: write " + s.option + "=NAME=@" +
+                    s.file;
+            return false;
+        }
+        return true;
+    }
     std::string bytes, why;
     if (!read_array_file(s.file, bytes, why, limits)) {
         error = s.spelled() + ": " + why;
@@ -126,9 +216,10 @@ bool read_arrays_unguarded(const ArraySource& s, std::vector<NpzEntry>& out, std
 
 }  // namespace
 
-bool read_arrays(const ArraySource& s, std::vector<NpzEntry>& out, std::string& error, const ArrayLimits& limits) {
+bool read_arrays(const ArraySource& s, std::vector<NpzEntry>& out, std::string& error, const ArrayLimits& limits,
+                 const std::vector<std::string>* order) {
     try {
-        return read_arrays_unguarded(s, out, error, limits);
+        return read_arrays_unguarded(s, out, error, limits, order);
     } catch (const std::bad_alloc&) {
         // Every size was checked against the limits; the system still had less to give.
         if (limits.stopped_at_memory_limit) *limits.stopped_at_memory_limit = true;
@@ -441,7 +532,7 @@ std::optional<Error> read_feeds(const Graph& g, const FeedOptions& feeds, const 
         std::vector<NpzEntry> entries;
         bool over_limit = false;
         limits.stopped_at_memory_limit = &over_limit;
-        if (!detail::read_arrays(s, entries, why, limits)) {
+        if (!detail::read_arrays(s, entries, why, limits, &names)) {
             fail(why, over_limit ? ErrorKind::Runtime : ErrorKind::Usage);
             tried.insert(s.name);
             continue;
@@ -490,7 +581,8 @@ std::vector<GivenShape> feed_shapes(const FeedOptions& feeds) {
         std::vector<NpzEntry> entries;
         std::string why;
         if (!detail::read_arrays(s, entries, why, limits)) continue;  // read_feeds says why
-        for (NpzEntry& e : entries) out.push_back(GivenShape{e.name, std::move(e.array.shape), s.spelled(), false});
+        for (NpzEntry& e : entries)  // an unnamed tensor file's input is known once the model is read
+            if (!e.name.empty()) out.push_back(GivenShape{e.name, std::move(e.array.shape), s.spelled(), false});
     }
     return out;
 }

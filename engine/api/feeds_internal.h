@@ -14,7 +14,12 @@ std::string array_type(const NpyArray& a);
 // (member NAME, or the only member), every member for @FILE.npz. The file is
 // read and parsed under `limits` (read_array_file, parse_npz); running out of
 // host memory anyway is an error, not an abort.
-bool read_arrays(const ArraySource& s, std::vector<NpzEntry>& out, std::string& error, const ArrayLimits& limits = {});
+// Also ONNX tensor files: NAME=@FILE.pb (or @FILE.pb, by the tensor's
+// name), and @DIR, a folder of input_K.pb (output_K.pb for
+// --expected-output) as the model zoo's test_data_set_N holds them; a tensor
+// with no name there is the K-th of `order` (the graph's inputs or outputs).
+bool read_arrays(const ArraySource& s, std::vector<NpzEntry>& out, std::string& error, const ArrayLimits& limits = {},
+                 const std::vector<std::string>* order = nullptr);
 // An inline JSON value (a number or nested list) as an array of t.
 std::optional<NpyArray> inline_array(const ArraySource& s, DType t, std::string& error);
 // The shape of an inline JSON value; false where it is not a number or a

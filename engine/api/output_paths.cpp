@@ -1,10 +1,11 @@
 // What a run reads against what it writes, before anything runs.
 #include "engine/api/output_paths.h"
 
+#include <cerrno>
 #include <climits>
 #include <cstdlib>
 #include <cstring>
-#include <cerrno>
+#include <filesystem>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -56,10 +57,22 @@ ReadFiles files_read(const LoadedGraph& lg, const std::string& graph_role, const
     ReadFiles r;
     r.add(lg.path, graph_role);
     for (const std::string& f : lg.side_files) r.add(f, (lg.onnx ? "an external data file that " : "a const array file that ") + lg.display + " reads");
+    // A folder of tensor files (--input=@DIR): each file in it is read.
+    auto add_source = [&r](const ArraySource& s) {
+        std::error_code ec;
+        if (s.file.empty() || !std::filesystem::is_directory(s.file, ec)) {
+            r.add(s.file, "the array file of " + s.spelled());
+            return;
+        }
+        size_t n = 0;
+        for (const auto& e : std::filesystem::directory_iterator(s.file, ec))
+            if (e.path().extension() == ".pb" && ++n <= 100000)
+                r.add(e.path().string(), "a tensor file of " + s.spelled());
+    };
     if (feeds)
-        for (const ArraySource& s : feeds->inputs) r.add(s.file, "the array file of " + s.spelled());
+        for (const ArraySource& s : feeds->inputs) add_source(s);
     if (files)
-        for (const ArraySource& s : files->expected) r.add(s.file, "the array file of " + s.spelled());
+        for (const ArraySource& s : files->expected) add_source(s);
     return r;
 }
 

@@ -198,7 +198,8 @@ std::optional<Error> load_expected(const Graph& g, const OutputFileOptions& o, c
         limits.memory_limit = o.memory_limit;
         bool over_limit = false;
         limits.stopped_at_memory_limit = &over_limit;
-        if (!detail::read_arrays(s, entries, why, limits)) {
+        const std::vector<std::string> order = output_names(g);  // for unnamed output_K.pb tensors
+        if (!detail::read_arrays(s, entries, why, limits, &order)) {
             fail(why, over_limit ? ErrorKind::Runtime : ErrorKind::Usage);
             continue;
         }

@@ -4,6 +4,7 @@
 #include <string>
 #include <string_view>
 
+#include "engine/frontend/onnx_fold.h"
 #include "engine/frontend/onnx_importer.h"
 
 namespace graphrun {
@@ -27,6 +28,37 @@ bool parse_onnx(std::string&& bytes, Graph& g, Diagnostics& diag, const InputLim
     importer.set_model_dir(model_dir, external_files);
     importer.run(owned, [&owned] { std::string().swap(owned); });
     return !diag.has_errors();
+}
+
+std::optional<NpzEntry> parse_tensor_pb(std::string_view bytes, std::string& why, const ArrayLimits& limits) {
+    onnx::TensorProto t;
+    if (bytes.size() > static_cast<size_t>(INT32_MAX) || !t.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
+        why = "not an ONNX TensorProto: the file does not parse as one";
+        return std::nullopt;
+    }
+    if (t.data_location() == onnx::TensorProto::EXTERNAL) {
+        why = "its data is in an external file, which a tensor file may not refer to";
+        return std::nullopt;
+    }
+    if (std::string problem = onnx_fold::tensor_size_problem(t); !problem.empty()) {
+        why = problem;
+        return std::nullopt;
+    }
+    const uint64_t bytes_needed = onnx_fold::tensor_bytes(t);
+    if (bytes_needed > limits.array_bytes || (limits.memory_limit && bytes_needed > limits.memory_limit)) {
+        if (limits.memory_limit && bytes_needed > limits.memory_limit && limits.stopped_at_memory_limit)
+            *limits.stopped_at_memory_limit = true;
+        why = "its tensor needs " + size_text(bytes_needed) + ", more than the limit of " + limits.array_cap_text();
+        return std::nullopt;
+    }
+    auto hv = onnx_fold::tensor_value(t, why);
+    if (!hv) return std::nullopt;
+    NpzEntry e;
+    e.name = t.name();
+    e.array.dtype = hv->dtype;
+    e.array.shape = std::move(hv->shape);
+    e.array.data = std::move(hv->bytes);
+    return e;
 }
 
 }  // namespace graphrun

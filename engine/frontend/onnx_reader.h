@@ -11,12 +11,14 @@
 // Every unsupported op, attribute or dtype is reported, with the names of the
 // nodes, before anything runs.
 #pragma once
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "engine/base/diagnostics.h"
 #include "engine/base/limits.h"
+#include "engine/frontend/npy.h"  // NpzEntry, ArrayLimits
 #include "engine/ir/free_dims.h"
 #include "engine/ir/graph.h"
 
@@ -46,5 +48,11 @@ bool parse_onnx(std::string_view bytes, Graph& g, Diagnostics& diag, const Input
 bool parse_onnx(std::string&& bytes, Graph& g, Diagnostics& diag, const InputLimits& limits = {},
                 const ShapeBindings& shapes = {}, const std::string& model_dir = {},
                 std::vector<std::string>* external_files = nullptr);
+
+// One ONNX TensorProto file (the model zoo's test_data_set_N/input_K.pb):
+// its array and its name ("" where the proto has none); nullopt with `why`.
+// The declared shape is checked against the bytes it holds before anything
+// is allocated (as a model's initializer), within `limits`.
+std::optional<NpzEntry> parse_tensor_pb(std::string_view bytes, std::string& why, const ArrayLimits& limits = {});
 
 }  // namespace graphrun
