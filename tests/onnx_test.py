@@ -167,9 +167,9 @@ def bad_files():
     # An opset graphrun does not read.
     path = save_model("opset5", [helper.make_node("Relu", ["x"], ["y"])],
                       [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
-                      [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])], opset=18)
+                      [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])], opset=25)
     p = graphrun("check", path)
-    check(p.returncode == 3 and "opset 18" in p.stderr, f"opset: {p.returncode} {p.stderr}")
+    check(p.returncode == 3 and "opset 25" in p.stderr, f"opset: {p.returncode} {p.stderr}")
     # An element type graphrun does not have (in a model ONNX accepts: Identity takes uint8, Relu does not).
     path = save_model("uint8", [helper.make_node("Identity", ["x"], ["y"])],
                       [helper.make_tensor_value_info("x", TensorProto.UINT8, [2])],
@@ -353,6 +353,78 @@ def tensor_files():
     check(p.returncode == 2 and open(target, "rb").read() == before, f"output over input_0.pb: {p.returncode} {p.stderr}")
 
 
+def newer_opsets():
+    """Opsets 18 to 21 (issue 27 item 3), read through ONNX 1.12 in their
+    opset-17 form: the ops whose meaning changed are rewritten, checked against NumPy."""
+    from math import erf
+    x = f32(2, 3, 4)
+    xd = x.astype(np.float64)
+    vi = helper.make_tensor_value_info
+
+    def model(name, nodes, out_shape, opset, inits=(), ir=8, out_type=TensorProto.FLOAT):
+        graph = helper.make_graph(nodes, name, [vi("x", TensorProto.FLOAT, [2, 3, 4])],
+                                  [vi("y", out_type, out_shape)], initializer=list(inits))
+        m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+        m.ir_version = ir
+        path = os.path.join(TMP, name + ".onnx")
+        with open(path, "wb") as f:  # onnx.save would check it with ONNX 1.12, which stops at opset 17
+            f.write(m.SerializeToString())
+        return path
+
+    axes = numpy_helper.from_array(np.array([1, -1], np.int64), "axes")
+    gelu_erf = 0.5 * xd * (1 + np.vectorize(erf)(xd / np.sqrt(2)))
+    gelu_tanh = 0.5 * xd * (1 + np.tanh(np.sqrt(2 / np.pi) * (xd + 0.044715 * xd**3)))
+    cases = [
+        ("relu21", [helper.make_node("Relu", ["x"], ["y"])], [2, 3, 4], 21, (), np.maximum(xd, 0), 10),
+        ("reducemean18", [helper.make_node("ReduceMean", ["x", "axes"], ["y"], keepdims=0)], [2], 18, (axes,),
+         xd.mean(axis=(1, 2)), 8),
+        ("reducemax18_all", [helper.make_node("ReduceMax", ["x"], ["y"], keepdims=1)], [1, 1, 1], 18, (),
+         xd.max(keepdims=True), 8),
+        ("reducemin18_noop", [helper.make_node("ReduceMin", ["x"], ["y"], noop_with_empty_axes=1)], [2, 3, 4], 18,
+         (), xd, 9),
+        ("split18", [helper.make_node("Split", ["x"], ["y", "z"], axis=2, num_outputs=2)], [2, 3, 2], 18, (),
+         xd[:, :, :2], 8),
+        ("gelu20", [helper.make_node("Gelu", ["x"], ["y"])], [2, 3, 4], 20, (), gelu_erf, 9),
+        ("gelu20_tanh", [helper.make_node("Gelu", ["x"], ["y"], approximate="tanh")], [2, 3, 4], 20, (), gelu_tanh, 9),
+    ]
+    for name, nodes, shape, opset, inits, want, ir in cases:
+        if name == "split18":  # two outputs: y is the first
+            graph = helper.make_graph(nodes, name, [vi("x", TensorProto.FLOAT, [2, 3, 4])],
+                                      [vi("y", TensorProto.FLOAT, shape), vi("z", TensorProto.FLOAT, shape)])
+            m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+            m.ir_version = ir
+            path = os.path.join(TMP, name + ".onnx")
+            with open(path, "wb") as f:
+                f.write(m.SerializeToString())
+        else:
+            path = model(name, nodes, shape, opset, inits, ir)
+        p, out = run_with(path, {"x": x})
+        check(p.returncode == 0 and close(out.get("y"), want, rtol=1e-5, atol=1e-6),
+              f"{name}: {p.returncode} {p.stderr} {out.get('y')}")
+    # Cast's saturate (opset 19, float8 only) is dropped; AveragePool's dilations of 1 (19) too.
+    path = model("cast19", [helper.make_node("Cast", ["x"], ["y"], to=TensorProto.DOUBLE, saturate=1)], [2, 3, 4],
+                 19, out_type=TensorProto.DOUBLE)
+    p, out = run_with(path, {"x": x})
+    check(p.returncode == 0 and close(out.get("y"), xd), f"cast19: {p.returncode} {p.stderr}")
+    # Refused, exit 3 with the node and why: axes fed at run time, a Pad axes input, an op
+    # newer than 17 that graphrun lacks (listed as unsupported), an opset past 21.
+    pads = numpy_helper.from_array(np.array([1, 1], np.int64), "pads")
+    refused = [
+        (model("reduce_fed_axes", [helper.make_node("Shape", ["x"], ["s"]),
+                                   helper.make_node("ReduceMean", ["x", "s"], ["y"])], [2], 18),
+         ("ReduceMean", "is not a constant", "opset 18")),
+        (model("pad_axes", [helper.make_node("Pad", ["x", "pads", "", "axes1"], ["y"])], [2, 3, 6], 18,
+               (pads, numpy_helper.from_array(np.array([2], np.int64), "axes1"))),
+         ("Pad", "an axes input")),
+        (model("col2im", [helper.make_node("Col2Im", ["x", "x", "x"], ["y"])], [2, 3, 4], 18),
+         ("does not support", "Col2Im")),
+        (model("opset22", [helper.make_node("Relu", ["x"], ["y"])], [2, 3, 4], 22), ("opset 22", "1 to 21")),
+    ]
+    for path, words in refused:
+        p = graphrun("run", path, "--fill=ones")
+        check(p.returncode == 3 and all(w in p.stderr for w in words), f"{path}: {p.returncode} {p.stderr}")
+
+
 def convert_round_trip(mlp_path):
     """convert model.onnx --to=graph gives a script that runs to the same results."""
     for fmt, ext in (("text", ".graph"), ("json", ".json")):
@@ -375,6 +447,7 @@ def main():
     bad_files()
     free_dimension()
     tensor_files()
+    newer_opsets()
     convert_round_trip(mlp_path)
     if failures:
         print(f"onnx: {len(failures)} failed")

@@ -24,6 +24,7 @@
 #include "engine/frontend/npy.h"
 #include "engine/frontend/onnx_external.h"
 #include "engine/frontend/onnx_fold.h"
+#include "engine/frontend/onnx_opset.h"
 #include "engine/frontend/onnx_ops.h"
 #include "engine/ir/graph.h"
 
@@ -38,7 +39,7 @@ using onnx_fold::attr_int;
 using onnx_fold::attr_ints;
 using onnx_fold::find_attr;
 
-constexpr int kMinOpset = 1, kMaxOpset = 17;
+constexpr int kMinOpset = 1;  // up to onnx_opset::kMaxModelOpset
 
 // Whether an ONNX value name is already a graphrun identifier (identifiers.h;
 // at most 256 bytes here): such a name is its own identifier, so that --fetch
@@ -106,6 +107,7 @@ class Importer {
         if (!screen_tensors()) return false;
         if (!screen_weights()) return false;
         if (!load_external_data()) return false;
+        if (!lower_opset()) return false;
         try {
             onnx::checker::check_model(model_);
         } catch (const std::exception& e) {
@@ -130,6 +132,7 @@ class Importer {
             return false;
         }
         restore_apart_weights();
+        onnx_opset::restore_stand_ins(lowering_);
         if (stopped()) return false;
         collect_types();
         if (!check_supported()) return false;
@@ -292,6 +295,26 @@ class Importer {
         return ok;
     }
 
+    // A model at opset 18 to 21 in its opset-17 form (onnx_opset.h), which
+    // ONNX 1.12's checker and shape inference know; graphrun's op table is
+    // asked first, so that ops newer than 17 are listed as unsupported
+    // rather than refused by ONNX's checker.
+    bool lower_opset() {
+        if (opset_ <= onnx_opset::kLowered) return true;
+        model_opset_ = opset_;
+        lowering_ = onnx_opset::lower_to_17(model_);
+        for (const std::string& p : lowering_.problems)
+            diag_.error({}, p + " (the model is at opset " + std::to_string(model_opset_) + ")");
+        if (!lowering_.problems.empty()) return false;
+        opset_ = onnx_opset::kLowered;
+        // Gelu stands in as Tanh: asked as Gelu.
+        std::vector<std::pair<onnx::NodeProto*, std::string>> named;
+        for (auto& st : lowering_.stand_ins) named.emplace_back(st.node, st.node->op_type()), st.node->set_op_type(st.op_type);
+        const bool ok = check_supported();
+        for (auto& [node, op] : named) node->set_op_type(op);
+        return ok;
+    }
+
     // Takes the stand-ins of load_external_data out of the graph's inputs.
     void restore_apart_weights() {
         if (stand_ins_.empty()) return;
@@ -388,9 +411,9 @@ class Importer {
         for (const auto& o : model_.opset_import())
             if (o.domain().empty() || o.domain() == "ai.onnx") opset_ = o.version();
         if (opset_ == 0 && model_.opset_import_size() == 0) opset_ = 1;
-        if (opset_ < kMinOpset || opset_ > kMaxOpset) {
+        if (opset_ < kMinOpset || opset_ > onnx_opset::kMaxModelOpset) {
             diag_.error({}, "the model uses ONNX opset " + std::to_string(opset_) + "; graphrun reads opsets " +
-                                std::to_string(kMinOpset) + " to " + std::to_string(kMaxOpset));
+                                std::to_string(kMinOpset) + " to " + std::to_string(onnx_opset::kMaxModelOpset));
             return false;
         }
         return true;
@@ -915,6 +938,8 @@ class Importer {
     GraphBuilder b_;
     onnx::ModelProto model_;
     int64_t opset_ = 0;
+    int64_t model_opset_ = 0;          // the model's own, where it was lowered to 17 (0: not)
+    onnx_opset::Lowering lowering_;
     int node_index_ = 0;
     std::unordered_map<std::string, Value> values_;
     std::set<std::string> used_names_;  // graphrun identifiers given

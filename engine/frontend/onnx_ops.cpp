@@ -209,6 +209,19 @@ void activation(Importer& im, const onnx::NodeProto& n) {
     }
 }
 
+// Gelu (opset 20): approximate "none" (erf) or "tanh", as graphrun's gelu.
+void gelu(Importer& im, const onnx::NodeProto& n) {
+    auto ins = im.nodes_of(n, 1);
+    if (!ins) return;
+    std::string approximate = "none";
+    if (const auto* a = find_attr(n, "approximate")) approximate = a->s();
+    if (approximate != "none" && approximate != "tanh")
+        return im.fail(n, "approximate must be \"none\" or \"tanh\", not \"" + approximate + "\"");
+    std::vector<NamedAttr> attrs;
+    attrs.push_back(im.named("approximate", Attr::string(approximate)));
+    im.bind(n.output(0), im.add("gelu", *ins, std::move(attrs)));
+}
+
 void clip(Importer& im, const onnx::NodeProto& n) {
     auto ins = im.nodes_of(n, 1);
     if (!ins) return;
@@ -276,6 +289,7 @@ void add_core_onnx_ops(OnnxOpTable& t) {
     set("Elu", "elu", activation);
     set("Selu", "selu", activation);
     set("Clip", "clip", clip);
+    set("Gelu", "gelu", gelu);  // opset 20
     // Folded at load only (their inputs must be constants or static shapes).
     for (const char* op : {"Constant", "Shape", "Gather", "Slice", "ConstantOfShape", "Range"}) t[op] = {nullptr, {}};
 }

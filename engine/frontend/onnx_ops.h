@@ -33,7 +33,6 @@ const OnnxOpTable& onnx_op_table();
 // The areas' entries.
 void add_core_onnx_ops(OnnxOpTable& t);  // onnx_ops.cpp: elementwise, matmul/gemm, shapes, reductions
 void add_shape_onnx_ops(OnnxOpTable& t);  // onnx_ops_shape.cpp: slice gather expand split pad tile squeeze ...
-void add_core_onnx_ops(OnnxOpTable& t);  // onnx_ops.cpp: elementwise, matmul, shapes, reductions
 void add_norm_onnx_ops(OnnxOpTable& t);  // onnx_ops_norm.cpp: LayerNormalization, BatchNormalization, Gemm
 void add_conv_onnx_ops(OnnxOpTable& t);  // onnx_ops_conv.cpp: Conv, ConvTranspose, the pools
 

@@ -1,4 +1,5 @@
-// The ONNX front end: a model file (ONNX's protobuf, opsets 1 to 17) into the
+// The ONNX front end: a model file (ONNX's protobuf, opsets 1 to 21; 18 to 21
+// in their opset-17 form, onnx_opset.h) into the
 // graph IR, through ONNX's own C++ classes, checker and shape inference
 // (Debian's libonnx-dev). Built only where that library is found; elsewhere
 // parse_onnx() reports that this build cannot read ONNX.
