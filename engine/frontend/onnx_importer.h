@@ -307,7 +307,7 @@ class Importer {
             diag_.error({}, p + " (the model is at opset " + std::to_string(model_opset_) + ")");
         if (!lowering_.problems.empty()) return false;
         opset_ = onnx_opset::kLowered;
-        // Gelu stands in as Tanh: asked as Gelu.
+        // Gelu and Mish stand in as Tanh: asked as themselves.
         std::vector<std::pair<onnx::NodeProto*, std::string>> named;
         for (auto& st : lowering_.stand_ins) named.emplace_back(st.node, st.node->op_type()), st.node->set_op_type(st.op_type);
         const bool ok = check_supported();
@@ -524,6 +524,7 @@ class Importer {
             if (!tt.has_shape()) continue;  // the model leaves the whole shape open
             const auto& shape = tt.shape();
             if (static_cast<size_t>(shape.dim_size()) != gs.shape.size()) {
+                if (!gs.must_exist) continue;  // an array of another rank: reported with the feeds
                 diag_.usage_error({}, gs.from + ": the shape " + shape_text(gs.shape) + " has " +
                                           std::to_string(gs.shape.size()) +
                                           (gs.shape.size() == 1 ? " dimension" : " dimensions") + ", but the model's input '" +

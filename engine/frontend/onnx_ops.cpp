@@ -300,6 +300,7 @@ const OnnxOpTable& onnx_op_table() {
         add_core_onnx_ops(t);
         add_shape_onnx_ops(t);
         add_norm_onnx_ops(t);
+        add_more_onnx_ops(t);
         add_conv_onnx_ops(t);
         return t;
     }();

@@ -86,7 +86,7 @@ class Lowerer {
             }
             return;
         }
-        if (op == "Gelu") {  // Tanh has its dtypes and shape: it stands in while ONNX checks the model
+        if (op == "Gelu" || op == "Mish") {  // Tanh has their dtypes and shape: it stands in while ONNX checks the model
             StandIn s{&n, op, {n.attribute().begin(), n.attribute().end()}};
             n.set_op_type("Tanh");
             n.clear_attribute();
