@@ -44,11 +44,13 @@ void add_data_options(CLI::App* run_cmd, DataOptionStrings& s) {
                                           "name is '_', a clash gets _2), or one FILE.npz");
     run_cmd->add_option("--expected-output", s.expected,
                         "compare a fetched output with an expected value (repeatable; NAME=@FILE.npy, @FILE.npz or "
-                        "NAME=VALUE); a mismatch exits 5");
-    run_cmd->add_option("--rtol", s.rtol, "relative tolerance of --expected-output (numpy.allclose)")
+                        "NAME=VALUE); a mismatch exits 5; each output's line gives its errors and the smallest "
+                        "--rtol and --atol that pass");
+    run_cmd->add_option("--rtol", s.rtol, "relative tolerance of --expected-output (numpy.allclose's rule and default)")
         ->check(CLI::Validator([](std::string& v) { return tolerance_problem(v); }, ""))
         ->default_str("1e-05");
-    run_cmd->add_option("--atol", s.atol, "absolute tolerance of --expected-output (numpy.allclose)")
+    run_cmd->add_option("--atol", s.atol, "absolute tolerance of --expected-output (numpy.allclose's rule and "
+                                          "default; near an expected 0 only atol covers a difference)")
         ->check(CLI::Validator([](std::string& v) { return tolerance_problem(v); }, ""))
         ->default_str("1e-08");
 }
@@ -103,6 +105,9 @@ nlohmann::ordered_json expected_outputs_json(const RunResult& r, const RunFileOp
             auto num = [](double v) { return std::isfinite(v) ? ojson(v) : ojson("inf"); };
             j["max_abs_error"] = num(c.max_abs_error);
             j["max_rel_error"] = num(c.max_rel_error);
+            // The smallest tolerances that pass, each with the other as given; null where none does.
+            j["min_rtol"] = c.min_rtol ? ojson(*c.min_rtol) : ojson(nullptr);
+            j["min_atol"] = c.min_atol ? ojson(*c.min_atol) : ojson(nullptr);
             if (!c.matched)
                 j["first_mismatch"] = ojson{{"index", c.first_index}, {"got", c.got}, {"expected", c.want}};
         }

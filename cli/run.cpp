@@ -83,6 +83,15 @@ void print_text(const RunResult& r, const RunOptions& ro, std::ostream& out) {
             out << "\n\n";
         }
     }
+    // --expected-output: a line per output that matched (a mismatch was said on stderr).
+    bool compared = false;
+    for (const ExpectedCheck& c : r.expected) {
+        if (!c.matched) continue;
+        out << "expected " << terminal_text(c.name) << ": ok, " << check_figures(c, opts.files.rtol, opts.files.atol)
+            << "\n";
+        compared = true;
+    }
+    if (compared) out << "\n";
     if (!r.ran) return;
     out << "system (cpu): process resident memory before the session: " << r.rss_session << " bytes ("
         << human_bytes(r.rss_session) << ")\n";

@@ -263,10 +263,199 @@ def test_errors(d):
                                                  "--atol TEXT=1e-08"])
 
 
+NP_DTYPE_NAME = {np.dtype(v): k for k, v in DTYPES.items()}
+
+
+def expected_report(d, got, want, rtol=None, atol=None):
+    """Feeds `got` through a graph that outputs it and compares it with `want`
+    (--expected-output), in JSON and in text. Returns the JSON check, the text
+    run's stdout and stderr, and both exit codes."""
+    dt = NP_DTYPE_NAME[got.dtype]
+    with open(os.path.join(d, "report.graph"), "w") as f:
+        f.write(f"a = input({list(got.shape)}, dtype={dt})\noutput a\n")
+    np.save(os.path.join(d, "report_got.npy"), got)
+    np.save(os.path.join(d, "report_want.npy"), want)
+    args = ["run", "report.graph", "--input=a=@report_got.npy", "--expected-output=a=@report_want.npy", "--no-data"]
+    if rtol is not None:
+        args.append(f"--rtol={rtol!r}")
+    if atol is not None:
+        args.append(f"--atol={atol!r}")
+    rc, out, err = run(*args, "--format=json", cwd=d)
+    try:
+        c = json.loads(out)["expected_outputs"]["checks"][0]
+    except (ValueError, KeyError, IndexError):
+        check(False, f"expected-output report of {got!r} vs {want!r}: no JSON check", out + err)
+        c = {}
+    trc, tout, terr = run(*args, cwd=d)
+    return c, rc, tout, terr, trc
+
+
+def allclose(got, want, rtol, atol):
+    with np.errstate(all="ignore"):  # float32 overflow in |got - want| is NumPy's answer too
+        return bool(np.allclose(got, want, rtol=rtol, atol=atol, equal_nan=True))
+
+
+def confirm_report(d, got, want, rtol=1e-5, atol=1e-8, numpy_exact=True, what=""):
+    """graphrun's report of got vs want, against NumPy: the verdict and count
+    are numpy.isclose's; the errors are float64's (Python ints for integers);
+    the smallest rtol (atol) passes numpy.allclose with the given atol (rtol),
+    the next lower double and 0.99 of it do not; the text line's rounded-up
+    figures pass too. Returns the JSON check."""
+    c, rc, tout, terr, trc = expected_report(d, got, want, rtol, atol)
+    what = f"{what or got.dtype} vs expected (rtol {rtol}, atol {atol})"
+    with np.errstate(all="ignore"):
+        close = np.isclose(got, want, rtol=rtol, atol=atol, equal_nan=True)
+    if numpy_exact:
+        check(c.get("matched") == bool(close.all()) and rc == (0 if close.all() else 5) and trc == rc,
+              f"{what}: matched {c.get('matched')} (exit {rc}, text {trc}), numpy.allclose says {bool(close.all())}",
+              json.dumps(c))
+        check(c.get("mismatched") == int((~close).sum()),
+              f"{what}: mismatched {c.get('mismatched')}, numpy.isclose {int((~close).sum())}", json.dumps(c))
+    check(c.get("elements") == got.size, f"{what}: elements {c.get('elements')}")
+    # The errors, over the pairs where both are finite; "inf" where expected is 0 and got differs.
+    if got.dtype.kind in "iub":
+        diffs = [abs(int(x) - int(y)) for x, y in zip(got.ravel().tolist(), want.ravel().tolist())]
+        max_abs = float(max(diffs, default=0))
+        rels = [float(e) / abs(float(y)) if y else (float("inf") if e else 0.0)
+                for e, y in zip(diffs, want.ravel().tolist())]
+        check(float(c.get("max_abs_error", -1)).is_integer(), f"{what}: max_abs_error not whole", json.dumps(c))
+    else:
+        g64, w64 = got.astype(np.float64).ravel(), want.astype(np.float64).ravel()
+        fin = np.isfinite(g64) & np.isfinite(w64)
+        with np.errstate(all="ignore"):
+            err = np.abs(g64[fin] - w64[fin])
+        max_abs = float(err.max()) if err.size else 0.0
+        rels = [e / abs(y) if y else (float("inf") if e else 0.0) for e, y in zip(err.tolist(), w64[fin].tolist())]
+    max_rel = max(rels, default=0.0)
+    as_json = lambda v: "inf" if v == float("inf") else v  # noqa: E731
+    check(c.get("max_abs_error") == as_json(max_abs) and c.get("max_rel_error") == as_json(max_rel),
+          f"{what}: max errors {c.get('max_abs_error')}, {c.get('max_rel_error')}; float64 says {max_abs}, {max_rel}",
+          json.dumps(c))
+    # The smallest tolerances, each with the other as given.
+    for key, kw in (("min_rtol", "rtol"), ("min_atol", "atol")):
+        v = c.get(key, "missing")
+        tol = {"rtol": rtol, "atol": atol}
+        if v is None:  # no finite value passes: not even a huge one
+            tol[kw] = 1e300
+            check(not allclose(got, want, **tol), f"{what}: {key} null, but {kw}=1e300 passes numpy.allclose")
+            continue
+        if not isinstance(v, float) and not isinstance(v, int):
+            check(False, f"{what}: {key} is {v!r}", json.dumps(c))
+            continue
+        if not numpy_exact:
+            continue
+        tol[kw] = v
+        check(allclose(got, want, **tol), f"{what}: numpy.allclose fails at {key}={v!r}", json.dumps(c))
+        if v > 0:
+            for lower in (float(np.nextafter(v, 0)), v * 0.99):
+                tol[kw] = lower
+                check(not allclose(got, want, **tol), f"{what}: numpy.allclose passes below {key}={v!r} ({lower!r})",
+                      json.dumps(c))
+    # Text: a matched output's line on stdout, a mismatch's on stderr; the figures shown pass.
+    name_line = [ln for ln in tout.splitlines() if ln.startswith("expected a: ok, ")]
+    fail_line = [ln for ln in terr.splitlines() if "output 'a' differs from report_want.npy" in ln]
+    check(len(name_line) == (1 if c.get("matched") else 0) and len(fail_line) == (0 if c.get("matched") else 1),
+          f"{what}: text lines {name_line} {fail_line}", tout[-1500:] + terr[-1500:])
+    import re
+    for line in name_line + fail_line:
+        if got.size == 0:
+            check("0 elements (nothing to compare)" in line, f"{what}: {line}")
+            continue
+        m_r = re.search(r"rtol >= (\S+) \(atol ", line)
+        m_a = re.search(r"atol >= (\S+) \(rtol ", line)
+        check(bool(m_r) == (c.get("min_rtol") is not None) and bool(m_a) == (c.get("min_atol") is not None),
+              f"{what}: text figures {line!r} vs {c.get('min_rtol')}, {c.get('min_atol')}")
+        if c.get("min_rtol") is None:
+            check("no rtol" in line, f"{what}: says no rtol passes: {line!r}")
+        if numpy_exact and m_r:
+            check(allclose(got, want, rtol=float(m_r.group(1)), atol=atol), f"{what}: {m_r.group(0)} fails", line)
+        if numpy_exact and m_a:
+            check(allclose(got, want, rtol=rtol, atol=float(m_a.group(1))), f"{what}: {m_a.group(0)} fails", line)
+    return c
+
+
+def test_expected_report(d):
+    # How close each compared output is, on success and on failure, as NumPy confirms it.
+    rng = np.random.default_rng(27)
+    tolerances = [(1e-5, 1e-8), (0.0, 1e-6), (1e-3, 0.0), (3e-6, 1e-7)]
+    for dt in (np.float32, np.float64):
+        want = rng.standard_normal(3000).astype(dt)
+        want[::97] = 0  # where only atol covers a difference
+        for scale in (3e-6, 3e-5):
+            got = (want * (1 + rng.uniform(-scale, scale, want.size)) + (want == 0) * 4e-9).astype(dt)
+            for rtol, atol in tolerances:
+                confirm_report(d, got, want, rtol, atol, what=f"{np.dtype(dt).name} noise {scale}")
+        # Every magnitude float32 holds: subnormals, the largest, and |got - want| past FLT_MAX.
+        if dt == np.float32:
+            want = np.array([1e-40, 3e-39, 1e-45, 3e38, 3e38, -3e38, 1.0, 7.0], dt)
+            got = np.array([2e-40, 1e-39, 3e-45, 3.3e38, -3e38, -3.4e38, 1.0000001, 7.0], dt)
+            for rtol, atol in tolerances + [(1.0, 0.0), (2.0, 0.0)]:
+                confirm_report(d, got, want, rtol, atol, what="float32 extremes")
+    # The verdict is NumPy's at the boundary: float32 in float32 (the rtol rounds up to float32's
+    # 2^-23 here; compared in float64 it would fail).
+    one, ulp = np.array([1 + 2.0**-23], np.float32), 2.0**-23
+    c = confirm_report(d, one, np.array([1], np.float32), ulp * (1 - 1e-9), 0.0, what="float32 at the boundary")
+    check(c.get("matched") is True and c.get("min_rtol", 0) < ulp, "float32 at the boundary matches", json.dumps(c))
+    # Expected 0 and got not: no rtol passes, the smallest atol is that difference.
+    c = confirm_report(d, np.array([0.5, 1, 2], np.float32), np.array([0, 1, 2], np.float32))
+    # (NumPy rounds a float32 output's tolerances to float32: the smallest double that rounds to 0.5.)
+    check(c.get("min_rtol") is None and np.float32(c.get("min_atol")) == 0.5 and c.get("max_rel_error") == "inf",
+          "expected 0 vs 0.5: min_rtol null, min_atol 0.5 in float32", json.dumps(c))
+    _, _, _, terr, _ = expected_report(d, np.array([0.5, 1, 2], np.float32), np.array([0, 1, 2], np.float32))
+    check("no rtol passes with atol 1e-08 (at [0]: got 0.5, expected 0); it would pass with atol >= 0.5 (rtol 1e-05)"
+          in terr, "expected 0 vs 0.5: the text says why no rtol passes", terr)
+    # NaN equals NaN and infinities of one sign pass; a NaN against a number,
+    # infinities of other signs or an infinity against a number pass no tolerance.
+    nan, inf = float("nan"), float("inf")
+    for dt in (np.float32, np.float64):
+        same = np.array([nan, inf, -inf, 1.0], dt)
+        c = confirm_report(d, same, same.copy(), what="NaN and infinities equal")
+        check(c.get("matched") and c.get("max_abs_error") == 0 and c.get("min_rtol") == 0 and c.get("min_atol") == 0,
+              "NaN and infinities equal: all zero", json.dumps(c))
+        for g, w in (([nan, 1.0], [1.0, 1.0]), ([1.0, inf], [1.0, -inf]), ([inf, 2.0], [1.0, 2.0]),
+                     ([2.0, 1.0], [2.0, nan]), ([0.5, -inf], [0.0, 3.0])):
+            c = confirm_report(d, np.array(g, dt), np.array(w, dt), what=f"{g} vs {w}")
+            check(c.get("min_rtol") is None and c.get("min_atol") is None, f"{g} vs {w}: no tolerance", json.dumps(c))
+        _, _, _, terr, _ = expected_report(d, np.array([1.0, nan], dt), np.array([1.0, 1.0], dt))
+        check("no rtol or atol passes (at [1]: got nan, expected 1)" in terr, "NaN vs 1: the text says so", terr)
+    # Integers and bools: exact whole errors, also where an i64 difference overflows int64.
+    want = rng.integers(-1000, 1000, 500).astype(np.int32)
+    want[::50] = 0
+    got = want + rng.integers(-2, 3, 500).astype(np.int32)
+    for rtol, atol in tolerances + [(0.0, 0.0), (0.01, 1.0)]:
+        confirm_report(d, got, want, rtol, atol, what="int32")
+        confirm_report(d, got.astype(np.int64) * 2**40, want.astype(np.int64) * 2**40, rtol, atol, what="int64")
+    lo, hi = np.iinfo(np.int64).min, np.iinfo(np.int64).max
+    c = confirm_report(d, np.array([lo, 2**62 + 1, 5], np.int64), np.array([hi, 2**62, 5], np.int64), 0.0, 0.0,
+                       numpy_exact=False, what="int64 past 2^53")
+    check(c.get("max_abs_error") == float(2**64 - 1) and c.get("mismatched") == 2 and not c.get("matched"),
+          "int64: |min - max| is 2^64 - 1, 2^62 + 1 vs 2^62 differs by 1 (exact, unlike float64)", json.dumps(c))
+    c = confirm_report(d, np.array([2**62 + 1], np.int64), np.array([2**62], np.int64), 0.0, 1.0, numpy_exact=False)
+    check(c.get("matched") and c.get("max_abs_error") == 1 and c.get("min_atol") == 1 and c.get("min_rtol") == 0,
+          "int64: a difference of 1 at 2^62 is 1", json.dumps(c))
+    b = np.array([[True, False, True], [False, False, True]])
+    c = confirm_report(d, b, b.copy(), what="bool equal")
+    check(c.get("matched") and c.get("max_abs_error") == 0 and c.get("max_rel_error") == 0, "bool equal: error 0",
+          json.dumps(c))
+    _, _, tout, _, _ = expected_report(d, b, b.copy())
+    check("expected a: ok, 6 elements, max abs error 0, max rel error 0; passes with rtol >= 0 (atol 1e-08) or "
+          "atol >= 0 (rtol 1e-05)" in tout, "bool equal: the ok line", tout)
+    c = confirm_report(d, ~b, b, what="bool differs")
+    check(c.get("max_abs_error") == 1 and c.get("max_rel_error") == "inf" and c.get("min_rtol") is None
+          and c.get("min_atol") == 1, "bool differs: error 1, rel inf, atol 1", json.dumps(c))
+    # No elements: nothing differs; a scalar.
+    for dt in (np.float32, np.int64, np.bool_):
+        e = np.zeros((2, 0), dt)
+        c = confirm_report(d, e, e.copy(), what=f"{np.dtype(dt).name}[2,0]")
+        check(c.get("matched") and c.get("elements") == 0 and c.get("mismatched") == 0 and c.get("min_rtol") == 0
+              and c.get("min_atol") == 0 and c.get("max_abs_error") == 0, "no elements", json.dumps(c))
+    confirm_report(d, np.array(2.5, np.float64), np.array(2.5000001, np.float64), what="f64 scalar")
+
+
 def main():
     d = tempfile.mkdtemp(prefix="graphrun_npy_test_")
     try:
-        for t in (test_every_dtype_round_trip, test_values_and_formats, test_errors):
+        for t in (test_every_dtype_round_trip, test_values_and_formats, test_expected_report, test_errors):
             before = len(failures)
             try:
                 t(d)
