@@ -4,17 +4,20 @@
 
 #include "engine/ir/device_name.h"
 #include "engine/ir/epilogue.h"
+#include "engine/plan/node_blocks.h"
 
 namespace graphrun {
 
 namespace {
-constexpr int32_t kNoBlock = -2;
+constexpr int32_t kNoBlock = NodeBlocks::kNone;
 }  // namespace
 
 size_t mark_channels_last(Graph& g, RunsChannelsLast runs_channels_last) {
     const size_t n = g.nodes.size();
-    std::vector<int32_t> block(n, kNoBlock);
-    std::vector<bool> pinned(n, false), ok_read(n, true), read(n, false);
+    NodeBlocks blocks = node_blocks(g);
+    const std::vector<int32_t>& block = blocks.block;
+    const std::vector<bool>& pinned = blocks.pinned;
+    std::vector<bool> ok_read(n, true), read(n, false);
     std::vector<int8_t> runs(n, -1);  // runs_channels_last, asked once per conv
     auto conv_runs = [&](NodeId id) {
         int8_t& r = runs[static_cast<size_t>(id)];
@@ -28,19 +31,6 @@ size_t mark_channels_last(Graph& g, RunsChannelsLast runs_channels_last) {
         }
         return r == 1;
     };
-    auto walk = [&](const std::vector<Stmt>& stmts, int32_t b) {
-        for (const Stmt& s : stmts)
-            if (s.kind == Stmt::Kind::Node) block[static_cast<size_t>(s.index)] = b;
-    };
-    walk(g.top, -1);
-    for (size_t r = 0; r < g.repeats.size(); ++r) {
-        walk(g.repeats[r].body, static_cast<int32_t>(r));
-        for (const Carry& c : g.repeats[r].carries)
-            for (NodeId v : {c.param, c.init, c.update})
-                if (v >= 0) pinned[static_cast<size_t>(v)] = true;
-    }
-    for (const Output& o : g.outputs)
-        if (o.id >= 0) pinned[static_cast<size_t>(o.id)] = true;
     // Every read of a value by a statement node: a conv's x or residual in the
     // value's block, by a conv that runs channels-last, or the value stays NCHW.
     for (size_t i = 0; i < n; ++i) {

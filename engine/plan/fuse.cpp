@@ -10,12 +10,13 @@
 #include <optional>
 
 #include "engine/ir/device_name.h"
+#include "engine/plan/node_blocks.h"
 
 namespace graphrun {
 
 namespace {
 
-constexpr int32_t kNoBlock = -2;  // a node in no statement list (a loop parameter)
+constexpr int32_t kNoBlock = NodeBlocks::kNone;  // a node in no statement list (a loop parameter)
 
 // A number attribute (validated), or `def` when absent; rounded to the node's
 // dtype, as the kernels apply an attribute (activation_params.h, norm_plan.h).
@@ -140,25 +141,12 @@ private:
         const size_t n = g_.nodes.size();
         readers_.assign(n, 0);
         reader_.assign(n, kNoNode);
-        block_.assign(n, kNoBlock);
-        pinned_.assign(n, false);
+        NodeBlocks blocks = node_blocks(g_);
+        block_ = std::move(blocks.block);
+        pinned_ = std::move(blocks.pinned);
         removed_.assign(n, false);
-        auto walk = [&](const std::vector<Stmt>& stmts, int32_t block) {
-            for (const Stmt& s : stmts) {
-                if (s.kind != Stmt::Kind::Node) continue;
-                block_[static_cast<size_t>(s.index)] = block;
-                count_reads(s.index);
-            }
-        };
-        walk(g_.top, -1);
-        for (size_t r = 0; r < g_.repeats.size(); ++r) {
-            walk(g_.repeats[r].body, static_cast<int32_t>(r));
-            for (const Carry& c : g_.repeats[r].carries)
-                for (NodeId v : {c.param, c.init, c.update})
-                    if (v >= 0) pinned_[static_cast<size_t>(v)] = true;
-        }
-        for (const Output& o : g_.outputs)
-            if (o.id >= 0) pinned_[static_cast<size_t>(o.id)] = true;
+        for (size_t i = 0; i < n; ++i)  // every statement node's reads
+            if (block_[i] != kNoBlock) count_reads(static_cast<NodeId>(i));
     }
 
     void count_reads(NodeId reader) {

@@ -14,23 +14,15 @@
 #include "engine/api/prepare.h"
 #include "engine/kernels/cpu/dnnl_kernels.h"
 #include "engine/plan/channels_last.h"
+#include "tests/unit/prepare_helpers.h"
 
 using namespace graphrun;
 
 namespace {
 
+// No layout pass here: each test runs it with its own predicate.
 PrepareResult prepared_unfused(const std::string& src, std::vector<std::string> fetch = {}) {
-    static const DeviceAvailability no_gpu;
-    PrepareOptions o;
-    o.devices = &no_gpu;
-    o.fuse = false;  // no layout pass here: the test runs it with its own predicate
-    o.fetch = std::move(fetch);
-    o.refuse_over_limit = false;
-    std::ostringstream err;
-    PrepareResult r = prepare(load_graph_source("t.graph", src, false), o, err);
-    INFO(err.str());
-    REQUIRE(r.ok());
-    return r;
+    return test::prepared(src, false, std::move(fetch));
 }
 
 std::vector<std::string> marked(const Graph& g) {

@@ -13,15 +13,13 @@
 #include "engine/api/prepare.h"
 #include "engine/api/run.h"
 #include "engine/plan/fuse.h"
+#include "tests/unit/prepare_helpers.h"
 
 using namespace graphrun;
 
 namespace {
 
-const DeviceAvailability& no_gpu() {
-    static const DeviceAvailability d;
-    return d;
-}
+using test::no_gpu;
 
 // A stand-in GPU that runs every op (placement only: nothing here opens it).
 const DeviceAvailability& fake_gpu() {
@@ -35,19 +33,7 @@ const DeviceAvailability& fake_gpu() {
     return d;
 }
 
-PrepareResult prepared(const std::string& src, bool fuse, std::vector<std::string> fetch = {},
-                       const DeviceAvailability& devices = no_gpu()) {
-    PrepareOptions o;
-    o.devices = &devices;
-    o.fuse = fuse;
-    o.fetch = std::move(fetch);
-    o.refuse_over_limit = false;
-    std::ostringstream err;
-    PrepareResult r = prepare(load_graph_source("t.graph", src, false), o, err);
-    INFO(err.str());
-    REQUIRE(r.ok());
-    return r;
-}
+using test::prepared;
 
 const Node* find(const Graph& g, std::string_view name) {
     for (const Node& n : g.nodes)

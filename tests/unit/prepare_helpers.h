@@ -1,0 +1,38 @@
+// Preparing a text graph for the plan passes' tests (test_fuse.cpp,
+// test_channels_last.cpp): loaded, placed on the CPU (or a stand-in GPU) and
+// planned as `graphrun check` does, with the diagnostics shown on a failure.
+#pragma once
+#include <doctest/doctest.h>
+
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "engine/api/load.h"
+#include "engine/api/prepare.h"
+
+namespace graphrun::test {
+
+// No GPU: every node on the CPU.
+inline const DeviceAvailability& no_gpu() {
+    static const DeviceAvailability d;
+    return d;
+}
+
+// `src` prepared with fusion on or off (off: the layout pass does not run
+// either), fetching `fetch` where given.
+inline PrepareResult prepared(const std::string& src, bool fuse, std::vector<std::string> fetch = {},
+                              const DeviceAvailability& devices = no_gpu()) {
+    PrepareOptions o;
+    o.devices = &devices;
+    o.fuse = fuse;
+    o.fetch = std::move(fetch);
+    o.refuse_over_limit = false;
+    std::ostringstream err;
+    PrepareResult r = prepare(load_graph_source("t.graph", src, false), o, err);
+    INFO(err.str());
+    REQUIRE(r.ok());
+    return r;
+}
+
+}  // namespace graphrun::test
