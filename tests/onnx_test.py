@@ -425,6 +425,100 @@ def newer_opsets():
         check(p.returncode == 3 and all(w in p.stderr for w in words), f"{path}: {p.returncode} {p.stderr}")
 
 
+def exported_shape_chains():
+    """What exporters compute from shapes and constants, folded when the model is
+    read (torchvision's ViT, Swin and ShuffleNet-v2): Equal, Where, Expand, Mod,
+    ScatterND, Transpose and N-D Slice on constants; a Dropout in training mode
+    with a ratio of 0; and shapes past a Reshape that ONNX's inference leaves
+    without one (graphrun's own inference of what is built)."""
+    vi = helper.make_tensor_value_info
+    i64 = lambda v, name: numpy_helper.from_array(np.array(v, np.int64), name)  # noqa: E731
+
+    def model(name, nodes, x_shape, y_shape, inits, opset=17):
+        return save_model(name, nodes, [vi("x", TensorProto.FLOAT, x_shape)], [vi("y", TensorProto.FLOAT, y_shape)],
+                          inits, opset=opset)
+
+    x = f32(2, 3)
+    # ViT's class token: Expand(token, Where(Equal(shape, -1), ones, shape)).
+    shape = np.array([2, -1], np.int64)
+    nodes = [helper.make_node("Equal", ["shape", "minus1"], ["eq"]),
+             helper.make_node("Where", ["eq", "ones", "shape"], ["target"]),
+             helper.make_node("Expand", ["tok", "target"], ["e"]),
+             helper.make_node("Expand", ["e", "full"], ["big"]),
+             helper.make_node("Add", ["x", "big"], ["y"])]
+    tok = f32(1, 3)
+    path = model("vit_chain", nodes, [2, 3], [2, 3],
+                 [i64(shape, "shape"), i64(-1, "minus1"), i64([1, 1], "ones"), numpy_helper.from_array(tok, "tok"),
+                  i64([2, 3], "full")])
+    p, out = run_with(path, {"x": x})
+    check(p.returncode == 0 and close(out.get("y"), x + np.broadcast_to(tok, (2, 3))), f"vit chain: {p.returncode} {p.stderr}")
+    # Mod (Python's sign for integers, C's with fmod=1), ScatterND, Transpose and a reversing 2-D Slice, all on
+    # constants, added to x so that the folded values are what is checked.
+    a, b = np.array([[7, -7, 5], [-5, 9, -9]], np.int64), np.array([3, 3, -4], np.int64)
+    fa, fb = np.array([[7.5, -7.5, 5], [-5, 9, -9]], np.float32), np.array([2, 2, -4], np.float32)
+    data = np.zeros((2, 3), np.float32)
+    upd = f32(1, 3)
+    table = np.arange(6, dtype=np.int64).reshape(3, 2)
+    nodes = [helper.make_node("Mod", ["a", "b"], ["m"]),
+             helper.make_node("Cast", ["m"], ["mf"], to=TensorProto.FLOAT),
+             helper.make_node("Mod", ["fa", "fb"], ["fm"], fmod=1),
+             helper.make_node("ScatterND", ["data", "idx", "upd"], ["sc"]),
+             helper.make_node("Transpose", ["table"], ["tt"], perm=[1, 0]),
+             helper.make_node("Slice", ["tt", "st", "en", "ax", "sp"], ["rev"]),
+             helper.make_node("Cast", ["rev"], ["revf"], to=TensorProto.FLOAT),
+             helper.make_node("Add", ["x", "mf"], ["s1"]), helper.make_node("Add", ["s1", "fm"], ["s2"]),
+             helper.make_node("Add", ["s2", "sc"], ["s3"]), helper.make_node("Add", ["s3", "revf"], ["y"])]
+    inits = [i64(a, "a"), i64(b, "b"), numpy_helper.from_array(fa, "fa"), numpy_helper.from_array(fb, "fb"),
+             numpy_helper.from_array(data, "data"), i64([[1]], "idx"), numpy_helper.from_array(upd, "upd"),
+             i64(table, "table"), i64([-1, -1], "st"), i64([-2**63 + 1, -2**63 + 1], "en"), i64([0, 1], "ax"),
+             i64([-1, -1], "sp")]
+    path = model("const_folds", nodes, [2, 3], [2, 3], inits)
+    scattered = data.copy()
+    scattered[1] = upd[0]
+    want = x + (a % b) + np.fmod(fa, fb) + scattered + table.T[::-1, ::-1]
+    p, out = run_with(path, {"x": x})
+    check(p.returncode == 0 and close(out.get("y"), want), f"constant folds: {p.returncode} {p.stderr} {out.get('y')} {want}")
+    # ... and the refusals: a modulo by zero, an index out of range, each naming the node.
+    for name, nodes_, inits_, words in (
+        ("mod_zero", [helper.make_node("Mod", ["a", "z"], ["m"], name="modz"),
+                      helper.make_node("Cast", ["m"], ["mf"], to=TensorProto.FLOAT),
+                      helper.make_node("Add", ["x", "mf"], ["y"])], [i64(a, "a"), i64([1, 0, 1], "z")],
+         ("modz", "modulo by zero")),
+        ("scatter_range", [helper.make_node("ScatterND", ["data", "idx", "upd"], ["sc"], name="scat"),
+                           helper.make_node("Add", ["x", "sc"], ["y"])],
+         [numpy_helper.from_array(data, "data"), i64([[5]], "idx"), numpy_helper.from_array(upd, "upd")],
+         ("scat", "out of range")),
+    ):
+        p = graphrun("run", model(name, nodes_, [2, 3], [2, 3], inits_), "--fill=ones")
+        check(p.returncode == 3 and all(w in p.stderr for w in words), f"{name}: {p.returncode} {p.stderr}")
+    # Dropout in training mode: the identity with a ratio of 0, refused otherwise.
+    for ratio, code in ((0.0, 0), (0.5, 3)):
+        nodes = [helper.make_node("Dropout", ["x", "r", "t"], ["y", "mask"])]
+        path = model(f"dropout_{ratio}", nodes, [2, 3], [2, 3],
+                     [numpy_helper.from_array(np.array(ratio, np.float32), "r"),
+                      numpy_helper.from_array(np.array(True), "t")], opset=13)
+        p, out = run_with(path, {"x": x})
+        check(p.returncode == code and (code or close(out.get("y"), x)), f"dropout {ratio}: {p.returncode} {p.stderr}")
+    # ShuffleNet-v2's channel shuffle: Reshape targets from Shape(Concat(...)), a Transpose between.
+    xs = f32(1, 4, 2, 2)
+    nodes = [helper.make_node("Concat", ["x", "x"], ["c"], axis=1),
+             helper.make_node("Shape", ["c"], ["s"]),
+             helper.make_node("Gather", ["s", "zero"], ["n"], axis=0),
+             helper.make_node("Unsqueeze", ["n", "axis0"], ["n1"]),
+             helper.make_node("Concat", ["n1", "g_cpg_hw"], ["t1"], axis=0),
+             helper.make_node("Reshape", ["c", "t1"], ["r1"]),
+             helper.make_node("Transpose", ["r1"], ["tr"], perm=[0, 2, 1, 3, 4]),
+             helper.make_node("Concat", ["n1", "minus1_hw"], ["t2"], axis=0),
+             helper.make_node("Reshape", ["tr", "t2"], ["r2"]),
+             helper.make_node("Relu", ["r2"], ["y"])]
+    path = save_model("shuffle", nodes, [vi("x", TensorProto.FLOAT, ["N", 4, 2, 2])], [vi("y", TensorProto.FLOAT, ["N", 8, 2, 2])],
+                      [i64(0, "zero"), i64([0], "axis0"), i64([2, 4, 2, 2], "g_cpg_hw"), i64([-1, 2, 2], "minus1_hw")])
+    p, out = run_with(path, {"x": xs})
+    c = np.concatenate([xs, xs], axis=1)
+    want = np.maximum(c.reshape(1, 2, 4, 2, 2).transpose(0, 2, 1, 3, 4).reshape(1, -1, 2, 2), 0)
+    check(p.returncode == 0 and close(out.get("y"), want), f"channel shuffle: {p.returncode} {p.stderr}")
+
+
 def convert_round_trip(mlp_path):
     """convert model.onnx --to=graph gives a script that runs to the same results."""
     for fmt, ext in (("text", ".graph"), ("json", ".json")):
@@ -448,6 +542,7 @@ def main():
     free_dimension()
     tensor_files()
     newer_opsets()
+    exported_shape_chains()
     convert_round_trip(mlp_path)
     if failures:
         print(f"onnx: {len(failures)} failed")

@@ -75,8 +75,18 @@ void parse_and_validate(LoadedGraph& lg, const InputLimits& limits = {},
     lg.graph.from_onnx = lg.onnx;
     // A model's bytes go to its reader, which frees them once parsed.
     if (!lg.onnx) refuse_bindings(lg, shapes);
-    bool parsed = lg.onnx   ? parse_onnx(std::move(lg.source), lg.graph, lg.diag, limits, shapes, model_dir(lg.path),
-                                       &lg.side_files)
+    OnnxReadOptions onnx;
+    if (lg.onnx) {
+        onnx.shapes = shapes;
+        onnx.model_dir = model_dir(lg.path);
+        onnx.external_files = &lg.side_files;
+        // graphrun's own shape inference, for the values ONNX's leaves without a shape.
+        onnx.infer_built = [](Graph& g, NodeId first) {
+            Diagnostics scratch;  // what is wrong is reported once, by validate() below
+            validate_from(g, scratch, first);
+        };
+    }
+    bool parsed = lg.onnx   ? parse_onnx(std::move(lg.source), lg.graph, lg.diag, limits, onnx)
                   : lg.json ? parse_json(lg.source, lg.graph, lg.diag, limits)
                             : parse_text(lg.source, lg.graph, lg.diag, limits, predeclared, bare_name, first_line);
     // Validation also runs after parse errors, on what did parse, so that one

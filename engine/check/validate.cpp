@@ -138,9 +138,10 @@ bool infer_node(NodeCheck& c) {
     }
 }
 
-}  // namespace
-
-bool validate(Graph& g, Diagnostics& diag) {
+// Checks nodes [first, end) in program order; the nodes before are already
+// checked. Returns whether it stopped early (too many errors, or a stop
+// request: then `signalled` is set).
+bool check_nodes(Graph& g, Diagnostics& diag, NodeId first, bool& signalled) {
     std::unordered_map<NodeId, const Carry*> carry_of;
     for (const Repeat& r : g.repeats)
         for (const Carry& c : r.carries) carry_of[c.param] = &c;
@@ -148,9 +149,8 @@ bool validate(Graph& g, Diagnostics& diag) {
     DeviceCheck devices(diag);
     const size_t base_errors = diag.error_count();
     bool stopped = false;
-    bool signalled = false;
     const auto count = static_cast<NodeId>(g.nodes.size());
-    for (NodeId id = 0; id < count; ++id) {
+    for (NodeId id = first; id < count; ++id) {
         Node& n = g.node(id);
         n.valid = false;
         if (!n.host_literal) n.literal.clear();  // a host literal's bytes came with the graph
@@ -194,7 +194,21 @@ bool validate(Graph& g, Diagnostics& diag) {
         if (!ok) continue;
         n.valid = infer_node(c) && c.check_result_size(n.shape);
     }
+    return stopped;
+}
 
+}  // namespace
+
+bool validate_from(Graph& g, Diagnostics& diag, NodeId first) {
+    bool signalled = false;
+    check_nodes(g, diag, first, signalled);
+    return !signalled && !diag.has_errors();
+}
+
+bool validate(Graph& g, Diagnostics& diag) {
+    bool signalled = false;
+    const bool stopped = check_nodes(g, diag, 0, signalled);
+    const auto count = static_cast<NodeId>(g.nodes.size());
     for (const Repeat& r : g.repeats) {
         if (stopped) break;
         for (const Carry& c : r.carries) {

@@ -14,4 +14,10 @@ namespace graphrun {
 // interrupt.h) ends it early with false, adding no error: the caller says why.
 bool validate(Graph& g, Diagnostics& diag);
 
+// The same for the nodes from `first` on, those before already checked: the
+// ONNX importer asks it for the shapes of what it has built so far, where
+// ONNX's own shape inference had none (its diagnostics are the importer's to
+// keep or drop; validate() checks the whole graph again once it is built).
+bool validate_from(Graph& g, Diagnostics& diag, NodeId first);
+
 }  // namespace graphrun

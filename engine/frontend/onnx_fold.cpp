@@ -367,7 +367,14 @@ std::optional<HostValue> binary(const std::string& op, const HostValue& a, const
             if (op == "Add") z = wrap_add(x, y);
             else if (op == "Sub") z = wrap_sub(x, y);
             else if (op == "Mul") z = wrap_mul(x, y);
-            else {
+            else if (op == "Mod" || op == "FMod") {
+                if (y == 0) {
+                    why = "integer modulo by zero in a constant";
+                    return std::nullopt;
+                }
+                z = y == -1 ? 0 : x % y;  // C's sign: fmod=1's
+                if (op == "Mod" && z != 0 && ((z < 0) != (y < 0))) z += y;  // the divisor's sign (Python's %)
+            } else {
                 if (y == 0) {
                     why = "integer division by zero in a constant";
                     return std::nullopt;
@@ -378,8 +385,155 @@ std::optional<HostValue> binary(const std::string& op, const HostValue& a, const
         } else {
             double x = get(a, ia), y = get(b, ib);
             double z = op == "Add" ? x + y : op == "Sub" ? x - y : op == "Mul" ? x * y : x / y;
+            if (op == "Mod" || op == "FMod") {
+                z = std::fmod(x, y);
+                if (op == "Mod" && z != 0 && ((z < 0) != (y < 0))) z += y;
+            }
             put(r, static_cast<size_t>(k), z, 0, false);
         }
+    }
+    return r;
+}
+
+// Where(cond, x, y), Equal(a, b) and Expand(x, shape) (in: x and a value
+// of the target shape, whose bytes are not read) on constants, NumPy
+// broadcasting: the
+// shape computations exporters write around a reshape's -1 (torchvision's
+// ViT: Where(Equal(shape, -1), ones, shape) before an Expand).
+std::optional<HostValue> select_or_equal(const std::string& op, const std::vector<const HostValue*>& in,
+                                         std::string& why) {
+    size_t rank = 0;
+    for (const HostValue* v : in) rank = std::max(rank, v->shape.size());
+    Shape out(rank, 1);
+    for (const HostValue* v : in)
+        for (size_t i = 0; i < v->shape.size(); ++i) {
+            int64_t& o = out[rank - v->shape.size() + i];
+            const int64_t d = v->shape[i];
+            if (d != o && d != 1 && o != 1) {
+                why = "the shapes of its inputs do not broadcast";
+                return std::nullopt;
+            }
+            if (o == 1) o = d;
+        }
+    const std::optional<int64_t> total = fold_count(out, why);
+    if (!total) return std::nullopt;
+    const bool equal = op == "Equal", expand = op == "Expand";
+    HostValue r = make(equal ? DType::Bool : expand ? in[0]->dtype : in[1]->dtype, out, *total);
+    std::vector<int64_t> idx(rank, 0);
+    auto offset = [&](const HostValue& v) {
+        size_t off = 0;
+        for (size_t i = rank - v.shape.size(); i < rank; ++i) {
+            const int64_t d = v.shape[i - (rank - v.shape.size())];
+            off = off * static_cast<size_t>(d) + static_cast<size_t>(d == 1 ? 0 : idx[i]);
+        }
+        return off;
+    };
+    for (int64_t k = 0; k < *total; ++k) {
+        if (stop_requested(k, why)) return std::nullopt;
+        int64_t rem = k;
+        for (size_t i = rank; i-- > 0;) {
+            idx[i] = out[i] ? rem % out[i] : 0;
+            rem = out[i] ? rem / out[i] : 0;
+        }
+        if (equal) {
+            const HostValue &a = *in[0], &b = *in[1];
+            const bool integral = !is_float(a.dtype);
+            const bool same = integral ? get_int(a, offset(a)) == get_int(b, offset(b)) : get(a, offset(a)) == get(b, offset(b));
+            put(r, static_cast<size_t>(k), 0, same, true);
+            continue;
+        }
+        const HostValue& pick = expand ? *in[0] : get_int(*in[0], offset(*in[0])) ? *in[1] : *in[2];
+        const size_t size = dtype_size(r.dtype);
+        std::memcpy(r.bytes.data() + static_cast<size_t>(k) * size, pick.bytes.data() + offset(pick) * size, size);
+    }
+    return r;
+}
+
+// ScatterND (reduction "none") on constants: data with the slices that
+// indices name replaced by updates' (torchvision's Swin builds its attention
+// mask so, from shapes).
+std::optional<HostValue> scatter_nd(const HostValue& data, const HostValue& indices, const HostValue& updates,
+                                    std::string& why) {
+    if (!is_int(indices.dtype) || indices.shape.empty() || updates.dtype != data.dtype) {
+        why = "its indices must be integers of at least one dimension and its updates of its data's dtype";
+        return std::nullopt;
+    }
+    const auto k = static_cast<size_t>(indices.shape.back());
+    if (k == 0 || k > data.shape.size()) {
+        why = "its indices' last dimension (" + std::to_string(indices.shape.back()) + ") must be 1 to the data's rank " +
+              std::to_string(data.shape.size());
+        return std::nullopt;
+    }
+    Shape want(indices.shape.begin(), indices.shape.end() - 1);
+    want.insert(want.end(), data.shape.begin() + static_cast<std::ptrdiff_t>(k), data.shape.end());
+    if (updates.shape != want) {
+        why = "its updates are " + shape_string(updates.shape) + " where its indices and data need " + shape_string(want);
+        return std::nullopt;
+    }
+    size_t slice = 1;  // elements per index tuple
+    for (size_t i = k; i < data.shape.size(); ++i) slice *= static_cast<size_t>(data.shape[i]);
+    size_t tuples = 1;
+    for (size_t i = 0; i + 1 < indices.shape.size(); ++i) tuples *= static_cast<size_t>(indices.shape[i]);
+    HostValue r = data;
+    const size_t size = dtype_size(data.dtype);
+    for (size_t t = 0; t < tuples; ++t) {
+        if (stop_requested(static_cast<int64_t>(t), why)) return std::nullopt;
+        size_t at = 0;
+        for (size_t j = 0; j < k; ++j) {
+            const int64_t d = data.shape[j];
+            int64_t i = get_int(indices, t * k + j);
+            if (i < 0) i += d;
+            if (i < 0 || i >= d) {
+                why = "index " + std::to_string(get_int(indices, t * k + j)) + " is out of range for dimension " +
+                      std::to_string(j) + " of size " + std::to_string(d);
+                return std::nullopt;
+            }
+            at = at * static_cast<size_t>(d) + static_cast<size_t>(i);
+        }
+        std::memcpy(r.bytes.data() + at * slice * size, updates.bytes.data() + t * slice * size, slice * size);
+    }
+    return r;
+}
+
+// Transpose on a constant (torch's F.pad writes its pads through one).
+std::optional<HostValue> transpose(const HostValue& x, const std::optional<std::vector<int64_t>>& perm_attr,
+                                   std::string& why) {
+    const size_t rank = x.shape.size();
+    std::vector<int64_t> perm;
+    if (perm_attr) perm = *perm_attr;
+    else
+        for (size_t a = rank; a-- > 0;) perm.push_back(static_cast<int64_t>(a));
+    std::vector<bool> seen(rank, false);
+    if (perm.size() != rank) {
+        why = "its perm has " + std::to_string(perm.size()) + " axes for an input of rank " + std::to_string(rank);
+        return std::nullopt;
+    }
+    for (int64_t a : perm) {
+        if (a < 0 || static_cast<size_t>(a) >= rank || seen[static_cast<size_t>(a)]) {
+            why = "its perm is not a permutation of the input's axes";
+            return std::nullopt;
+        }
+        seen[static_cast<size_t>(a)] = true;
+    }
+    Shape out(rank);
+    for (size_t i = 0; i < rank; ++i) out[i] = x.shape[static_cast<size_t>(perm[i])];
+    const std::optional<int64_t> total = fold_count(out, why);
+    if (!total) return std::nullopt;
+    HostValue r = make(x.dtype, out, *total);
+    std::vector<size_t> stride(rank, 1);  // of the input
+    for (size_t i = rank; i-- > 1;) stride[i - 1] = stride[i] * static_cast<size_t>(x.shape[i]);
+    const size_t size = dtype_size(x.dtype);
+    std::vector<int64_t> idx(rank, 0);
+    for (int64_t k = 0; k < *total; ++k) {
+        if (stop_requested(k, why)) return std::nullopt;
+        int64_t rem = k;
+        size_t from = 0;
+        for (size_t i = rank; i-- > 0;) {
+            idx[i] = out[i] ? rem % out[i] : 0;
+            rem = out[i] ? rem / out[i] : 0;
+            from += static_cast<size_t>(idx[i]) * stride[static_cast<size_t>(perm[i])];
+        }
+        std::memcpy(r.bytes.data() + static_cast<size_t>(k) * size, x.bytes.data() + from * size, size);
     }
     return r;
 }
@@ -468,11 +622,13 @@ std::optional<HostValue> concat(const std::vector<const HostValue*>& ins, int64_
     return r;
 }
 
-// Slice of a 1-D constant (the shape vectors exporters slice).
+// Slice of a constant: the shape vectors exporters slice, and the small
+// tables they reverse (torch's F.pad: pads reshaped to [-1, 2] and flipped).
 std::optional<HostValue> slice(const onnx::NodeProto& n, const std::vector<const HostValue*>& ins, std::string& why) {
     const HostValue& data = *ins[0];
-    if (data.shape.size() != 1) return std::nullopt;
-    std::vector<int64_t> starts, ends, axes{0}, steps{1};
+    const auto rank = static_cast<int64_t>(data.shape.size());
+    if (rank == 0) return std::nullopt;
+    std::vector<int64_t> starts, ends, axes, steps;
     if (ins.size() >= 3) {
         if (!ins[1] || !ins[2]) return std::nullopt;
         starts = ints(*ins[1]);
@@ -486,34 +642,64 @@ std::optional<HostValue> slice(const onnx::NodeProto& n, const std::vector<const
         ends = *e;
         if (auto a = attr_ints(n, "axes")) axes = *a;
     }
-    if (starts.size() != 1 || ends.size() != 1 || axes.size() != 1 || steps.size() != 1) return std::nullopt;
-    if (axes[0] != 0 && axes[0] != -1) {
-        why = "axis " + std::to_string(axes[0]) + " is out of range for a 1-D input";
+    if (axes.empty())
+        for (size_t i = 0; i < starts.size(); ++i) axes.push_back(static_cast<int64_t>(i));
+    if (steps.empty()) steps.assign(starts.size(), 1);
+    if (starts.size() != ends.size() || axes.size() != starts.size() || steps.size() != starts.size()) {
+        why = "its starts, ends, axes and steps differ in length";
         return std::nullopt;
     }
-    const int64_t dim = data.shape[0], step = steps[0];
-    if (step == 0) {
-        why = "a step of 0";
-        return std::nullopt;
+    // Per axis: the first position, the step, the count (the whole axis where not sliced).
+    std::vector<int64_t> first(static_cast<size_t>(rank), 0), step(static_cast<size_t>(rank), 1);
+    Shape out = data.shape;
+    std::vector<bool> seen(static_cast<size_t>(rank), false);
+    for (size_t k = 0; k < axes.size(); ++k) {
+        int64_t a = axes[k];
+        if (!normalize_axis(a, rank, why)) return std::nullopt;
+        if (seen[static_cast<size_t>(a)]) {
+            why = "axis " + std::to_string(axes[k]) + " is sliced twice";
+            return std::nullopt;
+        }
+        seen[static_cast<size_t>(a)] = true;
+        const int64_t dim = data.shape[static_cast<size_t>(a)], st = steps[k];
+        if (st == 0) {
+            why = "a step of 0";
+            return std::nullopt;
+        }
+        // ONNX's clamping: negative positions count from the end (dim <= 2^40,
+        // so adding it never wraps a position that can matter).
+        auto clamp = [&](int64_t v, int64_t lo, int64_t hi) {
+            if (v < 0) v = v < -dim ? -dim - 1 : v + dim;
+            return std::clamp(v, lo, hi);
+        };
+        const int64_t b = st > 0 ? clamp(starts[k], 0, dim) : clamp(starts[k], -1, dim - 1);
+        const int64_t e = st > 0 ? clamp(ends[k], 0, dim) : clamp(ends[k], -1, dim - 1);
+        // The count of picks, without stepping past int64 (a step of -2^63 is legal).
+        const uint64_t span = st > 0 ? (e > b ? static_cast<uint64_t>(e - b) : 0) : (b > e ? static_cast<uint64_t>(b - e) : 0);
+        const uint64_t stride = st > 0 ? static_cast<uint64_t>(st) : uint64_t{0} - static_cast<uint64_t>(st);
+        const uint64_t count = span == 0 ? 0 : (span - 1) / stride + 1;
+        first[static_cast<size_t>(a)] = b;
+        step[static_cast<size_t>(a)] = st;
+        out[static_cast<size_t>(a)] = static_cast<int64_t>(count);
     }
-    // ONNX's clamping: negative positions count from the end (dim <= 2^40,
-    // so adding it never wraps a position that can matter).
-    auto clamp = [&](int64_t v, int64_t lo, int64_t hi) {
-        if (v < 0) v = v < -dim ? -dim - 1 : v + dim;
-        return std::clamp(v, lo, hi);
-    };
-    const int64_t start = step > 0 ? clamp(starts[0], 0, dim) : clamp(starts[0], -1, dim - 1);
-    const int64_t end = step > 0 ? clamp(ends[0], 0, dim) : clamp(ends[0], -1, dim - 1);
-    // The count of picks, without stepping past int64 (a step of -2^63 is legal).
-    const uint64_t span = step > 0 ? (end > start ? static_cast<uint64_t>(end - start) : 0)
-                                   : (start > end ? static_cast<uint64_t>(start - end) : 0);
-    const uint64_t stride = step > 0 ? static_cast<uint64_t>(step) : uint64_t{0} - static_cast<uint64_t>(step);
-    const uint64_t count = span == 0 ? 0 : (span - 1) / stride + 1;
-    HostValue r = make(data.dtype, {static_cast<int64_t>(count)}, static_cast<int64_t>(count));
+    const std::optional<int64_t> total = fold_count(out, why);
+    if (!total) return std::nullopt;
+    HostValue r = make(data.dtype, out, *total);
+    std::vector<uint64_t> stride_in(static_cast<size_t>(rank), 1);
+    for (size_t i = static_cast<size_t>(rank); i-- > 1;) stride_in[i - 1] = stride_in[i] * static_cast<uint64_t>(data.shape[i]);
     const size_t es = dtype_size(data.dtype);
-    for (uint64_t i = 0; i < count; ++i) {
-        const uint64_t at = step > 0 ? static_cast<uint64_t>(start) + i * stride : static_cast<uint64_t>(start) - i * stride;
-        std::memcpy(r.bytes.data() + i * es, data.bytes.data() + at * es, es);
+    for (int64_t k = 0; k < *total; ++k) {
+        if (stop_requested(k, why)) return std::nullopt;
+        int64_t rem = k;
+        uint64_t from = 0;
+        for (size_t i = static_cast<size_t>(rank); i-- > 0;) {
+            const int64_t idx = out[i] ? rem % out[i] : 0;
+            rem = out[i] ? rem / out[i] : 0;
+            // first + idx * step stays within [0, dim): idx < count.
+            const auto pos = static_cast<uint64_t>(first[i]) + static_cast<uint64_t>(idx) * static_cast<uint64_t>(step[i]);
+            from += pos * stride_in[i];
+        }
+        std::memcpy(r.bytes.data() + static_cast<size_t>(k) * es, data.bytes.data() + from * es, es);
     }
     return r;
 }
@@ -767,6 +953,43 @@ std::optional<std::vector<HostValue>> evaluate(const onnx::NodeProto& n, const s
         return one(binary(op, x, *ins[1], why));
     }
     if (op == "Slice") return one(slice(n, ins, why));
+    if (op == "Transpose") return one(transpose(x, attr_ints(n, "perm"), why));
+    if (op == "Mod") {
+        if (ins.size() < 2 || !ins[1] || ins[1]->dtype != x.dtype || x.dtype == DType::Bool) return std::nullopt;
+        const bool fmod = attr_int(n, "fmod", 0) != 0;
+        if (!fmod && is_float(x.dtype)) {
+            why = "fmod must be 1 for floating-point inputs";
+            return std::nullopt;
+        }
+        return one(binary(fmod ? "FMod" : "Mod", x, *ins[1], why));
+    }
+    if (op == "ScatterND") {
+        if (ins.size() < 3 || !ins[1] || !ins[2]) return std::nullopt;
+        const auto* red = find_attr(n, "reduction");
+        if (red && red->s() != "none") return std::nullopt;
+        return one(scatter_nd(x, *ins[1], *ins[2], why));
+    }
+    if (op == "Expand") {
+        if (ins.size() < 2 || !ins[1] || !is_int(ins[1]->dtype) || ins[1]->shape.size() != 1) return std::nullopt;
+        HostValue target;  // a stand-in of the target shape: only its shape is read
+        target.dtype = x.dtype;
+        target.shape = ints(*ins[1]);
+        for (int64_t d : target.shape)
+            if (d < 0) {
+                why = "its shape " + shape_string(target.shape) + " has a negative dimension";
+                return std::nullopt;
+            }
+        return one(select_or_equal(op, {&x, &target}, why));
+    }
+    if (op == "Equal") {
+        if (ins.size() < 2 || !ins[1] || ins[1]->dtype != x.dtype) return std::nullopt;
+        return one(select_or_equal(op, {&x, ins[1]}, why));
+    }
+    if (op == "Where") {
+        if (ins.size() < 3 || !ins[1] || !ins[2] || x.dtype != DType::Bool || ins[1]->dtype != ins[2]->dtype)
+            return std::nullopt;
+        return one(select_or_equal(op, {&x, ins[1], ins[2]}, why));
+    }
     if (op == "Neg" && (is_int(x.dtype))) {
         HostValue r = x;
         for (int64_t i = 0; i < x_count; ++i) {

@@ -26,6 +26,7 @@
 #include "engine/frontend/onnx_fold.h"
 #include "engine/frontend/onnx_opset.h"
 #include "engine/frontend/onnx_ops.h"
+#include "engine/frontend/onnx_reader.h"  // OnnxReadOptions
 #include "engine/ir/graph.h"
 
 namespace graphrun::onnx_import {
@@ -77,16 +78,17 @@ class Importer {
   public:
     // `memory_limit`: the CPU's (0: none); the model's weights and folded
     // values, held in host memory from here to the end of the run, must fit it.
-    // `shapes`: the free input dimensions' bindings (null: none).
-    Importer(Graph& g, Diagnostics& diag, uint64_t memory_limit = 0, const ShapeBindings* shapes = nullptr)
-        : g_(g), diag_(diag), b_(g, diag), memory_limit_(memory_limit), shapes_(shapes ? *shapes : no_shapes_) {}
-
-    // The model's folder, where its external data files are ("": it has none).
-    // The files read are added to `files` (where not null).
-    void set_model_dir(std::string dir, std::vector<std::string>* files = nullptr) {
-        model_dir_ = std::move(dir);
-        external_files_ = files;
-    }
+    // `opts`: the free input dimensions' bindings, the model's folder, the
+    // inference of what is built (onnx_reader.h; null: none of them).
+    Importer(Graph& g, Diagnostics& diag, uint64_t memory_limit = 0, const OnnxReadOptions* opts = nullptr)
+        : g_(g),
+          diag_(diag),
+          b_(g, diag),
+          memory_limit_(memory_limit),
+          opts_(opts ? *opts : no_opts_),
+          shapes_(opts_.shapes),
+          model_dir_(opts_.model_dir),
+          external_files_(opts_.external_files) {}
 
     // `parsed` runs once the bytes are parsed (and no longer needed).
     bool run(std::string_view bytes, const std::function<void()>& parsed = {}) {
@@ -642,6 +644,18 @@ class Importer {
     // ---- for the op mappers (onnx_ops*.cpp) ----
     static bool have_op(const std::string& graphrun_name) { return find_op(graphrun_name).has_value(); }
     int64_t opset() const { return opset_; }
+    // Whether a node of the model or its outputs read ONNX value `name`
+    // (an optional output that nothing reads may be left unmade).
+    bool read_anywhere(const std::string& name) {
+        if (!read_names_) {
+            read_names_.emplace();
+            const auto& gr = model_.graph();
+            for (const auto& node : gr.node())
+                for (const auto& in : node.input()) read_names_->insert(in);
+            for (const auto& o : gr.output()) read_names_->insert(o.name());
+        }
+        return read_names_->count(name) != 0;
+    }
     // The importer's record of an ONNX value (created on first use).
     Value& value_slot(const std::string& name) { return values_[name]; }
 
@@ -721,14 +735,32 @@ class Importer {
         auto it = values_.find(name);
         return it == values_.end() ? nullptr : &it->second;
     }
+    Value* value(const std::string& name) {
+        auto it = values_.find(name);
+        return it == values_.end() ? nullptr : &it->second;
+    }
     const HostValue* folded(const std::string& name) const {
         const Value* v = value(name);
         return v && v->folded ? v->folded.get() : nullptr;
     }
-    std::optional<Shape> static_shape(const std::string& name) const {
-        const Value* v = value(name);
+    // A value's shape: folded, as ONNX's inference gives it, or else as
+    // graphrun's own inference of the graph built so far gives it (ONNX's data
+    // propagation stops at some Reshape targets computed from shapes, and
+    // every value after them would have none).
+    std::optional<Shape> static_shape(const std::string& name) {
+        Value* v = value(name);
         if (!v) return std::nullopt;
         if (v->folded) return v->folded->shape;
+        if (v->shape || v->id == kNoNode || !opts_.infer_built) return v->shape;
+        const auto built = static_cast<NodeId>(g_.nodes.size());
+        if (inferred_upto_ < built) {
+            opts_.infer_built(g_, inferred_upto_);
+            inferred_upto_ = built;
+        }
+        const Node& n = g_.node(v->id);
+        if (!n.valid) return std::nullopt;
+        v->shape = n.shape;
+        if (!v->dtype) v->dtype = n.dtype;
         return v->shape;
     }
 
@@ -946,14 +978,17 @@ class Importer {
     std::set<std::string> used_names_;  // graphrun identifiers given
     std::set<std::string> reserved_;    // ONNX names that are identifiers (each its own)
     uint64_t memory_limit_ = 0;         // the CPU's (0: none)
-    static inline const ShapeBindings no_shapes_{};
-    std::string model_dir_;  // where external data is found ("" for none)
+    static inline const OnnxReadOptions no_opts_{};
+    const OnnxReadOptions& opts_;
+    const ShapeBindings& shapes_;
+    const std::string& model_dir_;  // where external data is found ("" for none)
     std::vector<std::string>* external_files_ = nullptr;
+    NodeId inferred_upto_ = 0;  // the nodes opts_.infer_built has filled in
+    std::optional<std::set<std::string>> read_names_;  // read_anywhere's, made when first asked
     // External initializers over kApartBytes, read straight into their values.
     static constexpr uint64_t kApartBytes = uint64_t{1} << 20;
     std::map<std::string, HostValue> external_values_;
     std::set<std::string> stand_ins_;  // of those, the ones standing in as graph inputs meanwhile
-    const ShapeBindings& shapes_;
     uint64_t weight_bytes_ = 0;         // the initializers' and Constants' values, as declared
     uint64_t folded_bytes_ = 0;         // made by folds so far (kMaxFoldTotalBytes)
     uint64_t fold_over_limit_ = 0;      // the node being imported: its folded value's bytes, past the memory limit

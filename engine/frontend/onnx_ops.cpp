@@ -36,12 +36,17 @@ void identity(Importer& im, const onnx::NodeProto& n) {
     if (n.op_type() == "Dropout" && n.input_size() >= 3 && !n.input(2).empty()) {
         const HostValue* training = im.const_input(n, 2, "training_mode");
         if (!training) return;
-        if (onnx_fold::ints(*training).at(0) != 0) return im.fail(n, "training mode is not supported");
+        // In training mode with a ratio of 0 (torchvision's Swin calls F.dropout(p=0.0)) nothing is
+        // dropped and the scale is 1: the identity still.
+        const HostValue* ratio = n.input_size() >= 2 && !n.input(1).empty() ? im.folded(n.input(1)) : nullptr;
+        const bool ratio_zero = ratio && onnx_fold::doubles(*ratio).size() == 1 && onnx_fold::doubles(*ratio)[0] == 0;
+        if (onnx_fold::ints(*training).at(0) != 0 && !ratio_zero)
+            return im.fail(n, "training mode is not supported (only with a ratio of 0, where it drops nothing)");
     }
     auto ins = im.nodes_of(n, 1);
     if (!ins) return;
     im.bind(n.output(0), im.add(OpKind::Identity, *ins));
-    if (n.op_type() == "Dropout" && n.output_size() > 1 && !n.output(1).empty())
+    if (n.op_type() == "Dropout" && n.output_size() > 1 && !n.output(1).empty() && im.read_anywhere(n.output(1)))
         im.fail(n, "its mask output is not supported");
 }
 
@@ -70,7 +75,26 @@ void transpose(Importer& im, const onnx::NodeProto& n) {
     auto ins = im.nodes_of(n, 1);
     if (!ins) return;
     std::vector<NamedAttr> attrs;
-    if (auto perm = attr_ints(n, "perm")) attrs.push_back(im.named("perm", int_list(*perm)));
+    const std::optional<std::vector<int64_t>> perm = attr_ints(n, "perm");
+    if (perm) attrs.push_back(im.named("perm", int_list(*perm)));
+    // The output's shape, where ONNX's inference had none (its data
+    // propagation stops at some Reshape targets computed from shapes) and the
+    // input's is known: for what reads it (a Reshape with -1 in its target).
+    const std::optional<Shape> in = im.static_shape(n.input(0));
+    if (in && !im.static_shape(n.output(0))) {
+        const auto rank = static_cast<int64_t>(in->size());
+        std::vector<int64_t> p = perm.value_or(std::vector<int64_t>{});
+        if (!perm)
+            for (int64_t a = rank - 1; a >= 0; --a) p.push_back(a);
+        Shape out;
+        std::vector<bool> seen(in->size(), false);
+        for (int64_t a : p) {  // a wrong perm is left to validation, which names it
+            if (static_cast<int64_t>(p.size()) != rank || a < 0 || a >= rank || seen[static_cast<size_t>(a)]) break;
+            seen[static_cast<size_t>(a)] = true;
+            out.push_back((*in)[static_cast<size_t>(a)]);
+        }
+        if (static_cast<int64_t>(out.size()) == rank) im.value_slot(n.output(0)).shape = std::move(out);
+    }
     im.bind(n.output(0), im.add(OpKind::Transpose, *ins, std::move(attrs)));
 }
 
@@ -291,7 +315,8 @@ void add_core_onnx_ops(OnnxOpTable& t) {
     set("Clip", "clip", clip);
     set("Gelu", "gelu", gelu);  // opset 20
     // Folded at load only (their inputs must be constants or static shapes).
-    for (const char* op : {"Constant", "Shape", "Gather", "Slice", "ConstantOfShape", "Range"}) t[op] = {nullptr, {}};
+    for (const char* op : {"Constant", "Shape", "Gather", "Slice", "ConstantOfShape", "Range", "ScatterND", "Mod"})
+        t[op] = {nullptr, {}};
 }
 
 const OnnxOpTable& onnx_op_table() {

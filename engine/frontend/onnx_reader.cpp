@@ -12,20 +12,16 @@ namespace graphrun {
 bool onnx_supported() { return true; }
 
 bool parse_onnx(std::string_view bytes, Graph& g, Diagnostics& diag, const InputLimits& limits,
-                const ShapeBindings& shapes, const std::string& model_dir,
-                std::vector<std::string>* external_files) {
-    onnx_import::Importer importer(g, diag, limits.memory_limit, &shapes);
-    importer.set_model_dir(model_dir, external_files);
+                const OnnxReadOptions& opts) {
+    onnx_import::Importer importer(g, diag, limits.memory_limit, &opts);
     importer.run(bytes);
     return !diag.has_errors();
 }
 
 bool parse_onnx(std::string&& bytes, Graph& g, Diagnostics& diag, const InputLimits& limits,
-                const ShapeBindings& shapes, const std::string& model_dir,
-                std::vector<std::string>* external_files) {
+                const OnnxReadOptions& opts) {
     std::string owned = std::move(bytes);
-    onnx_import::Importer importer(g, diag, limits.memory_limit, &shapes);
-    importer.set_model_dir(model_dir, external_files);
+    onnx_import::Importer importer(g, diag, limits.memory_limit, &opts);
     importer.run(owned, [&owned] { std::string().swap(owned); });
     return !diag.has_errors();
 }

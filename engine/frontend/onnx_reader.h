@@ -12,6 +12,7 @@
 // Every unsupported op, attribute or dtype is reported, with the names of the
 // nodes, before anything runs.
 #pragma once
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -28,27 +29,39 @@ namespace graphrun {
 // True where this build reads ONNX files.
 bool onnx_supported();
 
+// How a model is read, beyond its bytes.
+struct OnnxReadOptions {
+    // Binds the free dimensions of the model's inputs (SPEC section 2): --dim
+    // by name, a whole input's shape by --input-shape or its fed array; one
+    // bound by neither is 1, with a warning. What the model was read with is
+    // in g.free_dims. Bindings that disagree, or name what the model lacks,
+    // are usage errors (diag.usage()).
+    ShapeBindings shapes;
+    // The model file's folder, where its external data is ("" for a model
+    // with none to find: one read from standard input); the files read for
+    // it are added to `external_files` (where not null).
+    std::string model_dir;
+    std::vector<std::string>* external_files = nullptr;
+    // Fills in the dtype and shape of g's nodes from `first` on, those before
+    // already filled (engine/check's validate_from, which the front end,
+    // below it, cannot call): where ONNX's shape inference gives a value no
+    // shape (its data propagation stops at some Reshape targets computed
+    // from shapes), the importer asks graphrun's own inference of what it has
+    // built. Null: ONNX's shapes alone.
+    std::function<void(Graph& g, NodeId first)> infer_built;
+};
+
 // Parses the model in `bytes` into `g` (which must be empty). Errors point at
 // "/graph/node/K" (the K-th node of the model's graph) or the initializer or
 // input they concern. Returns !diag.has_errors(). With limits.memory_limit,
 // a model whose weights (initializers, Constant nodes' values) and folded
 // values need more is refused before they are copied (diag.over_limit()).
-// `shapes` binds the free dimensions of the model's inputs (SPEC section 2):
-// --dim by name, a whole input's shape by --input-shape or its fed array; one
-// bound by neither is 1, with a warning. What the model was read with is in
-// g.free_dims. Bindings that disagree, or name what the model lacks, are usage
-// errors (diag.usage()).
-// `model_dir`: the model file's folder, where its external data is (""
-// for a model with none to find: one read from standard input); the files
-// read for it are added to `external_files`.
 bool parse_onnx(std::string_view bytes, Graph& g, Diagnostics& diag, const InputLimits& limits = {},
-                const ShapeBindings& shapes = {}, const std::string& model_dir = {},
-                std::vector<std::string>* external_files = nullptr);
+                const OnnxReadOptions& opts = {});
 // The same, taking the file's bytes: they are freed as soon as the model is
 // parsed, so that a model's weights are not held three times at once.
 bool parse_onnx(std::string&& bytes, Graph& g, Diagnostics& diag, const InputLimits& limits = {},
-                const ShapeBindings& shapes = {}, const std::string& model_dir = {},
-                std::vector<std::string>* external_files = nullptr);
+                const OnnxReadOptions& opts = {});
 
 // One ONNX TensorProto file (the model zoo's test_data_set_N/input_K.pb):
 // its array and its name ("" where the proto has none); nullopt with `why`.

@@ -5,17 +5,15 @@ namespace graphrun {
 
 bool onnx_supported() { return false; }
 
-bool parse_onnx(std::string_view, Graph&, Diagnostics& diag, const InputLimits&, const ShapeBindings&,
-                const std::string&, std::vector<std::string>*) {
+bool parse_onnx(std::string_view, Graph&, Diagnostics& diag, const InputLimits&, const OnnxReadOptions&) {
     diag.error({}, "this graphrun was built without ONNX support (install libonnx-dev and libprotobuf-dev, "
                    "then rebuild: scripts/build.sh)");
     return false;
 }
 
 bool parse_onnx(std::string&& bytes, Graph& g, Diagnostics& diag, const InputLimits& limits,
-                const ShapeBindings& shapes, const std::string& model_dir,
-                std::vector<std::string>* external_files) {
-    return parse_onnx(std::string_view(bytes), g, diag, limits, shapes, model_dir, external_files);
+                const OnnxReadOptions& opts) {
+    return parse_onnx(std::string_view(bytes), g, diag, limits, opts);
 }
 
 std::optional<NpzEntry> parse_tensor_pb(std::string_view, std::string& why, const ArrayLimits&) {

@@ -1,9 +1,11 @@
 // libFuzzer target for the ONNX reader (engine/frontend/onnx_reader.h): any
-// bytes either read into a graph that then validates, or give an error;
+// bytes either read into a graph that then validates (also with free
+// dimensions bound by --dim, and as a .pb tensor file), or give an error;
 // never a crash, an abort, a hang, a leak or an allocation beyond what the
 // bytes justify (a declared shape is checked before anything is allocated).
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <string_view>
 
 #include "engine/base/diagnostics.h"
@@ -21,5 +23,18 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (!ok && !diag.has_errors()) __builtin_trap();  // a refusal always says why
     // Folded values and initializers pass the validator's checks like any literal.
     if (ok) validate(g, diag);
+    // Again with its free dimensions bound (the names exporters use), as --dim binds them.
+    Graph bound;
+    Diagnostics diag2("fuzz.onnx", {});
+    OnnxReadOptions o;
+    o.shapes.dims = {{"N", 2, "--dim=N=2"}, {"batch", 3, "--dim=batch=3"}};
+    o.infer_built = [](Graph& built, NodeId first) {  // graphrun's own shapes, as load_graph gives them
+        Diagnostics scratch;
+        validate_from(built, scratch, first);
+    };
+    if (!parse_onnx(bytes, bound, diag2, {}, o) && !diag2.has_errors()) __builtin_trap();
+    // The same bytes as a tensor file (--input=@FILE.pb).
+    std::string why;
+    if (!parse_tensor_pb(bytes, why) && why.empty()) __builtin_trap();
     return 0;
 }
