@@ -642,6 +642,8 @@ class Importer {
     // ---- for the op mappers (onnx_ops*.cpp) ----
     static bool have_op(const std::string& graphrun_name) { return find_op(graphrun_name).has_value(); }
     int64_t opset() const { return opset_; }
+    // The model's own opset (opset() is 17 for a model read in its opset-17 form).
+    int64_t model_opset() const { return model_opset_ ? model_opset_ : opset_; }
     // The importer's record of an ONNX value (created on first use).
     Value& value_slot(const std::string& name) { return values_[name]; }
 
