@@ -9,6 +9,7 @@ the channels), under safepoint and background, and the errors each refuses with
 
 Usage: onnx_ops_more2_test.py GRAPHRUN
 """
+import json
 import os
 import sys
 import tempfile
@@ -73,6 +74,13 @@ def expect_values(name, nodes, x, want, inits=(), opset=17, rtol=1e-5, atol=1e-6
             ok = p.returncode == 0 and got.shape == want.shape and np.allclose(
                 got.astype(np.float64), want, rtol=rtol, atol=atol, equal_nan=True)
         check(ok, f"{name} ({cleanup}): exit {p.returncode} {p.stderr[-600:]}\n got {got}\n want {want}")
+    # The safepoint run peaks at check's static peak, leaking nothing.
+    c = run_binary(GRAPHRUN, ["check", path, "--format=json"], timeout=120)
+    p, _ = run(path, feeds, "--cleanup=safepoint", "--check-leaks", "--format=json")
+    if check(c.returncode == 0 and p.returncode == 0, f"{name}: check/json run: {c.stderr[-300:]} {p.stderr[-300:]}"):
+        static = json.loads(c.stdout)["static_peak"]["cpu"]
+        peak = json.loads(p.stdout.splitlines()[0])["memory"]["before_teardown"]["cpu"]["peak"]
+        check(peak == static, f"{name}: safepoint peak {peak} != static peak {static}")
 
 
 def expect_refused(name, nodes, x, out_shape, words, inits=(), opset=17, out_dtype=None, code=3):
