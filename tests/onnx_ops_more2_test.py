@@ -154,6 +154,9 @@ expect_values("lrn_default", [helper.make_node("LRN", ["x"], ["y"], size=3)], bi
 for size in (1, 2, 4, 5, 11, 1 << 40):
     expect_values(f"lrn_{size}", [helper.make_node("LRN", ["x"], ["y"], size=size, alpha=0.5, beta=0.6, bias=2.0)],
                   big, lrn_ref(bd, size, np.float32(0.5), np.float32(0.6), 2.0))
+for beta in (0.5, 1.0):
+    expect_values(f"lrn_beta{beta}", [helper.make_node("LRN", ["x"], ["y"], size=3, beta=beta)], big,
+                  lrn_ref(bd, 3, beta=beta))
 x5 = rng.standard_normal((1, 5, 2, 3, 2))
 expect_values("lrn_3d", [helper.make_node("LRN", ["x"], ["y"], size=2, alpha=0.3)], x5,
               lrn_ref(x5, 2, np.float32(0.3)), rtol=1e-9, atol=1e-9)
@@ -283,6 +286,8 @@ einsum_case("einsum_sum_all", "ij->", [(3, 4)])
 einsum_case("einsum_ellipsis", "...ij,...jk->...ik", [(2, 3, 3, 4), (2, 3, 4, 2)], dtype=np.float64)
 einsum_case("einsum_out_perm", "bqd,bkd->kbq", [(2, 3, 4), (2, 5, 4)])
 einsum_case("einsum_sum_alone", "ij,jk->k", [(3, 4), (4, 2)])
+einsum_case("einsum_ta", "bkq,bkn->bqn", [(2, 5, 3), (2, 5, 4)])  # a read through transpose_a
+einsum_case("einsum_ta_tb", "kq,nk->qn", [(5, 3), (4, 5)])  # both through the flags
 expect_refused("einsum_diagonal", [helper.make_node("Einsum", ["x"], ["y"], equation="ii->i", name="es")],
                rng.standard_normal((3, 3)).astype(np.float32), [3], ("es", "ii->i", "diagonal"))
 expect_refused("einsum_three", [helper.make_node("Einsum", ["x", "x", "x"], ["y"], equation="i,i,i->i",

@@ -119,7 +119,20 @@ void lrn(Importer& im, const onnx::NodeProto& n) {
     const double coef = alpha * static_cast<double>(k) / static_cast<double>(size);
     const NodeId base = im.add(
         "add", {im.add("mul", {reshape_to(im, avg, *s), im.scalar(coef, t)}), im.scalar(bias, t)});
-    im.bind(n.output(0), im.add("div", {(*ins)[0], im.add("pow", {base, im.scalar(beta, t)})}));
+    // base^beta; the common betas (0.75 is the default and AlexNet's and GoogLeNet's) through
+    // sqrt, which costs a fraction of pow.
+    NodeId scaled;
+    if (beta == 0.75) {
+        const NodeId r = im.add("sqrt", {base});
+        scaled = im.add("mul", {r, im.add("sqrt", {r})});
+    } else if (beta == 0.5) {
+        scaled = im.add("sqrt", {base});
+    } else if (beta == 1.0) {
+        scaled = base;
+    } else {
+        scaled = im.add("pow", {base, im.scalar(beta, t)});
+    }
+    im.bind(n.output(0), im.add("div", {(*ins)[0], scaled}));
 }
 
 // ---- Mod ----
@@ -491,12 +504,22 @@ void einsum(Importer& im, const onnx::NodeProto& n) {
     const int64_t B = product(bs, 0, bs.size()), M = product(dims(keep_a), 0, keep_a.size()),
                   K = product(dims(contracted), 0, contracted.size()),
                   Nn = product(dims(keep_b), 0, keep_b.size());
+    // An operand already laid out with its contracted axes first (a) or last (b) is read
+    // through matmul's transpose flags rather than copied by a transpose (attention's
+    // "bhqd,bhkd->bhqk").
+    const bool ta = la != cat(batch, keep_a, contracted) && la == cat(batch, contracted, keep_a);
+    const bool tb = lb != cat(batch, contracted, keep_b) && lb == cat(batch, keep_b, contracted);
     const NodeId a =
-        reshape_to(im, permute((*ins)[0], la, cat(batch, keep_a, contracted)), {B, M, K});
+        ta ? reshape_to(im, (*ins)[0], {B, K, M})
+           : reshape_to(im, permute((*ins)[0], la, cat(batch, keep_a, contracted)), {B, M, K});
     const NodeId b =
-        reshape_to(im, permute((*ins)[1], lb, cat(batch, contracted, keep_b)), {B, K, Nn});
+        tb ? reshape_to(im, (*ins)[1], {B, Nn, K})
+           : reshape_to(im, permute((*ins)[1], lb, cat(batch, contracted, keep_b)), {B, K, Nn});
+    std::vector<NamedAttr> flags;
+    if (ta) flags.push_back(im.named("transpose_a", Attr::boolean(true)));
+    if (tb) flags.push_back(im.named("transpose_b", Attr::boolean(true)));
     const std::vector<int> got = cat(batch, keep_a, keep_b);
-    const NodeId y = reshape_to(im, im.add("matmul", {a, b}), dims(got));
+    const NodeId y = reshape_to(im, im.add("matmul", {a, b}, std::move(flags)), dims(got));
     im.bind(n.output(0), permute(y, got, out.labels));
 }
 
