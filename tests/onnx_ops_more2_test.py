@@ -299,5 +299,29 @@ expect_refused("einsum_broadcast", [helper.make_node("Einsum", ["x", "z"], ["y"]
 expect_refused("einsum_int", [helper.make_node("Einsum", ["x", "x"], ["y"], equation="ij,jk->ik", name="es")],
                np.ones((2, 2), np.int64), [2, 2], ("es", "ij,jk->ik", "f32 or f64"))
 
+
+# Hostile shapes (declared only: check reads the model, nothing is allocated): refused naming the node, no
+# product wraps and no loop runs away.
+def expect_check_refused(name, nodes, shape, out_shape, words, inits=()):
+    graph = helper.make_graph(nodes, name, [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, out_shape)],
+                              initializer=list(inits))
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    path = os.path.join(TMP, name + ".onnx")
+    with open(path, "wb") as f:
+        f.write(m.SerializeToString())
+    p = run_binary(GRAPHRUN, ["check", path], timeout=60)
+    check(p.returncode == 3 and all(w in p.stderr for w in words), f"{name}: exit {p.returncode} {p.stderr[-600:]}")
+
+
+expect_check_refused("cumsum_huge", [helper.make_node("CumSum", ["x", "a"], ["y"], name="cs")], [2**62 + 1],
+                     [2**62 + 1], ("cs", "more elements than graphrun holds"), [const("a", np.array(0, np.int64))])
+expect_check_refused("lrn_huge", [helper.make_node("LRN", ["x"], ["y"], size=3, name="l")], [2**31] * 3, [2**31] * 3,
+                     ("'l'", "more elements than graphrun holds"))
+expect_check_refused("einsum_huge_out", [helper.make_node("Einsum", ["x", "x"], ["y"], equation="ij,kl->ijkl",
+                                                          name="es")], [2**19] * 2, [2**19] * 4,
+                     ("es", "its output's shape", "more elements than graphrun holds"))
+
 print(f"onnx_ops_more2: {'all passed' if not failures else str(len(failures)) + ' failed'}")
 sys.exit(1 if failures else 0)

@@ -22,6 +22,15 @@ DType dtype_of_value(Importer& im, const std::string& name) {
     return v && v->dtype ? *v->dtype : DType::F32;
 }
 
+// A static shape whose element count wraps int64 (a hostile model's) is refused here, so that
+// the products below cannot overflow.
+bool uncountable(Importer& im, const onnx::NodeProto& n, const std::optional<Shape>& s) {
+    std::string why;
+    if (!s || onnx_fold::element_count(*s, why)) return false;
+    im.fail(n, "an input's " + why);
+    return true;
+}
+
 NodeId reshape_to(Importer& im, NodeId x, const Shape& s) {
     return im.add("reshape", {x}, {im.named("shape", int_list(s))});
 }
@@ -44,6 +53,7 @@ void group_norm(Importer& im, const onnx::NodeProto& n) {
     auto ins = im.nodes_of(n, 3);
     if (!ins || ins->size() < 3) return im.fail(n, "needs its input, scale and bias");
     const std::optional<Shape> s = im.static_shape(n.input(0));
+    if (uncountable(im, n, s)) return;
     if (!s || s->size() < 2) return im.fail(n, "needs an input of static shape (N, C, D1, ...)");
     const DType t = dtype_of_value(im, n.input(0));
     if (!is_float(t)) return im.fail(n, "its input must be f32 or f64");
@@ -59,6 +69,7 @@ void group_norm(Importer& im, const onnx::NodeProto& n) {
     const int64_t want = per_channel ? C : G;
     for (int i = 1; i <= 2; ++i) {
         const std::optional<Shape> ps = im.static_shape(n.input(i));
+        if (uncountable(im, n, ps)) return;
         if (!ps || *ps != Shape{want})
             return im.fail(n, std::string(i == 1 ? "its scale" : "its bias") +
                                   " must have shape [" + std::to_string(want) + "] (" +
@@ -97,6 +108,7 @@ void lrn(Importer& im, const onnx::NodeProto& n) {
     auto ins = im.nodes_of(n, 1);
     if (!ins) return;
     const std::optional<Shape> s = im.static_shape(n.input(0));
+    if (uncountable(im, n, s)) return;
     if (!s || s->size() < 2) return im.fail(n, "needs an input of static shape (N, C, D1, ...)");
     const DType t = dtype_of_value(im, n.input(0));
     if (!is_float(t)) return im.fail(n, "its input must be f32 or f64");
@@ -196,6 +208,7 @@ void one_hot(Importer& im, const onnx::NodeProto& n) {
     auto ins = im.nodes_of(n, 3);
     if (!ins || ins->size() < 3) return im.fail(n, "needs its indices, depth and values");
     const std::optional<Shape> s = im.static_shape(n.input(0));
+    if (uncountable(im, n, s)) return;
     if (!s) return im.fail(n, "needs indices of static shape");
     const DType it = dtype_of_value(im, n.input(0));
     if (it == DType::Bool) return im.fail(n, "its indices must be numbers, not bool");
@@ -207,6 +220,7 @@ void one_hot(Importer& im, const onnx::NodeProto& n) {
         return im.fail(n, "depth must be from 1 to 2^24, not " + std::to_string(dd[0]));
     const auto depth = static_cast<int64_t>(dd[0]);
     const std::optional<Shape> vs = im.static_shape(n.input(2));
+    if (uncountable(im, n, vs)) return;
     if (!vs || onnx_fold::numel(*vs).value_or(0) != 2 || vs->size() > 1)
         return im.fail(n, "its values input must hold two values (off, on)");
     const auto rank = static_cast<int64_t>(s->size());
@@ -248,6 +262,7 @@ void cum_sum(Importer& im, const onnx::NodeProto& n) {
     auto ins = im.nodes_of(n, 1);
     if (!ins) return;
     const std::optional<Shape> s = im.static_shape(n.input(0));
+    if (uncountable(im, n, s)) return;
     if (!s || s->empty())
         return im.fail(n, "needs an input of at least 1 dimension and static shape");
     const DType t = dtype_of_value(im, n.input(0));
@@ -292,7 +307,7 @@ void cum_sum(Importer& im, const onnx::NodeProto& n) {
                                                 im.named("dtype", Attr::ident(dtype_name(t)))}));
         x = shifted(x, 1);
     }
-    for (int64_t k = 1; k < L; k *= 2) x = im.add("add", {x, shifted(x, k)});
+    for (int64_t k = 1; k<L; k = k> L / 2 ? L : k * 2) x = im.add("add", {x, shifted(x, k)});
     if (L == 1) x = im.add("identity", {x});
     im.bind(n.output(0), x);
 }
@@ -410,6 +425,7 @@ void einsum(Importer& im, const onnx::NodeProto& n) {
     const DType t = dtype_of_value(im, n.input(0));
     for (int i = 0; i < n.input_size(); ++i) {
         const std::optional<Shape> s = im.static_shape(n.input(i));
+        if (uncountable(im, n, s)) return;
         if (!s) return im.fail(n, "needs inputs of static shape");
         if (dtype_of_value(im, n.input(i)) != t)
             return im.fail(n, "its inputs must have the same dtype");
@@ -519,6 +535,8 @@ void einsum(Importer& im, const onnx::NodeProto& n) {
     if (ta) flags.push_back(im.named("transpose_a", Attr::boolean(true)));
     if (tb) flags.push_back(im.named("transpose_b", Attr::boolean(true)));
     const std::vector<int> got = cat(batch, keep_a, keep_b);
+    if (std::string why; !onnx_fold::element_count(dims(got), why))
+        return refuse("its output's " + why);
     const NodeId y = reshape_to(im, im.add("matmul", {a, b}, std::move(flags)), dims(got));
     im.bind(n.output(0), permute(y, got, out.labels));
 }
