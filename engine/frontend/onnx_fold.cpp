@@ -956,11 +956,8 @@ std::optional<std::vector<HostValue>> evaluate(const onnx::NodeProto& n, const s
     if (op == "Transpose") return one(transpose(x, attr_ints(n, "perm"), why));
     if (op == "Mod") {
         if (ins.size() < 2 || !ins[1] || ins[1]->dtype != x.dtype || x.dtype == DType::Bool) return std::nullopt;
+        // fmod=0 on floats: the divisor's sign, numpy.mod's (as the run-time Mod, onnx_ops_more2.cpp).
         const bool fmod = attr_int(n, "fmod", 0) != 0;
-        if (!fmod && is_float(x.dtype)) {
-            why = "fmod must be 1 for floating-point inputs";
-            return std::nullopt;
-        }
         return one(binary(fmod ? "FMod" : "Mod", x, *ins[1], why));
     }
     if (op == "ScatterND") {

@@ -656,6 +656,8 @@ class Importer {
         }
         return read_names_->count(name) != 0;
     }
+    // The model's own opset (opset() is 17 for a model read in its opset-17 form).
+    int64_t model_opset() const { return model_opset_ ? model_opset_ : opset_; }
     // The importer's record of an ONNX value (created on first use).
     Value& value_slot(const std::string& name) { return values_[name]; }
 

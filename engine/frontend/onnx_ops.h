@@ -36,5 +36,6 @@ void add_shape_onnx_ops(OnnxOpTable& t);  // onnx_ops_shape.cpp: slice gather ex
 void add_norm_onnx_ops(OnnxOpTable& t);  // onnx_ops_norm.cpp: LayerNormalization, BatchNormalization, Gemm
 void add_conv_onnx_ops(OnnxOpTable& t);  // onnx_ops_conv.cpp: Conv, ConvTranspose, the pools
 void add_more_onnx_ops(OnnxOpTable& t);  // onnx_ops_more.cpp: PRelu, HardSwish, Mish, ReduceL2, DepthToSpace, ...
+void add_more2_onnx_ops(OnnxOpTable& t);  // onnx_ops_more2.cpp: GroupNormalization, LRN, Mod, OneHot, CumSum, Einsum
 
 }  // namespace graphrun::onnx_import

@@ -86,9 +86,12 @@ class Lowerer {
             }
             return;
         }
-        if (op == "Gelu" || op == "Mish") {  // Tanh has their dtypes and shape: it stands in while ONNX checks the model
+        // Ops ONNX 1.12 does not know stand in as one it knows, of their inputs' count, dtypes and
+        // output shape (input 0's), while ONNX checks the model: Tanh for Gelu and Mish, Clip (x,
+        // min, max) for GroupNormalization (x, scale, bias).
+        if (op == "Gelu" || op == "Mish" || op == "GroupNormalization") {
             StandIn s{&n, op, {n.attribute().begin(), n.attribute().end()}};
-            n.set_op_type("Tanh");
+            n.set_op_type(op == "GroupNormalization" ? "Clip" : "Tanh");
             n.clear_attribute();
             out_.stand_ins.push_back(std::move(s));
         }

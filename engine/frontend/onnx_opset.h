@@ -13,8 +13,9 @@
 //   Pad (18): an axes input -> refused unless absent
 //   Cast, CastLike (19): saturate (float8 only) dropped
 //   AveragePool (19): dilations of 1 dropped (others refused)
-//   Gelu (20), Mish (18): stand in as Tanh (same dtypes and shape) while ONNX
-//       checks the model, then are mapped as themselves (restore_stand_ins)
+//   Gelu (20), Mish (18): stand in as Tanh (same dtypes and shape), and
+//       GroupNormalization (18, 21) as Clip (three inputs, input 0's type),
+//       while ONNX checks the model; then mapped as themselves (restore_stand_ins)
 #pragma once
 #include <onnx/onnx_pb.h>
 
