@@ -35,6 +35,7 @@ void add_core_onnx_ops(OnnxOpTable& t);  // onnx_ops.cpp: elementwise, matmul/ge
 void add_shape_onnx_ops(OnnxOpTable& t);  // onnx_ops_shape.cpp: slice gather expand split pad tile squeeze ...
 void add_norm_onnx_ops(OnnxOpTable& t);  // onnx_ops_norm.cpp: LayerNormalization, BatchNormalization, Gemm
 void add_conv_onnx_ops(OnnxOpTable& t);  // onnx_ops_conv.cpp: Conv, ConvTranspose, the pools
+void add_resize_onnx_ops(OnnxOpTable& t);  // onnx_ops_resize.cpp: Resize, Upsample
 void add_more_onnx_ops(OnnxOpTable& t);  // onnx_ops_more.cpp: PRelu, HardSwish, Mish, ReduceL2, DepthToSpace, ...
 void add_more2_onnx_ops(OnnxOpTable& t);  // onnx_ops_more2.cpp: GroupNormalization, LRN, Mod, OneHot, CumSum, Einsum
 
