@@ -69,6 +69,21 @@ for d in tests:
     check(ok, f"{name}: exit {p.returncode} {p.stderr[-600:]}")
     passed += ok
 
+# Hostile scales: an output too large to index is refused before anything is made for it.
+import numpy as np  # noqa: E402
+from onnx import TensorProto, helper  # noqa: E402
+for mode in ("nearest", "linear"):
+    graph = helper.make_graph([helper.make_node("Resize", ["x", "", "s"], ["y"], mode=mode, name="rz")], "big",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, 2, 2])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 1, "h", "w"])],
+                              [numpy_helper.from_array(np.array([1, 1, 1e9, 1e9], np.float32), "s")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    path = os.path.join(TMP, f"big_{mode}.onnx")
+    with open(path, "wb") as f:
+        f.write(model.SerializeToString())
+    p = run_binary(GRAPHRUN, ["check", path], timeout=60)
+    check(p.returncode == 3 and "rz" in p.stderr, f"huge scales ({mode}): exit {p.returncode} {p.stderr[-400:]}")
+
 print(f"onnx_resize: {passed} of {len(tests)} resize/upsample node tests match ONNX's expected outputs"
       f"{'' if not failures else f'; {len(failures)} failed'}")
 sys.exit(1 if failures else 0)

@@ -190,6 +190,10 @@ void resize(Importer& im, const onnx::NodeProto& n) {
     for (size_t axis = rank < 2 ? rank - 1 : rank - 2; axis < rank; ++axis) {
         const int64_t in = (*in_shape)[axis], o = out[axis];
         if (in == o && scale[axis] == 1.0) continue;  // this axis keeps its positions
+        // What is made here is bounded before it is allocated: a hostile scale may ask for anything.
+        if (o > (int64_t{1} << 24))
+            return im.fail(n, "its output axis " + std::to_string(axis) + " would have " + std::to_string(o) +
+                                  " positions; at most 2^24 are resized");
         if (in > (int64_t{1} << 24) / std::max<int64_t>(o, 1) && m.mode != "nearest")
             return im.fail(n, "its interpolation matrix (" + std::to_string(o) + " x " + std::to_string(in) +
                                   ") would pass 2^24 elements");
