@@ -44,31 +44,6 @@ void add_fuse_option(CLI::App* cmd, PrepareOptions& p) {
         "between oneDNN convs");
 }
 
-// "N=16" (--dim) or "x=1x3x224x224" (--input-shape, `shape`): the name and
-// the sizes, or a message saying what is wrong. A size is 0 to 2^40.
-std::string binding_problem(const std::string& option, const std::string& v, bool shape, std::string& name,
-                            Shape& sizes) {
-    const std::string form = shape ? option + "=NAME=AxBxC (1x3x224x224; a scalar: NAME=)" : option + "=NAME=N";
-    const size_t eq = v.rfind('=');
-    if (eq == std::string::npos || eq == 0) return "'" + v + "' is not " + form;
-    name = v.substr(0, eq);
-    sizes.clear();
-    const std::string rest = v.substr(eq + 1);
-    if (shape && rest.empty()) return {};  // a scalar input
-    size_t at = 0;
-    while (true) {
-        const size_t x = shape ? rest.find('x', at) : std::string::npos;
-        const std::string part = rest.substr(at, x == std::string::npos ? std::string::npos : x - at);
-        if (std::string p = integer_problem(part, 0, int64_t{1} << 40, "2^40"); !p.empty())
-            return "'" + v + "': " + p + " (" + form + ")";
-        sizes.push_back(std::stoll(part[0] == '+' ? part.substr(1) : part));
-        if (x == std::string::npos) break;
-        if (sizes.size() == 32) return "'" + v + "' has more than 32 dimensions";
-        at = x + 1;
-    }
-    return {};
-}
-
 // --dim=NAME=N and --input-shape=NAME=AxBxC bind an ONNX model's free input
 // dimensions (SPEC section 2); --input arrays bind them too (run, compare).
 void add_shape_options(CLI::App* cmd, ShapeBindings& b) {
@@ -189,6 +164,31 @@ std::string memory_size_problem(const std::string& v) {
     uint64_t b = 0;
     if (!parse_memory_size(v, b)) return "'" + v + "' is not a memory size; " + expected;
     if (b == 0) return "'" + v + "' is 0 bytes; " + expected;
+    return {};
+}
+
+// "N=16" (--dim) or "x=1x3x224x224" (--input-shape, `shape`): the name and
+// the sizes, or a message saying what is wrong. A size is 0 to 2^40.
+std::string binding_problem(const std::string& option, const std::string& v, bool shape, std::string& name,
+                            Shape& sizes) {
+    const std::string form = shape ? option + "=NAME=AxBxC (1x3x224x224; a scalar: NAME=)" : option + "=NAME=N";
+    const size_t eq = v.rfind('=');
+    if (eq == std::string::npos || eq == 0) return "'" + v + "' is not " + form;
+    name = v.substr(0, eq);
+    sizes.clear();
+    const std::string rest = v.substr(eq + 1);
+    if (shape && rest.empty()) return {};  // a scalar input
+    size_t at = 0;
+    while (true) {
+        const size_t x = shape ? rest.find('x', at) : std::string::npos;
+        const std::string part = rest.substr(at, x == std::string::npos ? std::string::npos : x - at);
+        if (std::string p = integer_problem(part, 0, int64_t{1} << 40, "2^40"); !p.empty())
+            return "'" + v + "': " + p + " (" + form + ")";
+        sizes.push_back(std::stoll(part[0] == '+' ? part.substr(1) : part));
+        if (x == std::string::npos) break;
+        if (sizes.size() == 32) return "'" + v + "' has more than 32 dimensions";
+        at = x + 1;
+    }
     return {};
 }
 

@@ -5,6 +5,8 @@
 #include <string_view>
 #include <vector>
 
+#include "engine/ir/dtype.h"  // Shape
+
 namespace graphrun::cli {
 
 // Exit codes of SPEC section 6.
@@ -28,5 +30,9 @@ std::string integer_problem(const std::string& v, int64_t lo, int64_t hi,
                             const std::string& hi_text);
 // What is wrong with `v` as a --memory-limit ("" when nothing is).
 std::string memory_size_problem(const std::string& v);
+// "N=16" (--dim) or "x=1x3x224x224" (--input-shape, `shape`) into its name and
+// sizes; what is wrong with it ("" when nothing is).
+std::string binding_problem(const std::string& option, const std::string& v, bool shape, std::string& name,
+                            Shape& sizes);
 
 }  // namespace graphrun::cli

@@ -104,7 +104,7 @@ const std::vector<Repl::Command>& Repl::commands() {
          &Repl::cmd_close},
         {"cleanup", "[STRATEGY]",
          "switch to background, safepoint or close; alone: the current one", &Repl::cmd_cleanup},
-        {"load", "FILE [--input=NAME=@F.npy ...] [--fill=random|zeros|ones] [--seed=N]",
+        {"load", "FILE [--input=NAME=@F.npy ...] [--fill=random|zeros|ones] [--seed=N] [--dim=NAME=N ...] [--input-shape=NAME=AxB ...]",
          "run a .graph, .json or .onnx file in the session; its outputs become names",
          &Repl::cmd_load},
         {"save", "NAME... FILE.npz", "write the named values into one .npz file", &Repl::cmd_save},
@@ -244,7 +244,8 @@ void Repl::cmd_load(const std::vector<std::string>& args) {
     std::string file;
     FeedOptions feeds;
     feeds.memory_limit = opts_.live.memory_limit;
-    static const std::vector<std::string> options = {"--input", "--fill", "--seed"};
+    ShapeBindings shapes;  // an ONNX model's free dimensions (--dim, --input-shape)
+    static const std::vector<std::string> options = {"--input", "--fill", "--seed", "--dim", "--input-shape"};
     for (size_t i = 0; i < args.size(); ++i) {
         const std::string& a = args[i];
         if (a.size() < 2 || a.compare(0, 2, "--") != 0) {
@@ -264,7 +265,7 @@ void Repl::cmd_load(const std::vector<std::string>& args) {
             std::string msg = ":load: unknown option '" + terminal_text(opt) + "'";
             if (std::string near = suggest(opt, options); !near.empty())
                 msg += "; did you mean " + near + "?";
-            return usage_error(msg + " (--input, --fill, --seed)");
+            return usage_error(msg + " (--input, --fill, --seed, --dim, --input-shape)");
         }
         if (eq == std::string::npos && value.empty())
             return usage_error(":load: " + opt + " needs a value");
@@ -283,6 +284,14 @@ void Repl::cmd_load(const std::vector<std::string>& args) {
             else
                 return usage_error(":load: --fill is random, zeros or ones (got '" +
                                    terminal_text(value) + "')");
+        } else if (opt == "--dim" || opt == "--input-shape") {
+            std::string name;
+            Shape sizes;
+            const bool shape = opt == "--input-shape";
+            if (std::string p = binding_problem(opt, value, shape, name, sizes); !p.empty())
+                return usage_error(":load: " + opt + ": " + p);
+            if (shape) shapes.shapes.push_back(GivenShape{name, sizes, opt + "=" + value, true});
+            else shapes.dims.push_back(DimBinding{name, sizes.at(0), opt + "=" + value});
         } else {
             if (std::string p = integer_problem(value, 0, INT64_MAX, "2^63-1"); !p.empty())
                 return usage_error(":load: --seed: " + p);
@@ -291,7 +300,7 @@ void Repl::cmd_load(const std::vector<std::string>& args) {
     }
     if (file.empty())
         return usage_error(":load needs a file (:load FILE [--input=NAME=@F.npy] [--fill=...])");
-    const StatementResult r = session_.load(file, feeds);
+    const StatementResult r = session_.load(file, feeds, shapes);
     if (!r.error) {
         out_ << "loaded " << terminal_text(file) << ": ";
         if (r.bound.empty())

@@ -257,6 +257,11 @@ def free_dimension():
         f.write("x = input(shape=[2], dtype=f32)\ny = x + 1\n")
     p = graphrun("run", script, "--dim=N=2", "--fill=zeros")
     check(p.returncode == 2 and "only an ONNX model has free dimensions" in p.stderr, f".graph --dim: {p.returncode} {p.stderr}")
+    # The REPL's :load binds them too, with the same errors.
+    p = run_binary(GRAPHRUN, ["repl"], stdin=f":load {path} --dim=N=3 --input-shape=m=3x2x2 --fill=ones\ny\n"
+                                            f":load {path} --dim=M=3 --fill=ones\n", timeout=60)
+    check("y: f32[3,2,2]" in p.stdout and "no free dimension 'M'" in p.stderr + p.stdout,
+          f"repl :load --dim: {p.returncode} {p.stdout[-400:]} {p.stderr[-400:]}")
     # compare feeds its runs the arrays that bound the model; convert writes the bound shapes.
     x, m = f32(4, 8), f32(4, 2, 2)
     np.save(os.path.join(TMP, "fd_x4.npy"), x)

@@ -325,13 +325,14 @@ bool LiveSession::needs_more(std::string_view text) {
     return last == '+' || last == '-' || last == '*' || last == '/' || last == '@' || last == ',' || last == '=';
 }
 
-StatementResult LiveSession::load(const std::string& path, const FeedOptions& feeds) {
+StatementResult LiveSession::load(const std::string& path, const FeedOptions& feeds, const ShapeBindings& shapes) {
     Impl& m = *impl_;
     StatementResult r;
     PrepareOptions po;
     po.fuse = false;  // every bound name holds its own value (SPEC section 8)
     po.placement = m.opts.placement;
     po.memory_limit = m.opts.memory_limit;
+    po.shapes = shapes;
     if (looks_like_onnx(path)) add_feed_shapes(po, feeds);  // they bind its free dimensions
     std::ostringstream printed;
     PrepareResult pr = load_and_place(path, po, printed);

@@ -104,7 +104,8 @@ public:
     // Runs a graph or model file (.graph, .json, .onnx) in this session:
     // its inputs fed by `feeds`, statement by statement as execute() does,
     // and its outputs bound as names (replacing names already bound).
-    StatementResult load(const std::string& path, const FeedOptions& feeds);
+    // `shapes`: an ONNX model's free dimensions (the --input arrays bind them too).
+    StatementResult load(const std::string& path, const FeedOptions& feeds, const ShapeBindings& shapes = {});
     // Writes the named values into one .npz file (atomically; never a file
     // the session read).
     std::optional<Error> save(const std::vector<std::string>& names, const std::string& file);
