@@ -328,6 +328,33 @@ int64_t wrap_add(int64_t x, int64_t y) { return static_cast<int64_t>(static_cast
 int64_t wrap_sub(int64_t x, int64_t y) { return static_cast<int64_t>(static_cast<uint64_t>(x) - static_cast<uint64_t>(y)); }
 int64_t wrap_mul(int64_t x, int64_t y) { return static_cast<int64_t>(static_cast<uint64_t>(x) * static_cast<uint64_t>(y)); }
 
+// The elements of a broadcast result of shape `out`, in C order: seek(k)
+// to the k-th, then offset(v) is the element of input v it reads (NumPy
+// broadcasting: v's shape aligned to the right, a dimension of 1 repeated).
+class BroadcastIndex {
+  public:
+    explicit BroadcastIndex(const Shape& out) : out_(out), idx_(out.size(), 0) {}
+    void seek(int64_t k) {
+        for (size_t i = out_.size(); i-- > 0;) {
+            idx_[i] = out_[i] ? k % out_[i] : 0;
+            k = out_[i] ? k / out_[i] : 0;
+        }
+    }
+    size_t offset(const HostValue& v) const {
+        const size_t rank = out_.size(), lead = rank - v.shape.size();
+        size_t off = 0;
+        for (size_t i = lead; i < rank; ++i) {
+            const int64_t d = v.shape[i - lead];
+            off = off * static_cast<size_t>(d) + static_cast<size_t>(d == 1 ? 0 : idx_[i]);
+        }
+        return off;
+    }
+
+  private:
+    const Shape& out_;
+    std::vector<int64_t> idx_;
+};
+
 // Elementwise binary op on constants with NumPy broadcasting.
 std::optional<HostValue> binary(const std::string& op, const HostValue& a, const HostValue& b, std::string& why) {
     const size_t rank = std::max(a.shape.size(), b.shape.size());
@@ -345,23 +372,11 @@ std::optional<HostValue> binary(const std::string& op, const HostValue& a, const
     if (!total) return std::nullopt;
     HostValue r = make(a.dtype, out, *total);
     const bool integral = is_int(a.dtype) || a.dtype == DType::Bool;
-    std::vector<int64_t> idx(rank, 0);
-    auto offset = [&](const HostValue& v) {
-        size_t off = 0;
-        for (size_t i = rank - v.shape.size(); i < rank; ++i) {
-            int64_t d = v.shape[i - (rank - v.shape.size())];
-            off = off * static_cast<size_t>(d) + static_cast<size_t>(d == 1 ? 0 : idx[i]);
-        }
-        return off;
-    };
+    BroadcastIndex at(out);
     for (int64_t k = 0; k < *total; ++k) {
         if (stop_requested(k, why)) return std::nullopt;
-        int64_t rem = k;
-        for (size_t i = rank; i-- > 0;) {
-            idx[i] = out[i] ? rem % out[i] : 0;
-            rem = out[i] ? rem / out[i] : 0;
-        }
-        const size_t ia = offset(a), ib = offset(b);
+        at.seek(k);
+        const size_t ia = at.offset(a), ib = at.offset(b);
         if (integral) {
             int64_t x = get_int(a, ia), y = get_int(b, ib), z = 0;
             if (op == "Add") z = wrap_add(x, y);
@@ -419,22 +434,11 @@ std::optional<HostValue> select_or_equal(const std::string& op, const std::vecto
     if (!total) return std::nullopt;
     const bool equal = op == "Equal", expand = op == "Expand";
     HostValue r = make(equal ? DType::Bool : expand ? in[0]->dtype : in[1]->dtype, out, *total);
-    std::vector<int64_t> idx(rank, 0);
-    auto offset = [&](const HostValue& v) {
-        size_t off = 0;
-        for (size_t i = rank - v.shape.size(); i < rank; ++i) {
-            const int64_t d = v.shape[i - (rank - v.shape.size())];
-            off = off * static_cast<size_t>(d) + static_cast<size_t>(d == 1 ? 0 : idx[i]);
-        }
-        return off;
-    };
+    BroadcastIndex at(out);
+    auto offset = [&at](const HostValue& v) { return at.offset(v); };
     for (int64_t k = 0; k < *total; ++k) {
         if (stop_requested(k, why)) return std::nullopt;
-        int64_t rem = k;
-        for (size_t i = rank; i-- > 0;) {
-            idx[i] = out[i] ? rem % out[i] : 0;
-            rem = out[i] ? rem / out[i] : 0;
-        }
+        at.seek(k);
         if (equal) {
             const HostValue &a = *in[0], &b = *in[1];
             const bool integral = !is_float(a.dtype);
