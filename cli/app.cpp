@@ -47,48 +47,27 @@ void add_fuse_option(CLI::App* cmd, PrepareOptions& p) {
 // --dim=NAME=N and --input-shape=NAME=AxBxC bind an ONNX model's free input
 // dimensions (SPEC section 2); --input arrays bind them too (run, compare).
 void add_shape_options(CLI::App* cmd, ShapeBindings& b) {
-    cmd->add_option_function<std::vector<std::string>>(
-           "--dim",
-           [&b](const std::vector<std::string>& v) {
-               for (const std::string& s : v) {
-                   DimBinding d;
-                   Shape sizes;
-                   binding_problem("--dim", s, false, d.name, sizes);
-                   d.value = sizes.at(0);
-                   d.from = "--dim=" + s;
-                   b.dims.push_back(std::move(d));
-               }
-           },
-           "bind a named free dimension of an ONNX model's inputs (repeatable): --dim=batch=16")
-        ->type_name("NAME=N")
-        ->check(CLI::Validator(
-            [](std::string& v) {
-                std::string name;
-                Shape sizes;
-                return binding_problem("--dim", v, false, name, sizes);
-            },
-            ""));
-    cmd->add_option_function<std::vector<std::string>>(
-           "--input-shape",
-           [&b](const std::vector<std::string>& v) {
-               for (const std::string& s : v) {
-                   GivenShape g;
-                   binding_problem("--input-shape", s, true, g.input, g.shape);
-                   g.from = "--input-shape=" + s;
-                   g.must_exist = true;
-                   b.shapes.push_back(std::move(g));
-               }
-           },
-           "the shape of an ONNX model's input whose dimensions are free, where no --input array gives it "
-           "(repeatable): --input-shape=pixel_values=1x3x224x224")
-        ->type_name("NAME=AxBxC")
-        ->check(CLI::Validator(
-            [](std::string& v) {
-                std::string name;
-                Shape sizes;
-                return binding_problem("--input-shape", v, true, name, sizes);
-            },
-            ""));
+    // Each option's values are checked by its validator (binding_problem) and then added to `b`.
+    auto add = [cmd, &b](const char* option, const char* type, const char* help) {
+        const std::string name = option;
+        cmd->add_option_function<std::vector<std::string>>(
+               name,
+               [&b, name](const std::vector<std::string>& v) {
+                   for (const std::string& s : v) add_binding(b, name, s);
+               },
+               help)
+            ->type_name(type)
+            ->check(CLI::Validator(
+                [name](std::string& v) {
+                    ShapeBindings scratch;
+                    return add_binding(scratch, name, v);
+                },
+                ""));
+    };
+    add("--dim", "NAME=N", "bind a named free dimension of an ONNX model's inputs (repeatable): --dim=batch=16");
+    add("--input-shape", "NAME=AxBxC",
+        "the shape of an ONNX model's input whose dimensions are free, where no --input array gives it "
+        "(repeatable): --input-shape=pixel_values=1x3x224x224");
 }
 
 // Edit distance with adjacent transpositions counted as one edit (optimal
@@ -189,6 +168,16 @@ std::string binding_problem(const std::string& option, const std::string& v, boo
         if (sizes.size() == 32) return "'" + v + "' has more than 32 dimensions";
         at = x + 1;
     }
+    return {};
+}
+
+std::string add_binding(ShapeBindings& b, const std::string& option, const std::string& value) {
+    const bool shape = option == "--input-shape";
+    std::string name;
+    Shape sizes;
+    if (std::string p = binding_problem(option, value, shape, name, sizes); !p.empty()) return p;
+    if (shape) b.shapes.push_back(GivenShape{std::move(name), std::move(sizes), option + "=" + value, true});
+    else b.dims.push_back(DimBinding{std::move(name), sizes.at(0), option + "=" + value});
     return {};
 }
 

@@ -5,7 +5,8 @@
 #include <string_view>
 #include <vector>
 
-#include "engine/ir/dtype.h"  // Shape
+#include "engine/ir/dtype.h"       // Shape
+#include "engine/ir/free_dims.h"  // ShapeBindings
 
 namespace graphrun::cli {
 
@@ -34,5 +35,8 @@ std::string memory_size_problem(const std::string& v);
 // sizes; what is wrong with it ("" when nothing is).
 std::string binding_problem(const std::string& option, const std::string& v, bool shape, std::string& name,
                             Shape& sizes);
+// Adds --dim=VALUE or --input-shape=VALUE (`option`) to `b`; what is wrong
+// with it ("" when nothing is, and then it is added).
+std::string add_binding(ShapeBindings& b, const std::string& option, const std::string& value);
 
 }  // namespace graphrun::cli

@@ -285,13 +285,8 @@ void Repl::cmd_load(const std::vector<std::string>& args) {
                 return usage_error(":load: --fill is random, zeros or ones (got '" +
                                    terminal_text(value) + "')");
         } else if (opt == "--dim" || opt == "--input-shape") {
-            std::string name;
-            Shape sizes;
-            const bool shape = opt == "--input-shape";
-            if (std::string p = binding_problem(opt, value, shape, name, sizes); !p.empty())
+            if (std::string p = add_binding(shapes, opt, value); !p.empty())
                 return usage_error(":load: " + opt + ": " + p);
-            if (shape) shapes.shapes.push_back(GivenShape{name, sizes, opt + "=" + value, true});
-            else shapes.dims.push_back(DimBinding{name, sizes.at(0), opt + "=" + value});
         } else {
             if (std::string p = integer_problem(value, 0, INT64_MAX, "2^63-1"); !p.empty())
                 return usage_error(":load: --seed: " + p);
