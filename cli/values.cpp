@@ -37,8 +37,8 @@ struct FloatParts {
 // Dragon4 positional, unique, at most 8 digits after the point, trailing zeros
 // trimmed: the shortest digits when they need no more than 8 after the point,
 // otherwise the exact value rounded (half to even) to 8.
-FloatParts positional(double v, bool f32) {
-    Digits d = shortest_digits(v, f32);
+FloatParts positional(double v, DType ft) {
+    Digits d = shortest_digits(v, ft);
     FloatParts p;
     p.neg = d.neg;
     const int n = static_cast<int>(d.digits.size());
@@ -73,8 +73,8 @@ FloatParts positional(double v, bool f32) {
 }
 
 // Dragon4 scientific, unique, at most 8 mantissa digits after the point.
-FloatParts scientific(double v, bool f32) {
-    Digits d = shortest_digits(v, f32);
+FloatParts scientific(double v, DType ft) {
+    Digits d = shortest_digits(v, ft);
     FloatParts p;
     p.neg = d.neg;
     if (d.digits.size() - 1 > kPrecision) {
@@ -101,6 +101,7 @@ std::string exponent_text(int e, size_t min_digits) {
 }
 
 double float_at(const HostTensor& t, int64_t i) {
+    if (t.dtype == DType::F16 || t.dtype == DType::BF16) return element_as_double(t.dtype, t.data.data(), i);
     if (t.dtype == DType::F32) {
         float f;
         std::memcpy(&f, t.data.data() + i * 4, 4);
@@ -112,6 +113,7 @@ double float_at(const HostTensor& t, int64_t i) {
 }
 
 int64_t int_at(const HostTensor& t, int64_t i) {
+    if (t.dtype == DType::I8 || t.dtype == DType::U8) return element_as_int(t.dtype, t.data.data(), i);
     if (t.dtype == DType::I32) {
         int32_t v;
         std::memcpy(&v, t.data.data() + i * 4, 4);
@@ -127,7 +129,7 @@ int64_t int_at(const HostTensor& t, int64_t i) {
 class ElementFormat {
 public:
     template <class ForEach>
-    ElementFormat(const HostTensor& t, ForEach each) : t_(t), f32_(t.dtype == DType::F32) {
+    ElementFormat(const HostTensor& t, ForEach each) : t_(t), ft_(t.dtype) {
         if (t.dtype == DType::Bool) return;
         if (is_int(t.dtype)) {
             int64_t lo = INT64_MAX, hi = INT64_MIN;
@@ -176,7 +178,7 @@ public:
             out += exponent_text(std::atoi(buf + e + 1), exp_size_);
             return;
         }
-        FloatParts p = positional(v, f32_);
+        FloatParts p = positional(v, ft_);
         out.append(pad_left_ - (p.neg + p.int_part.size()), ' ');
         if (p.neg) out += '-';
         out += p.int_part;
@@ -205,8 +207,14 @@ private:
         });
         if (min_val != INFINITY) {
             // The ratio in the dtype's own arithmetic, as NumPy divides two scalars of it.
-            const double ratio = f32_ ? static_cast<double>(static_cast<float>(max_val) / static_cast<float>(min_val))
-                                      : max_val / min_val;
+            // (f16, bf16: NumPy divides in f32 and rounds to the type.)
+            double ratio = ft_ == DType::F64 ? max_val / min_val
+                                             : static_cast<double>(static_cast<float>(max_val) / static_cast<float>(min_val));
+            if (ft_ == DType::F16 || ft_ == DType::BF16) {
+                uint16_t r = 0;
+                store_double(ft_, &r, 0, ratio);
+                ratio = element_as_double(ft_, &r, 0);
+            }
             exp_format_ = max_val >= 1e8 || min_val < 0.0001 || ratio > 1000.;
         }
         if (any_finite && exp_format_) {
@@ -214,7 +222,7 @@ private:
             each([&](int64_t i) {
                 const double v = float_at(t_, i);
                 if (!std::isfinite(v)) return;
-                FloatParts p = scientific(v, f32_);
+                FloatParts p = scientific(v, ft_);
                 precision_ = std::max(precision_, p.frac.size());
                 pad_left_ = std::max(pad_left_, p.neg + p.int_part.size());
                 exp_digits = std::max(exp_digits, std::to_string(std::abs(p.exp)).size());
@@ -225,7 +233,7 @@ private:
             each([&](int64_t i) {
                 const double v = float_at(t_, i);
                 if (!std::isfinite(v)) return;
-                FloatParts p = positional(v, f32_);
+                FloatParts p = positional(v, ft_);
                 pad_left_ = std::max(pad_left_, p.neg + p.int_part.size());
                 pad_right_ = std::max(pad_right_, p.frac.size());
             });
@@ -239,7 +247,7 @@ private:
     }
 
     const HostTensor& t_;
-    const bool f32_;
+    const DType ft_;  // the float dtype
     size_t width_ = 0;  // integers
     bool exp_format_ = false;
     size_t pad_left_ = 0, pad_right_ = 0, precision_ = 0, exp_size_ = 0;
@@ -252,13 +260,15 @@ std::string scalar_text(const HostTensor& t) {
     switch (t.dtype) {
         case DType::Bool: return t.data[0] ? "True" : "False";
         case DType::I32:
-        case DType::I64: return std::to_string(int_at(t, 0));
+        case DType::I64:
+        case DType::I8:
+        case DType::U8: return std::to_string(int_at(t, 0));
         default: break;
     }
     const double v = float_at(t, 0);
     if (std::isnan(v)) return "nan";
     if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
-    Digits d = shortest_digits(v, t.dtype == DType::F32);
+    Digits d = shortest_digits(v, t.dtype);
     const double a = std::fabs(v);
     std::string s = d.neg ? "-" : "";
     const int n = static_cast<int>(d.digits.size());

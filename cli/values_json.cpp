@@ -13,10 +13,27 @@ namespace graphrun::cli {
 
 namespace {
 
-// std::to_chars in scientific form, shortest round trip: "-1.2345e-05".
-size_t shortest_scientific(char* buf, size_t size, double v, bool f32) {
-    std::to_chars_result r = f32 ? std::to_chars(buf, buf + size - 1, static_cast<float>(v), std::chars_format::scientific)
-                                 : std::to_chars(buf, buf + size - 1, v, std::chars_format::scientific);
+// std::to_chars in scientific form, shortest round trip in the float type ft
+// (f32, f64, f16, bf16): "-1.2345e-05".
+size_t shortest_scientific(char* buf, size_t size, double v, DType ft) {
+    std::to_chars_result r;
+    if (ft == DType::F16 || ft == DType::BF16) {
+        // The fewest digits that read back as the same 16-bit value (correctly
+        // rounded to that many digits, as NumPy's Dragon4 picks among them).
+        uint16_t want = 0, got = 0;
+        store_double(ft, &want, 0, v);
+        for (int p = 0; p < 17; ++p) {
+            r = std::to_chars(buf, buf + size - 1, v, std::chars_format::scientific, p);
+            double back = 0;
+            std::from_chars(buf, r.ptr, back);
+            store_double(ft, &got, 0, back);
+            if (got == want) break;
+        }
+    } else if (ft == DType::F32) {
+        r = std::to_chars(buf, buf + size - 1, static_cast<float>(v), std::chars_format::scientific);
+    } else {
+        r = std::to_chars(buf, buf + size - 1, v, std::chars_format::scientific);
+    }
     *r.ptr = '\0';  // for atoi on the exponent
     return static_cast<size_t>(r.ptr - buf);
 }
@@ -35,6 +52,10 @@ double number_at(const HostTensor& t, int64_t i) {
         case DType::I32: return load<int32_t>(t, i);
         case DType::I64: return static_cast<double>(load<int64_t>(t, i));
         case DType::Bool: return t.data[static_cast<size_t>(i)] ? 1 : 0;
+        case DType::F16:
+        case DType::BF16:
+        case DType::I8:
+        case DType::U8: return element_as_double(t.dtype, t.data.data(), i);
     }
     return 0;
 }
@@ -47,15 +68,17 @@ char* json_element(char* p, const HostTensor& t, int64_t i) {
             return std::memcpy(p, "false", 5), p + 5;
         case DType::I32: return std::to_chars(p, p + 32, load<int32_t>(t, i)).ptr;
         case DType::I64: return std::to_chars(p, p + 32, load<int64_t>(t, i)).ptr;
+        case DType::I8:
+        case DType::U8: return std::to_chars(p, p + 32, element_as_int(t.dtype, t.data.data(), i)).ptr;
         default: break;
     }
-    const double v = t.dtype == DType::F32 ? static_cast<double>(load<float>(t, i)) : load<double>(t, i);
+    const double v = number_at(t, i);
     if (std::isnan(v)) return std::memcpy(p, "\"nan\"", 5), p + 5;
     if (std::isinf(v)) {
         if (v > 0) return std::memcpy(p, "\"inf\"", 5), p + 5;
         return std::memcpy(p, "\"-inf\"", 6), p + 6;
     }
-    return json_number(p, v, t.dtype == DType::F32);
+    return json_number(p, v, t.dtype);
 }
 
 // Elements [begin, end) of a tensor of rank >= 1 with their brackets and
@@ -101,9 +124,9 @@ void write_empty(std::ostream& out, const Shape& shape, size_t dim) {
 
 }  // namespace
 
-Digits shortest_digits(double v, bool f32) {
+Digits shortest_digits(double v, DType ft) {
     char buf[64];
-    const size_t n = shortest_scientific(buf, sizeof buf, v, f32);
+    const size_t n = shortest_scientific(buf, sizeof buf, v, ft);
     Digits d;
     size_t i = 0;
     if (buf[i] == '-') d.neg = true, ++i;
@@ -115,9 +138,9 @@ Digits shortest_digits(double v, bool f32) {
 
 // nlohmann::detail::dtoa_impl::format_buffer with min_exp -4 and max_exp 15
 // (digits10 of double: every JSON number is a double there).
-char* json_number(char* out, double v, bool f32) {
+char* json_number(char* out, double v, DType ft) {
     char buf[64];
-    const size_t n = shortest_scientific(buf, sizeof buf, v, f32);
+    const size_t n = shortest_scientific(buf, sizeof buf, v, ft);
     char* p = out;
     size_t i = 0;
     if (buf[0] == '-') *p++ = '-', i = 1;
@@ -205,7 +228,7 @@ ValueSummary summarize(const HostTensor& t) {
     uint64_t counted = 0;
     for (int64_t i = 0; i < numel; ++i) {
         if (is_int(t.dtype)) {
-            const int64_t v = t.dtype == DType::I32 ? load<int32_t>(t, i) : load<int64_t>(t, i);
+            const int64_t v = element_as_int(t.dtype, t.data.data(), i);
             imin = std::min(imin, v), imax = std::max(imax, v);
         }
         const double v = number_at(t, i);
@@ -219,20 +242,20 @@ ValueSummary summarize(const HostTensor& t) {
         ++counted;
     }
     if (!any) return s;
-    auto number = [&](double v, bool f32) -> std::string {
+    auto number = [&](double v, DType ft) -> std::string {
         if (std::isnan(v)) return "\"nan\"";
         if (std::isinf(v)) return v > 0 ? "\"inf\"" : "\"-inf\"";
         char buf[40];
-        return std::string(buf, json_number(buf, v, f32));
+        return std::string(buf, json_number(buf, v, ft));
     };
     if (is_int(t.dtype)) {
         s.min = std::to_string(imin), s.max = std::to_string(imax);
     } else if (t.dtype == DType::Bool) {
         s.min = fmin != 0 ? "1" : "0", s.max = fmax != 0 ? "1" : "0";
     } else {
-        s.min = number(fmin, t.dtype == DType::F32), s.max = number(fmax, t.dtype == DType::F32);
+        s.min = number(fmin, t.dtype), s.max = number(fmax, t.dtype);
     }
-    s.mean = number(sum / static_cast<double>(counted), false);
+    s.mean = number(sum / static_cast<double>(counted), DType::F64);
     return s;
 }
 

@@ -201,7 +201,7 @@ def test_errors(d):
         f.write(good[:8] + len(bad).to_bytes(2, "little") + bad + good[10 + len(hdr):])
     np.save(os.path.join(d, "shape.npy"), np.zeros((3, 2), np.float32))
     np.save(os.path.join(d, "dtype.npy"), np.zeros((2, 3), np.float64))
-    np.save(os.path.join(d, "u8.npy"), np.zeros((2, 3), np.uint8))
+    np.save(os.path.join(d, "u16.npy"), np.zeros((2, 3), np.uint16))
     np.savez(os.path.join(d, "two.npz"), a=x, b=x)
 
     run_x = ["run", "e.graph"]
@@ -220,7 +220,7 @@ def test_errors(d):
                        "(the shapes differ)"])
     expect(run_x + ["--input=x=@dtype.npy"], 2, d,
            stderr_has=["dtype.npy holds f64[2,3] ('<f8'), but input 'x' is f32[2,3] (the dtypes differ"])
-    expect(run_x + ["--input=x=@u8.npy"], 2, d, stderr_has=["dtype '|u1' (uint8) is not one graphrun has"])
+    expect(run_x + ["--input=x=@u16.npy"], 2, d, stderr_has=["dtype '<u2' (uint16) is not one graphrun has"])
     expect(run_x + ["--input=x=@missing.npy"], 2, d, stderr_has=["--input=x=@missing.npy: cannot read missing.npy"])
     expect(run_x + ["--input=xx=@good.npy"], 2, d,
            stderr_has=["--input=xx=@good.npy: e.graph has no input 'xx'; did you mean 'x'?"])
@@ -254,7 +254,7 @@ def test_errors(d):
         f.write("x = input(dtype=f32)\n")
     expect(["check", "bad.graph"], 3, d, stderr_has=["shape"])
     with open(os.path.join(d, "bad2.graph"), "w") as f:
-        f.write("x = input([2], dtype=f16)\n")
+        f.write("x = input([2], dtype=u16)\n")
     expect(["check", "bad2.graph"], 3, d)
     # --help documents the options and exit code 5.
     expect(["--help"], 0, d, stdout_has=["5 an output differs from --expected-output"])

@@ -70,7 +70,27 @@ def read_pb(path):
     t = onnx.TensorProto()
     with open(path, "rb") as f:
         t.ParseFromString(f.read())
-    return numpy_helper.to_array(t)
+    a = numpy_helper.to_array(t)
+    if t.data_type == onnx.TensorProto.BFLOAT16 and a.dtype == np.uint16:  # ONNX 1.12 gives the bits
+        return BFloat16Bits(a)
+    return a
+
+
+def as_declared(value, value_info):
+    """ONNX 1.12's test data stores bfloat16 tensors as UINT16: the bits of a BFLOAT16 input or output."""
+    if value_info.type.tensor_type.elem_type == onnx.TensorProto.BFLOAT16 and value.dtype == np.uint16:
+        return BFloat16Bits(value)
+    return value
+
+
+class BFloat16Bits(np.ndarray):
+    """A bfloat16 tensor as its 16-bit patterns: saved as ml_dtypes saves bfloat16 ('|V2'), compared as floats."""
+
+    def __new__(cls, bits):
+        return np.asarray(bits, np.uint16).view(cls)
+
+    def as_float(self):
+        return (np.asarray(self).astype(np.uint32) << 16).view(np.float32)
 
 
 def run_test(test_dir, tmp):
@@ -90,8 +110,11 @@ def run_test(test_dir, tmp):
         return "unsupported", "no test data"
     for ds in sets:
         try:
-            inputs = [read_pb(os.path.join(ds, f"input_{i}.pb")) for i in range(len(input_names))]
-            expected = [read_pb(os.path.join(ds, f"output_{i}.pb")) for i in range(len(output_names))]
+            declared_in = [i for i in model.graph.input if i.name not in inits]
+            inputs = [as_declared(read_pb(os.path.join(ds, f"input_{i}.pb")), declared_in[i])
+                      for i in range(len(input_names))]
+            expected = [as_declared(read_pb(os.path.join(ds, f"output_{i}.pb")), model.graph.output[i])
+                        for i in range(len(output_names))]
         except Exception as e:  # noqa: BLE001 - data the Python package cannot read as tensors
             return "unsupported", f"test data: {e}"
         args = [GRAPHRUN, "run", "--cleanup=safepoint", model_path]
@@ -99,7 +122,7 @@ def run_test(test_dir, tmp):
             if value.dtype == object:
                 return "unsupported", f"input {name} is not numeric"
             path = os.path.join(tmp, f"in{i}.npy")
-            np.save(path, value)
+            np.save(path, np.asarray(value).view("V2") if isinstance(value, BFloat16Bits) else value)
             args.append(f"--input={name}=@{path}")
         out_dir = os.path.join(tmp, "out")
         args.append(f"--save={out_dir}")
@@ -120,6 +143,10 @@ def run_test(test_dir, tmp):
             if not files:
                 return "failed", f"output {name} was not saved (saved: {saved})"
             got = np.load(os.path.join(out_dir, files[0]))
+            if got.dtype.kind == "V" and got.dtype.itemsize == 2:  # bf16 ('|V2'): its bits are float32's top half
+                got = (got.view(np.uint16).astype(np.uint32) << 16).view(np.float32)
+            if isinstance(want, BFloat16Bits):
+                want = want.as_float()
             if got.shape != want.shape:
                 return "failed", f"output {name}: shape {got.shape}, expected {want.shape}"
             if want.dtype == bool or got.dtype == bool:

@@ -170,12 +170,12 @@ def bad_files():
                       [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])], opset=25)
     p = graphrun("check", path)
     check(p.returncode == 3 and "opset 25" in p.stderr, f"opset: {p.returncode} {p.stderr}")
-    # An element type graphrun does not have (in a model ONNX accepts: Identity takes uint8, Relu does not).
-    path = save_model("uint8", [helper.make_node("Identity", ["x"], ["y"])],
-                      [helper.make_tensor_value_info("x", TensorProto.UINT8, [2])],
-                      [helper.make_tensor_value_info("y", TensorProto.UINT8, [2])])
+    # An element type graphrun does not have (in a model ONNX accepts: Identity takes uint16).
+    path = save_model("uint16", [helper.make_node("Identity", ["x"], ["y"])],
+                      [helper.make_tensor_value_info("x", TensorProto.UINT16, [2])],
+                      [helper.make_tensor_value_info("y", TensorProto.UINT16, [2])])
     p = graphrun("check", path)
-    check(p.returncode == 3 and "UINT8" in p.stderr and "'x'" in p.stderr, f"uint8: {p.returncode} {p.stderr}")
+    check(p.returncode == 3 and "UINT16" in p.stderr and "'x'" in p.stderr, f"uint16: {p.returncode} {p.stderr}")
 
 
 def free_dimension():
@@ -329,8 +329,8 @@ def tensor_files():
     write(huge, os.path.join(TMP, "huge.pb"))
     unnamed = os.path.join(TMP, "unnamed.pb")
     write(numpy_helper.from_array(sets[0][0], ""), unnamed)
-    f16 = onnx.TensorProto(name="x", data_type=TensorProto.FLOAT16, dims=[1, 6], raw_data=b"\0" * 12)
-    write(f16, os.path.join(TMP, "f16.pb"))
+    u16 = onnx.TensorProto(name="x", data_type=TensorProto.UINT16, dims=[1, 6], raw_data=b"\0" * 12)
+    write(u16, os.path.join(TMP, "u16.pb"))
     extra = os.path.join(TMP, "pbextra")
     write(numpy_helper.from_array(sets[0][0], ""), os.path.join(extra, "input_0.pb"))
     write(numpy_helper.from_array(sets[0][0], ""), os.path.join(extra, "input_1.pb"))
@@ -341,7 +341,7 @@ def tensor_files():
         ((f"--input=@{TMP}/short.pb",), ("short.pb", "raw data has 8 bytes", "needs 24")),
         ((f"--input=@{TMP}/huge.pb",), ("huge.pb", "more elements than graphrun holds")),
         ((f"--input=@{unnamed}",), ("without a name", "--input=NAME=@")),
-        ((f"--input=@{TMP}/f16.pb",), ("f16.pb", "FLOAT16")),
+        ((f"--input=@{TMP}/u16.pb",), ("u16.pb", "UINT16")),
         ((f"--input=@{extra}",), ("input_1.pb", "the graph has 1 input, so it stands for none")),
         ((f"--input=@{empty}",), ("holds no input_K.pb",)),
         ((f"--input=x=@{root}/test_data_set_0",), ("is a folder of tensor files",)),

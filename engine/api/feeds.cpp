@@ -303,6 +303,28 @@ std::string encode_json_scalar(const json& v, DType t, uint8_t* out) {
             }
             return "";
         }
+        case DType::F16:
+        case DType::BF16: {
+            const double max = t == DType::F16 ? 65504.0 : 3.3895313892515355e38;
+            if (std::isfinite(d) && std::fabs(d) > max)
+                return "is out of range for " + std::string(dtype_name(t)) + (t == DType::F16 ? " (largest 65504)" : " (largest 3.3895314e+38)");
+            store_double(t, out, 0, d);
+            return "";
+        }
+        case DType::I8:
+        case DType::U8: {
+            if (!integral) {
+                if (!std::isfinite(d) || d != std::trunc(d)) return "is not an integer";
+                if (std::fabs(d) >= 9.2233720368547758e18) return "is out of range for " + std::string(dtype_name(t));
+                i = static_cast<int64_t>(d);
+            }
+            const int64_t lo = t == DType::I8 ? -128 : 0, hi = t == DType::I8 ? 127 : 255;
+            if (i < lo || i > hi)
+                return "is out of range for " + std::string(dtype_name(t)) + " (" + std::to_string(lo) + ".." +
+                       std::to_string(hi) + ")";
+            store_int(t, out, 0, i);
+            return "";
+        }
     }
     return "has no dtype";
 }
@@ -449,6 +471,14 @@ void fill_literal(std::vector<uint8_t>& lit, DType t, int64_t numel, FillMode mo
             }
             case DType::Bool:
                 *p = mode == FillMode::Ones ? 1 : static_cast<uint8_t>(r & 1);
+                break;
+            case DType::F16:
+            case DType::BF16:
+                store_double(t, p, 0, mode == FillMode::Ones ? 1.0 : u);
+                break;
+            case DType::I8:
+            case DType::U8:
+                store_int(t, p, 0, mode == FillMode::Ones ? 1 : static_cast<int64_t>(r % 10));
                 break;
         }
     }
@@ -619,6 +649,12 @@ std::string element_text(DType t, const void* data, int64_t index) {
         }
         case DType::Bool:
             return *p ? "true" : "false";
+        case DType::F16:
+        case DType::BF16:
+            return finite_text(element_as_double(t, p, 0));  // exact: shortest digits of the double
+        case DType::I8:
+        case DType::U8:
+            return std::to_string(element_as_int(t, p, 0));
     }
     return "?";
 }

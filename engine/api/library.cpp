@@ -27,6 +27,7 @@ namespace {
 
 // The public enums repeat the engine's, value for value.
 static_assert(static_cast<int>(DType::Bool) == static_cast<int>(graphrun::DType::Bool));
+static_assert(static_cast<int>(DType::U8) == static_cast<int>(graphrun::DType::U8));
 static_assert(static_cast<int>(ErrorKind::Mismatch) == static_cast<int>(graphrun::ErrorKind::Mismatch));
 static_assert(static_cast<int>(Severity::Note) == static_cast<int>(graphrun::Severity::Note));
 static_assert(static_cast<int>(Cleanup::Close) == static_cast<int>(graphrun::CleanupStrategy::Close));

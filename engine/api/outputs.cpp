@@ -573,6 +573,21 @@ ExpectedCheck compare_expected(const HostTensor& got, const ExpectedValue& want,
         case DType::I32: compare_elements<int32_t>(a, b, n, rtol, atol, c, found); break;
         case DType::I64: compare_elements<int64_t>(a, b, n, rtol, atol, c, found); break;
         case DType::Bool: compare_elements<uint8_t>(a, b, n, rtol, atol, c, found); break;
+        case DType::F16:
+        case DType::BF16:
+        case DType::I8:
+        case DType::U8: {
+            // Compared in the compute type, which holds every value exactly (f32, i32).
+            const DType wide = compute_dtype(got.dtype);
+            std::vector<uint8_t> wa(static_cast<size_t>(n) * 4), wb(static_cast<size_t>(n) * 4);
+            for (int64_t i = 0; i < n; ++i) {
+                store_double(wide, wa.data(), i, element_as_double(got.dtype, a, i));
+                store_double(wide, wb.data(), i, element_as_double(got.dtype, b, i));
+            }
+            if (wide == DType::F32) compare_elements<float>(wa.data(), wb.data(), n, rtol, atol, c, found);
+            else compare_elements<int32_t>(wa.data(), wb.data(), n, rtol, atol, c, found);
+            break;
+        }
     }
     c.matched = c.mismatched == 0;
     auto at = [&](int64_t i) {

@@ -11,6 +11,7 @@
 #include "engine/kernels/cpu/dnnl_kernels.h"
 #include "engine/plan/channels_last.h"
 #include "engine/plan/fuse.h"
+#include "engine/plan/storage_types.h"
 
 namespace graphrun {
 
@@ -101,6 +102,8 @@ PrepareResult load_and_place(std::unique_ptr<LoadedGraph> loaded, const PrepareO
         r.error = std::move(perr);
         return r;
     }
+    // Arithmetic on the storage types runs in their compute types (engine/plan/storage_types.h).
+    widen_storage_types(g);
     // The plan, check's listing and the run all see the fused graph.
     // Then the values kept channels-last between oneDNN convs (engine/plan/channels_last.h);
     // --no-fuse (and the live session, where every name holds its value) keeps NCHW, and

@@ -156,6 +156,25 @@ std::string conversion_problem(const Scalar& s, DType t) {
             return "it is out of range (-3.4028235e38 to 3.4028235e38)";
         return "";
     }
+    if (t == DType::F16 || t == DType::BF16) {
+        const double v = s.is_int ? static_cast<double>(s.i) : s.f;
+        std::vector<uint8_t> bits(2);
+        store_double(t, bits.data(), 0, v);
+        if (std::isfinite(v) && std::isinf(element_as_double(t, bits.data(), 0)))
+            return t == DType::F16 ? "it is out of range (-65504 to 65504)"
+                                   : "it is out of range (-3.3895314e38 to 3.3895314e38)";
+        return "";
+    }
+    if (t == DType::I8 || t == DType::U8) {
+        const int64_t lo = t == DType::I8 ? -128 : 0, hi = t == DType::I8 ? 127 : 255;
+        const std::string range = "it is out of range (" + std::to_string(lo) + " to " + std::to_string(hi) + ")";
+        if (!s.is_int) {
+            if (!std::isfinite(s.f)) return "integers have no nan or inf";
+            if (s.f != std::trunc(s.f)) return "it is not an integer";
+            return s.f < static_cast<double>(lo) || s.f > static_cast<double>(hi) ? range : "";
+        }
+        return s.i < lo || s.i > hi ? range : "";
+    }
     const bool i32 = t == DType::I32;
     const char* range = i32 ? "it is out of range (-2147483648 to 2147483647)"
                             : "it is out of range (-9223372036854775808 to 9223372036854775807)";
@@ -203,6 +222,16 @@ void encode_scalar(const Scalar& s, DType t, std::vector<uint8_t>& out) {
         case DType::Bool:
             append(out, static_cast<uint8_t>(s.b ? 1 : 0));
             break;
+        case DType::F16:
+        case DType::BF16:
+        case DType::I8:
+        case DType::U8: {
+            const size_t at = out.size();
+            out.resize(at + dtype_size(t));
+            const double v = s.is_bool ? (s.b ? 1.0 : 0.0) : s.is_int ? static_cast<double>(s.i) : s.f;
+            store_double(t, out.data() + at, 0, v);  // in range: conversion_problem checked it
+            break;
+        }
     }
 }
 
@@ -375,7 +404,7 @@ bool NodeCheck::check_attr_value(const AttrSpec& spec, const NamedAttr& a) {
             if (v.is_word())
                 if (std::string near = nearest_name(v.s, dtype_words()); !near.empty())
                     msg += "; did you mean '" + near + "'?";
-            error(loc, msg + "; dtypes are f32, f64, i32, i64 and bool");
+            error(loc, msg + "; dtypes are f32, f64, i32, i64, bool, f16, bf16, i8 and u8");
             return false;
         }
         case AttrType::String:

@@ -224,19 +224,24 @@ std::optional<DType> descr_dtype(const std::string& d, bool& swap, std::string& 
     else if (body == "i4") t = DType::I32;
     else if (body == "i8") t = DType::I64;
     else if (body == "b1" || body == "?") t = DType::Bool;
+    else if (body == "f2") t = DType::F16;
+    else if (body == "i1") t = DType::I8;
+    else if (body == "u1") t = DType::U8;
+    else if (body == "V2") t = DType::BF16;  // NumPy has no bfloat16: ml_dtypes' arrays save as 2-byte voids
     if (!t) {
         const char* name = nullptr;
         static const std::pair<const char*, const char*> known[] = {
-            {"f2", "float16"}, {"f16", "float128"}, {"i1", "int8"},   {"i2", "int16"},      {"u1", "uint8"},
-            {"u2", "uint16"},  {"u4", "uint32"},    {"u8", "uint64"}, {"c8", "complex64"},  {"c16", "complex128"},
+            {"f16", "float128"}, {"i2", "int16"},  {"u2", "uint16"},      {"u4", "uint32"},
+            {"u8", "uint64"},    {"c8", "complex64"}, {"c16", "complex128"},
             {"O", "object"},   {"V", "void"}};
         for (const auto& [code, n] : known)
             if (body == code) name = n;
         if (!name && !body.empty() && (body[0] == 'U' || body[0] == 'S')) name = "string";
         if (!name && !body.empty() && (body[0] == 'M' || body[0] == 'm')) name = "datetime";
         why = "dtype " + excerpt(d) + (name ? std::string(" (") + name + ")" : std::string()) +
-              " is not one graphrun has; it reads f32 ('<f4'), f64 ('<f8'), i32 ('<i4'), i64 ('<i8') and bool "
-              "('|b1'), in either byte order";
+              " is not one graphrun has; it reads f32 ('<f4'), f64 ('<f8'), i32 ('<i4'), i64 ('<i8'), bool "
+              "('|b1'), f16 ('<f2'), i8 ('|i1'), u8 ('|u1') and bf16 ('|V2', as ml_dtypes saves it), in either "
+              "byte order";
         return std::nullopt;
     }
     swap = order == '>' && dtype_size(*t) > 1;
@@ -290,6 +295,10 @@ const char* npy_descr(DType t) {
         case DType::I32: return "<i4";
         case DType::I64: return "<i8";
         case DType::Bool: return "|b1";
+        case DType::F16: return "<f2";
+        case DType::BF16: return "|V2";
+        case DType::I8: return "|i1";
+        case DType::U8: return "|u1";
     }
     return "|b1";
 }

@@ -20,6 +20,10 @@ std::optional<DType> dtype_of(int32_t t) {
         case onnx::TensorProto::INT32: return DType::I32;
         case onnx::TensorProto::INT64: return DType::I64;
         case onnx::TensorProto::BOOL: return DType::Bool;
+        case onnx::TensorProto::FLOAT16: return DType::F16;
+        case onnx::TensorProto::BFLOAT16: return DType::BF16;
+        case onnx::TensorProto::INT8: return DType::I8;
+        case onnx::TensorProto::UINT8: return DType::U8;
         default: return std::nullopt;
     }
 }
@@ -34,7 +38,7 @@ std::string onnx_type_name(int32_t t) {
 std::optional<HostValue> tensor_value(const onnx::TensorProto& t, std::string& why) {
     auto dt = dtype_of(t.data_type());
     if (!dt) {
-        why = "its element type " + onnx_type_name(t.data_type()) + " is not one graphrun has (f32, f64, i32, i64, bool)";
+        why = "its element type " + onnx_type_name(t.data_type()) + " is not one graphrun has (f32, f64, i32, i64, bool, f16, bf16, i8, u8)";
         return std::nullopt;
     }
     if (t.data_location() == onnx::TensorProto::EXTERNAL) {
@@ -100,6 +104,17 @@ std::optional<HostValue> tensor_value(const onnx::TensorProto& t, std::string& w
             break;
         case DType::Bool:
             ok = fill(t.int32_data(), [&](size_t i, int32_t x) { v.bytes[i] = x != 0; });
+            break;
+        case DType::F16:
+        case DType::BF16:  // the 16 bits in the low half of each int32
+            ok = fill(t.int32_data(), [&](size_t i, int32_t x) {
+                const auto bits = static_cast<uint16_t>(x);
+                std::memcpy(&v.bytes[i * 2], &bits, 2);
+            });
+            break;
+        case DType::I8:
+        case DType::U8:
+            ok = fill(t.int32_data(), [&](size_t i, int32_t x) { v.bytes[i] = static_cast<uint8_t>(x); });
             break;
     }
     if (!ok) return std::nullopt;
@@ -247,6 +262,10 @@ double get(const HostValue& v, size_t i) {
         case DType::I32: { int32_t x; std::memcpy(&x, p, 4); return x; }
         case DType::I64: { int64_t x; std::memcpy(&x, p, 8); return static_cast<double>(x); }
         case DType::Bool: return *p ? 1 : 0;
+        case DType::F16:
+        case DType::BF16:
+        case DType::I8:
+        case DType::U8: return element_as_double(v.dtype, p, 0);
     }
     return 0;
 }
@@ -269,6 +288,10 @@ void put(HostValue& v, size_t i, double x, int64_t xi, bool integral) {
         case DType::I32: { int32_t k = static_cast<int32_t>(integral ? xi : to_int64(x)); std::memcpy(p, &k, 4); break; }
         case DType::I64: { int64_t k = integral ? xi : to_int64(x); std::memcpy(p, &k, 8); break; }
         case DType::Bool: *p = integral ? xi != 0 : x != 0; break;
+        case DType::F16:
+        case DType::BF16: store_double(v.dtype, p, 0, x); break;
+        case DType::I8:
+        case DType::U8: store_int(v.dtype, p, 0, integral ? xi : to_int64(x)); break;
     }
 }
 

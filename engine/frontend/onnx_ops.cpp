@@ -327,6 +327,7 @@ const OnnxOpTable& onnx_op_table() {
         add_norm_onnx_ops(t);
         add_more_onnx_ops(t);
         add_more2_onnx_ops(t);
+        add_quant_onnx_ops(t);
         add_resize_onnx_ops(t);
         add_conv_onnx_ops(t);
         return t;

@@ -37,6 +37,7 @@ void add_norm_onnx_ops(OnnxOpTable& t);  // onnx_ops_norm.cpp: LayerNormalizatio
 void add_conv_onnx_ops(OnnxOpTable& t);  // onnx_ops_conv.cpp: Conv, ConvTranspose, the pools
 void add_resize_onnx_ops(OnnxOpTable& t);  // onnx_ops_resize.cpp: Resize, Upsample
 void add_more_onnx_ops(OnnxOpTable& t);  // onnx_ops_more.cpp: PRelu, HardSwish, Mish, ReduceL2, DepthToSpace, ...
-void add_more2_onnx_ops(OnnxOpTable& t);  // onnx_ops_more2.cpp: GroupNormalization, LRN, Mod, OneHot, CumSum, Einsum
+void add_more2_onnx_ops(OnnxOpTable& t);
+void add_quant_onnx_ops(OnnxOpTable& t);  // onnx_ops_quant.cpp: QuantizeLinear, DequantizeLinear, MatMulInteger, QLinearConv, ...  // onnx_ops_more2.cpp: GroupNormalization, LRN, Mod, OneHot, CumSum, Einsum
 
 }  // namespace graphrun::onnx_import

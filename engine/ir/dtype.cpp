@@ -12,6 +12,10 @@ const char* dtype_name(DType t) {
         case DType::I32: return "i32";
         case DType::I64: return "i64";
         case DType::Bool: return "bool";
+        case DType::F16: return "f16";
+        case DType::BF16: return "bf16";
+        case DType::I8: return "i8";
+        case DType::U8: return "u8";
     }
     return "?";
 }
@@ -22,6 +26,10 @@ std::optional<DType> parse_dtype(std::string_view s) {
     if (s == "i32" || s == "int32") return DType::I32;
     if (s == "i64" || s == "int64") return DType::I64;
     if (s == "bool") return DType::Bool;
+    if (s == "f16" || s == "float16") return DType::F16;
+    if (s == "bf16" || s == "bfloat16") return DType::BF16;
+    if (s == "i8" || s == "int8") return DType::I8;
+    if (s == "u8" || s == "uint8") return DType::U8;
     return std::nullopt;
 }
 
@@ -32,6 +40,10 @@ size_t dtype_size(DType t) {
         case DType::I32: return 4;
         case DType::I64: return 8;
         case DType::Bool: return 1;
+        case DType::F16: return 2;
+        case DType::BF16: return 2;
+        case DType::I8: return 1;
+        case DType::U8: return 1;
     }
     return 1;
 }
@@ -65,6 +77,41 @@ std::optional<uint64_t> checked_buffer_bytes(int64_t numel, DType t) {
     if (n > kMax / es) return std::nullopt;
     uint64_t bytes = n * es;
     return (bytes + 63) / 64 * 64;
+}
+
+}  // namespace graphrun
+
+// --- element access for every dtype -----------------------------------------------
+
+#include "engine/ir/elements.h"
+
+namespace graphrun {
+
+double element_as_double(DType t, const void* data, int64_t i) { return elements::load_double(t, data, i); }
+int64_t element_as_int(DType t, const void* data, int64_t i) { return elements::load_int(t, data, i); }
+void store_double(DType t, void* data, int64_t i, double v) { elements::store_double(t, data, i, v); }
+void store_int(DType t, void* data, int64_t i, int64_t v) { elements::store_int(t, data, i, v); }
+
+bool holds_exactly(DType to, DType from) {
+    if (to == from) return true;
+    auto mantissa = [](DType t) {  // significant bits of a float type
+        return t == DType::F64 ? 53 : t == DType::F32 ? 24 : t == DType::F16 ? 11 : 8;
+    };
+    auto int_bits = [](DType t) {  // magnitude bits of an integer type (sign apart)
+        return t == DType::I64 ? 63 : t == DType::I32 ? 31 : t == DType::I8 ? 7 : 8;
+    };
+    if (from == DType::Bool) return true;
+    if (to == DType::Bool) return false;
+    if (is_float(to) && is_float(from)) {
+        if (to == DType::F16 && from == DType::BF16) return false;  // bf16's range
+        if (to == DType::BF16 && from != DType::BF16) return false;  // f16's, f32's precision
+        return mantissa(to) >= mantissa(from);
+    }
+    if (is_float(to)) return mantissa(to) >= int_bits(from);
+    if (is_float(from)) return false;
+    if (to == DType::U8) return false;
+    if (from == DType::U8) return int_bits(to) >= 8;
+    return int_bits(to) >= int_bits(from);
 }
 
 }  // namespace graphrun

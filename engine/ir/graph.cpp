@@ -95,6 +95,10 @@ Attr host_literal_value(const Node& n) {
             case DType::I32: { int32_t x; std::memcpy(&x, p, 4); items.push_back(Attr::integer(x)); break; }
             case DType::I64: { int64_t x; std::memcpy(&x, p, 8); items.push_back(Attr::integer(x)); break; }
             case DType::Bool: items.push_back(Attr::boolean(*p != 0)); break;
+            case DType::F16:
+            case DType::BF16: items.push_back(Attr::number(element_as_double(t, p, 0))); break;
+            case DType::I8:
+            case DType::U8: items.push_back(Attr::integer(element_as_int(t, p, 0))); break;
         }
     }
     return Attr::make_list(std::move(items));

@@ -227,4 +227,19 @@ std::optional<std::vector<std::string>> positional_attr_names(OpKind k, size_t c
     return std::vector<std::string>(info.positional.begin(), info.positional.begin() + count);
 }
 
+bool runs_in_storage_type(OpKind op) {
+    switch (op_info(op).family) {
+        case OpFamily::Copy:
+        case OpFamily::Transpose:
+        case OpFamily::Concat:
+        case OpFamily::Layout:
+        case OpFamily::Cast:
+            return true;
+        case OpFamily::None:  // loop_param: a buffer handed from pass to pass
+            return op == OpKind::LoopParam;
+        default:
+            return op == OpKind::Const || op == OpKind::Input;
+    }
+}
+
 }  // namespace graphrun

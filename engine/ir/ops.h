@@ -126,6 +126,11 @@ inline bool is_unary_elementwise(OpKind k) {
     return (k >= OpKind::Neg && k <= OpKind::Cos) || (k >= OpKind::Floor && k <= OpKind::Gelu);
 }
 inline bool is_creation(OpKind k) { return k <= OpKind::Input; }
+// Whether op runs on values of a storage type (f16, bf16, i8, u8) in that type:
+// const, input, cast, loop_param and the ops that only move elements (families
+// Copy, Transpose, Concat, Layout), whose kernels move bytes of any size. The
+// rest compute in the compute type (engine/plan/storage_types.h).
+bool runs_in_storage_type(OpKind op);
 inline bool is_reduction(OpKind k) {
     return (k >= OpKind::ReduceSum && k <= OpKind::ReduceMean) || k == OpKind::ReduceMin ||
            k == OpKind::ReduceProd;

@@ -6,6 +6,7 @@
 #include <limits>
 #include <type_traits>
 
+#include "engine/ir/elements.h"
 #include "engine/kernels/common/kernel_common.h"
 #include "gpu/kernels/cast.cuh"
 
@@ -60,11 +61,37 @@ class CastKernel final : public GpuKernel {
     }
 };
 
+// A cast to or from a storage type (f16, bf16, i8, u8): the host's conversions
+// (engine/ir/elements.h, compiled for the device), element by element.
+__global__ void storage_cast_kernel(const void* __restrict__ x, DType from, void* __restrict__ o, DType to,
+                                    int64_t n) {
+    for (int64_t i = thread_index(); i < n; i += thread_count()) elements::cast_element(to, o, from, x, i);
+}
+
+class StorageCastKernel final : public GpuKernel {
+  public:
+    StorageCastKernel(const Graph& g, const Node& n, GpuContext& ctx) : GpuKernel(g, n, ctx) {}
+
+  protected:
+    void compute(const TensorRef* in, TensorRef& out) override {
+        if (out.numel == 0) return;
+        if (in[0].dtype == out.dtype) {
+            GR_CUDA_THROW(cudaMemcpyAsync(out.data, in[0].data, static_cast<size_t>(out.numel) * dtype_size(out.dtype),
+                                          cudaMemcpyDeviceToDevice, ctx_.stream));
+            return;
+        }
+        launch<storage_cast_kernel>(ctx_, grid_for(out.numel), kBlock, in[0].data, in[0].dtype, out.data, out.dtype,
+                                    out.numel);
+    }
+};
+
 }  // namespace
 
 std::unique_ptr<Kernel> make_cast_kernel(const Graph& g, const Node& n, GpuContext& ctx) {
     if (n.inputs.size() != 1)
         return kernels::make_error_kernel("internal error: cast needs one input");
+    if (is_storage(n.dtype) || is_storage(g.node(n.inputs[0].id).dtype))
+        return std::make_unique<StorageCastKernel>(g, n, ctx);
     return kernels::dispatch_dtype(g.node(n.inputs[0].id).dtype, [&](auto from) {
         return kernels::dispatch_dtype(n.dtype, [&](auto to) -> std::unique_ptr<Kernel> {
             return std::make_unique<CastKernel<decltype(to), decltype(from)>>(g, n, ctx);

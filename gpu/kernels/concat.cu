@@ -32,6 +32,9 @@ class ConcatKernel final : public GpuKernel {
             case 1:
                 launch<uint8_t>(in, out.data);
                 break;
+            case 2:
+                launch<uint16_t>(in, out.data);
+                break;
             case 4:
                 launch<uint32_t>(in, out.data);
                 break;

@@ -281,6 +281,10 @@ std::unique_ptr<Kernel> make_for_op(const Graph& g, const Node& n, GpuContext& c
                 case DType::I64:
                     return std::make_unique<RangeKernel<int64_t>>(g, n, ctx);
                 case DType::Bool:
+                case DType::F16:  // storage types: widened before any kernel (engine/plan/storage_types.h)
+                case DType::BF16:
+                case DType::I8:
+                case DType::U8:
                     break;
             }
             break;
@@ -304,6 +308,12 @@ void launch_fill(void* dst, int64_t n, size_t elem_size, const void* value, GpuC
             uint8_t v;
             std::memcpy(&v, value, 1);
             launch<fill_kernel<uint8_t>>(ctx, grid_for(n), kBlock, static_cast<uint8_t*>(dst), n, v);
+            break;
+        }
+        case 2: {
+            uint16_t v;
+            std::memcpy(&v, value, 2);
+            launch<fill_kernel<uint16_t>>(ctx, grid_for(n), kBlock, static_cast<uint16_t*>(dst), n, v);
             break;
         }
         case 4: {

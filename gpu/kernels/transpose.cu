@@ -80,6 +80,9 @@ class TransposeKernel final : public GpuKernel {
             case 1:
                 launch<uint8_t>(in[0].data, out.data, out.numel);
                 break;
+            case 2:
+                launch<uint16_t>(in[0].data, out.data, out.numel);
+                break;
             case 4:
                 launch<uint32_t>(in[0].data, out.data, out.numel);
                 break;

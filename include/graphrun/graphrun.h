@@ -40,8 +40,10 @@ const char* version();
 
 // ----- arrays ---------------------------------------------------------------
 
-enum class DType : uint8_t { F32, F64, I32, I64, Bool };
-const char* dtype_name(DType t);  // "f32", "f64", "i32", "i64", "bool"
+// F16 (IEEE half), BF16 (bfloat16), I8 and U8 are storage types: arrays of
+// them hold the raw little-endian elements (F16, BF16: the 16-bit patterns).
+enum class DType : uint8_t { F32, F64, I32, I64, Bool, F16, BF16, I8, U8 };
+const char* dtype_name(DType t);  // "f32", "f64", "i32", "i64", "bool", "f16", "bf16", "i8", "u8"
 size_t dtype_size(DType t);       // bytes per element (bool: 1)
 
 template <class T>
@@ -50,8 +52,11 @@ constexpr DType dtype_of() {
     else if constexpr (std::is_same_v<T, double>) return DType::F64;
     else if constexpr (std::is_same_v<T, int32_t>) return DType::I32;
     else if constexpr (std::is_same_v<T, int64_t>) return DType::I64;
+    else if constexpr (std::is_same_v<T, int8_t>) return DType::I8;
+    else if constexpr (std::is_same_v<T, uint8_t>) return DType::U8;
     else {
-        static_assert(std::is_same_v<T, bool>, "graphrun arrays hold float, double, int32_t, int64_t or bool");
+        static_assert(std::is_same_v<T, bool>,
+                      "graphrun arrays hold float, double, int32_t, int64_t, int8_t, uint8_t or bool");
         return DType::Bool;
     }
 }

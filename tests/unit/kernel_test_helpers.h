@@ -94,6 +94,11 @@ struct Tensor {
                 return static_cast<double>(as<int64_t>()[i]);
             case DType::Bool:
                 return as<uint8_t>()[i] ? 1 : 0;
+            case DType::F16:
+            case DType::BF16:
+            case DType::I8:
+            case DType::U8:
+                return element_as_double(dtype, words.data(), i);
         }
         return 0;
     }
@@ -126,6 +131,12 @@ struct Tensor {
                 break;
             case DType::Bool:
                 as<uint8_t>()[i] = v != 0;
+                break;
+            case DType::F16:
+            case DType::BF16:
+            case DType::I8:
+            case DType::U8:
+                store_double(dtype, words.data(), i, v);
                 break;
         }
     }

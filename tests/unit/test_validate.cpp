@@ -223,9 +223,9 @@ TEST_CASE("validate attributes: value types") {
          "reduce_sum: axes must be a list of integers or one integer, got 1.5"},
         {OpKind::ReduceSum, "keepdims", I(1), "reduce_sum: keepdims must be true or false, got 1"},
         {OpKind::Cast, "dtype", W("flaot32"),
-         "cast: unknown dtype 'flaot32'; did you mean 'float32'?; dtypes are f32, f64, i32, i64 "
-         "and bool"},
-        {OpKind::Cast, "dtype", S("f16"), "cast: unknown dtype 'f16'"},
+         "cast: unknown dtype 'flaot32'; did you mean 'float32'?; dtypes are f32, f64, i32, i64, "
+         "bool, f16, bf16, i8 and u8"},
+        {OpKind::Cast, "dtype", S("c64"), "cast: unknown dtype 'c64'"},
         {OpKind::Cast, "dtype", I(32), "cast: dtype must be a dtype name, got 32"},
     };
     for (Case& c : cases) {

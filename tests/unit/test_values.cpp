@@ -28,7 +28,7 @@ HostTensor tensor(DType dt, Shape shape, std::vector<T> values) {
 
 std::string json_of(double v, bool f32) {
     char buf[40];
-    return std::string(buf, json_number(buf, v, f32));
+    return std::string(buf, json_number(buf, v, f32 ? DType::F32 : DType::F64));
 }
 
 std::string streamed(const HostTensor& t) {

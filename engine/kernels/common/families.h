@@ -9,6 +9,7 @@
 #include "engine/ir/graph.h"
 #include "engine/ir/ops.h"
 #include "engine/kernels/common/kernel.h"
+#include "engine/kernels/common/kernel_common.h"
 
 namespace graphrun::kernels {
 
@@ -43,6 +44,13 @@ struct FamilyFactories {
 template <class... Ctx>
 std::unique_ptr<Kernel> make_family_kernel(const FamilyFactories<Ctx...>& f, const Graph& g, const Node& n,
                                            Ctx&... ctx) {
+    if (!runs_in_storage_type(n.op)) {  // storage types reach only the kernels that move bytes
+        bool storage = is_storage(n.dtype);
+        for (const Input& in : n.inputs) storage = storage || is_storage(g.node(in.id).dtype);
+        if (storage)
+            return make_error_kernel(std::string("internal error: ") + op_name(n.op) +
+                                     " on a storage type was not widened to its compute type");
+    }
     typename FamilyFactories<Ctx...>::Make make = nullptr;
     switch (op_info(n.op).family) {
         case OpFamily::Creation: make = f.creation; break;

@@ -201,7 +201,9 @@ class KernelBase : public NodeKernel {
 // A kernel that only reports an error when run (unsupported op or dtype).
 std::unique_ptr<Kernel> make_error_kernel(std::string message);
 
-// Calls f(tag) with tag a value of the C++ type for t (bool as uint8_t).
+// Calls f(tag) with tag a value of the C++ type for t (bool as uint8_t). For
+// the compute types only: a storage type reaches no kernel that dispatches so
+// (make_family_kernel refuses it; cast handles it apart).
 template <class F>
 decltype(auto) dispatch_dtype(DType t, F&& f) {
     switch (t) {
@@ -214,6 +216,10 @@ decltype(auto) dispatch_dtype(DType t, F&& f) {
         case DType::I64:
             return f(int64_t{});
         case DType::Bool:
+        case DType::F16:
+        case DType::BF16:
+        case DType::I8:
+        case DType::U8:
             break;
     }
     return f(uint8_t{});

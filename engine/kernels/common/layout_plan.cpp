@@ -149,6 +149,10 @@ std::optional<PadPlan> pad_plan(const Node& n, const Shape& in) {
         case DType::I32: put(static_cast<int32_t>(scalar_attr(n, "constant_value").value_or(ScalarAttr{}).as_int())); break;
         case DType::I64: put(scalar_attr(n, "constant_value").value_or(ScalarAttr{}).as_int()); break;
         case DType::Bool: put(static_cast<uint8_t>(v != 0 ? 1 : 0)); break;
+        case DType::F16:
+        case DType::BF16:
+        case DType::I8:
+        case DType::U8: store_double(n.dtype, &p.constant_bits, 0, v); break;
     }
     return p;
 }

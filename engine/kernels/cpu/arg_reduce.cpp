@@ -96,7 +96,12 @@ std::unique_ptr<Kernel> make_typed(const Graph& g, const Node& n, DType t) {
         case DType::F64: return std::make_unique<ArgReduceKernel<double, Max>>(g, n);
         case DType::I32: return std::make_unique<ArgReduceKernel<int32_t, Max>>(g, n);
         case DType::I64: return std::make_unique<ArgReduceKernel<int64_t, Max>>(g, n);
-        case DType::Bool: break;
+        case DType::Bool:
+        case DType::F16:  // storage types: widened before any kernel (engine/plan/storage_types.h)
+        case DType::BF16:
+        case DType::I8:
+        case DType::U8:
+            break;
     }
     return nullptr;
 }

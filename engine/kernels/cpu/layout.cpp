@@ -23,6 +23,7 @@ template <class F>
 std::string by_element_size(DType t, F&& f) {
     switch (dtype_size(t)) {
         case 1: return f(uint8_t{});
+        case 2: return f(uint16_t{});
         case 4: return f(uint32_t{});
         case 8: return f(uint64_t{});
         default: return "internal error: an element size the shape ops do not know";

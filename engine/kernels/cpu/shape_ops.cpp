@@ -9,8 +9,10 @@
 #include <limits>
 #include <type_traits>
 
+#include "engine/ir/elements.h"
 #include "engine/kernels/common/kernel_common.h"
 #include "engine/kernels/cpu/kernel_families.h"
+#include "engine/kernels/cpu/simd.h"
 
 namespace graphrun::kernels {
 
@@ -40,6 +42,9 @@ class TransposeKernel final : public KernelBase {
         switch (dtype_size(out.dtype)) {
             case 1:
                 run<uint8_t>(in[0].data, out.data);
+                break;
+            case 2:
+                run<uint16_t>(in[0].data, out.data);
                 break;
             case 4:
                 run<uint32_t>(in[0].data, out.data);
@@ -172,6 +177,31 @@ std::unique_ptr<Kernel> make_cast_from(const Graph& g, const Node& n) {
     });
 }
 
+// A cast to or from a storage type (f16, bf16, i8, u8): engine/ir/elements.h's
+// conversions, element by element; the same dtype copies the bytes.
+class StorageCastKernel final : public KernelBase {
+  public:
+    StorageCastKernel(const Graph& g, const Node& n) : KernelBase(g, n) {}
+
+    std::string compute(const TensorRef* in, TensorRef& out, const KernelContext&) override {
+        const DType from = in[0].dtype, to = out.dtype;
+        if (from == to) {
+            if (out.numel > 0) std::memcpy(out.data, in[0].data, static_cast<size_t>(out.numel) * dtype_size(to));
+            return "";
+        }
+        if (from == DType::F32 && to == DType::F16) {
+            f32_to_f16_row(static_cast<const float*>(in[0].data), static_cast<uint16_t*>(out.data), out.numel);
+            return "";
+        }
+        if (from == DType::F16 && to == DType::F32) {
+            f16_to_f32_row(static_cast<const uint16_t*>(in[0].data), static_cast<float*>(out.data), out.numel);
+            return "";
+        }
+        for (int64_t i = 0; i < out.numel; ++i) elements::cast_element(to, out.data, from, in[0].data, i);
+        return "";
+    }
+};
+
 // --- concat ----------------------------------------------------------------------
 
 class ConcatKernel final : public KernelBase {
@@ -222,6 +252,7 @@ std::unique_ptr<Kernel> make_copy_kernel(const Graph& g, const Node& n) {
 
 std::unique_ptr<Kernel> make_cast_kernel(const Graph& g, const Node& n) {
     if (n.inputs.size() != 1) return make_error_kernel("internal error: cast needs one input");
+    if (is_storage(n.dtype) || is_storage(g.node(n.inputs[0].id).dtype)) return std::make_unique<StorageCastKernel>(g, n);
     return dispatch_dtype(g.node(n.inputs[0].id).dtype,
                           [&](auto tag) -> std::unique_ptr<Kernel> {
                               return make_cast_from<decltype(tag)>(g, n);

@@ -3,6 +3,8 @@
 // of operations, so that all three give the same bits.
 #include "engine/kernels/cpu/simd.h"
 
+#include "engine/ir/half.h"
+
 #include <algorithm>
 #include <bit>
 #include <limits>
@@ -287,9 +289,46 @@ GRAPHRUN_TARGET_AVX2 void scale_f32_avx2(float* o, int64_t n, double s) {
     for (; i < n; ++i) o[i] = static_cast<float>(static_cast<double>(o[i]) * s);
 }
 
+__attribute__((target("avx2,f16c"))) void f32_to_f16_f16c(const float* x, uint16_t* o, int64_t n) {
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(o + i),
+                         _mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+    for (; i < n; ++i) o[i] = half_from_double(x[i]).bits;
+}
+
+__attribute__((target("avx2,f16c"))) void f16_to_f32_f16c(const uint16_t* x, float* o, int64_t n) {
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm256_storeu_ps(o + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x + i))));
+    for (; i < n; ++i) o[i] = half_to_float(Half{x[i]});
+}
+
+bool has_f16c() {
+    static const bool yes = [] {
+        __builtin_cpu_init();
+        return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
+    }();
+    return yes;
+}
+
 #endif  // GRAPHRUN_X86_VARIANTS
 
 }  // namespace
+
+void f32_to_f16_row(const float* x, uint16_t* o, int64_t n) {
+#if defined(GRAPHRUN_X86_VARIANTS)
+    if (active_isa() != Isa::Baseline && has_f16c()) return f32_to_f16_f16c(x, o, n);
+#endif
+    for (int64_t i = 0; i < n; ++i) o[i] = half_from_double(x[i]).bits;
+}
+
+void f16_to_f32_row(const uint16_t* x, float* o, int64_t n) {
+#if defined(GRAPHRUN_X86_VARIANTS)
+    if (active_isa() != Isa::Baseline && has_f16c()) return f16_to_f32_f16c(x, o, n);
+#endif
+    for (int64_t i = 0; i < n; ++i) o[i] = half_to_float(Half{x[i]});
+}
 
 Isa detected_isa() {
 #if defined(GRAPHRUN_X86_VARIANTS)

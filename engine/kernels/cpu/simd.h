@@ -89,6 +89,13 @@ double exp_shifted_f32(const float* x, float* o, int64_t n, float m);
 // o[i] = float(double(o[i]) * s).
 void scale_f32(float* o, int64_t n, double s);
 
+// f32 <-> f16 rows (the storage type's casts): F16C's vcvtps2ph / vcvtph2ps
+// where the CPU has them (every AVX2 CPU graphrun has met), the scalar
+// conversions of engine/ir/half.h otherwise; the same bits either way (round
+// to nearest even, subnormals, ±inf and NaN kept).
+void f32_to_f16_row(const float* x, uint16_t* o, int64_t n);
+void f16_to_f32_row(const uint16_t* x, float* o, int64_t n);
+
 // The scalar exponential behind exp_shifted_f32, for t <= 0 (t < -150 gives
 // exp(-150), which every f32 rounds to 0): Cody-Waite reduction by ln 2 and
 // a degree-8 Taylor polynomial, no fma. Exposed for the tests.

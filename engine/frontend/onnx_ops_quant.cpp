@@ -1,0 +1,263 @@
+// ONNX's quantization ops (issue 27), composed of graphrun ops over the 8-bit
+// storage types (engine/plan/storage_types.h):
+//
+//   DequantizeLinear  y = (i32(x) - i32(zp)) * scale
+//   QuantizeLinear    y = saturate(round_half_even(x / scale) + zp)
+//   MatMulInteger     y = (A - a_zp) @ (B - b_zp)                  -> i32
+//   ConvInteger       y = conv(x - x_zp, w - w_zp)                 -> i32
+//   QLinearMatMul     y = quantize((A - a_zp) @ (B - b_zp) * (a_scale * b_scale / y_scale), y_zp)
+//   QLinearConv       y = quantize((conv(x - x_zp, w - w_zp) + bias) * (x_scale * w_scale / y_scale), y_zp)
+//
+// The integer products are summed in f64, which holds every sum of up to 2^37
+// products of 8-bit values exactly, so MatMulInteger and ConvInteger are
+// exact (graphrun's matmul and conv are float ops). The requantization
+// multiplier is computed in f32 and applied to the f32 accumulator, as ONNX
+// Runtime's reference kernels do. Scales and zero points are scalars or, where
+// ONNX allows, 1-D per-axis tensors (per output channel for weights).
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "engine/frontend/onnx_importer.h"
+
+namespace graphrun::onnx_import {
+
+namespace {
+
+DType dtype_of_value(Importer& im, const std::string& name) {
+    const Value* v = im.value(name);
+    return v && v->dtype ? *v->dtype : DType::F32;
+}
+
+bool present(const onnx::NodeProto& n, int i) { return i < n.input_size() && !n.input(i).empty(); }
+
+// Input i's node (present: checked by the caller), or nullopt after the importer's error.
+std::optional<NodeId> input(Importer& im, const onnx::NodeProto& n, int i) { return im.node_of(n.input(i)); }
+
+NodeId cast_to(Importer& im, NodeId x, DType t) {
+    return im.add("cast", {x}, {im.named("dtype", Attr::ident(dtype_name(t)))});
+}
+
+// A scale or zero point shaped to broadcast along `axis` of a value of rank
+// `rank`: a scalar (or one element) as it is, a 1-D tensor reshaped to
+// [1, .., len, .., 1]. nullopt (after fail) when its shape is neither.
+std::optional<NodeId> along_axis(Importer& im, const onnx::NodeProto& n, int input, NodeId v, int64_t axis,
+                                 size_t rank, const char* what) {
+    const std::optional<Shape> s = im.static_shape(n.input(input));
+    if (!s) {
+        im.fail(n, std::string("the shape of its ") + what + " '" + n.input(input) + "' is not static");
+        return std::nullopt;
+    }
+    if (s->empty() || (s->size() == 1 && (*s)[0] == 1)) return v;
+    if (s->size() != 1) {
+        im.fail(n, std::string("its ") + what + " has shape " + shape_string(*s) +
+                       "; a scale or zero point is a scalar or 1-D (per axis)");
+        return std::nullopt;
+    }
+    if (axis < 0) axis += static_cast<int64_t>(rank);
+    if (axis < 0 || axis >= static_cast<int64_t>(rank)) {
+        im.fail(n, "axis is out of range for an input of rank " + std::to_string(rank));
+        return std::nullopt;
+    }
+    Shape to(rank, 1);
+    to[static_cast<size_t>(axis)] = (*s)[0];
+    return im.add("reshape", {v}, {im.named("shape", int_list(to))});
+}
+
+size_t rank_of(Importer& im, const onnx::NodeProto& n, int input) {
+    const std::optional<Shape> s = im.static_shape(n.input(input));
+    return s ? s->size() : 0;
+}
+
+// x - zp in the compute type of a sum of products: f64 (exact for 8-bit and i32 values).
+std::optional<NodeId> centered(Importer& im, const onnx::NodeProto& n, NodeId x, int zp_input, int64_t axis,
+                               size_t rank, const char* what) {
+    const NodeId xd = cast_to(im, x, DType::F64);
+    if (!present(n, zp_input)) return xd;
+    auto zp = input(im, n, zp_input);
+    if (!zp) return std::nullopt;
+    auto z = along_axis(im, n, zp_input, cast_to(im, *zp, DType::F64), axis, rank, what);
+    if (!z) return std::nullopt;
+    return im.add("sub", {xd, *z});
+}
+
+// round_half_even(acc) + zp, saturated to zp's type and cast to it; acc in f32.
+NodeId requantize(Importer& im, NodeId acc, std::optional<NodeId> zp_f32, DType out) {
+    NodeId q = im.add("round", {acc});
+    if (zp_f32) q = im.add("add", {q, *zp_f32});
+    const double lo = out == DType::I8 ? -128 : 0, hi = out == DType::I8 ? 127 : 255;
+    q = im.add("clip", {q}, {im.named("min", Attr::number(lo)), im.named("max", Attr::number(hi))});
+    return cast_to(im, q, out);
+}
+
+bool eight_bit(Importer& im, const onnx::NodeProto& n, int input, const char* what) {
+    const DType t = dtype_of_value(im, n.input(input));
+    if (t == DType::I8 || t == DType::U8) return true;
+    im.fail(n, std::string("its ") + what + " is " + dtype_name(t) + "; graphrun quantizes to i8 and u8 only");
+    return false;
+}
+
+void dequantize_linear(Importer& im, const onnx::NodeProto& n) {
+    if (!present(n, 0) || !present(n, 1)) return im.fail(n, "needs x and x_scale");
+    auto x = input(im, n, 0), s = input(im, n, 1);
+    if (!x || !s) return;
+    const DType xt = dtype_of_value(im, n.input(0)), st = dtype_of_value(im, n.input(1));
+    if (xt != DType::I8 && xt != DType::U8 && xt != DType::I32)
+        return im.fail(n, std::string("its input is ") + dtype_name(xt) + "; graphrun dequantizes i8, u8 and i32");
+    const size_t rank = rank_of(im, n, 0);
+    const int64_t axis = attr_int(n, "axis", 1);
+    // (x - zp) in i32, exact, then to the float type.
+    NodeId d = cast_to(im, *x, DType::I32);
+    if (present(n, 2)) {
+        auto zp = input(im, n, 2);
+        if (!zp) return;
+        auto z = along_axis(im, n, 2, cast_to(im, *zp, DType::I32), axis, rank, "zero point");
+        if (!z) return;
+        d = im.add("sub", {d, *z});
+    }
+    auto scale = along_axis(im, n, 1, cast_to(im, *s, DType::F32), axis, rank, "scale");
+    if (!scale) return;
+    NodeId y = im.add("mul", {cast_to(im, d, DType::F32), *scale});
+    if (st != DType::F32) y = cast_to(im, y, st);
+    im.bind(n.output(0), y);
+}
+
+void quantize_linear(Importer& im, const onnx::NodeProto& n) {
+    if (!present(n, 0) || !present(n, 1)) return im.fail(n, "needs x and y_scale");
+    auto xin = input(im, n, 0), s = input(im, n, 1);
+    if (!xin || !s) return;
+    const DType out = present(n, 2) ? dtype_of_value(im, n.input(2)) : DType::U8;
+    if (present(n, 2) && !eight_bit(im, n, 2, "zero point")) return;
+    const size_t rank = rank_of(im, n, 0);
+    const int64_t axis = attr_int(n, "axis", 1);
+    auto scale = along_axis(im, n, 1, cast_to(im, *s, DType::F32), axis, rank, "scale");
+    if (!scale) return;
+    const NodeId x = cast_to(im, *xin, DType::F32);
+    std::optional<NodeId> zp;
+    if (present(n, 2)) {
+        auto zin = input(im, n, 2);
+        if (!zin) return;
+        zp = along_axis(im, n, 2, cast_to(im, *zin, DType::F32), axis, rank, "zero point");
+        if (!zp) return;
+    }
+    im.bind(n.output(0), requantize(im, im.add("div", {x, *scale}), zp, out));
+}
+
+// (A - a_zp) @ (B - b_zp) in f64: a_zp per row of A (axis -2), b_zp per column of B (axis -1).
+std::optional<NodeId> integer_matmul(Importer& im, const onnx::NodeProto& n, int a, int a_zp, int b, int b_zp) {
+    if (!eight_bit(im, n, a, "A") || !eight_bit(im, n, b, "B")) return std::nullopt;
+    auto ia = input(im, n, a), ib = input(im, n, b);
+    if (!ia || !ib) return std::nullopt;
+    const size_t ra = rank_of(im, n, a), rb = rank_of(im, n, b);
+    if (ra < 2 || rb < 2) {
+        im.fail(n, "graphrun runs its matmul on inputs of rank 2 or more (static shapes)");
+        return std::nullopt;
+    }
+    auto ca = centered(im, n, *ia, a_zp, -2, ra, "a_zero_point");
+    if (!ca) return std::nullopt;
+    auto cb = centered(im, n, *ib, b_zp, -1, rb, "b_zero_point");
+    if (!cb) return std::nullopt;
+    return im.add("matmul", {*ca, *cb});
+}
+
+void matmul_integer(Importer& im, const onnx::NodeProto& n) {
+    if (n.input_size() < 2) return im.fail(n, "needs A and B");
+    auto acc = integer_matmul(im, n, 0, 2, 1, 3);
+    if (acc) im.bind(n.output(0), cast_to(im, *acc, DType::I32));
+}
+
+// x_scale * w_scale / y_scale in f32, shaped for the accumulator.
+std::optional<NodeId> multiplier(Importer& im, const onnx::NodeProto& n, int s1, int64_t axis1, int s2,
+                                 int64_t axis2, int sy, size_t rank) {
+    auto i1 = input(im, n, s1), i2 = input(im, n, s2), iy = input(im, n, sy);
+    if (!i1 || !i2 || !iy) return std::nullopt;
+    auto a = along_axis(im, n, s1, cast_to(im, *i1, DType::F32), axis1, rank, "scale");
+    auto b = along_axis(im, n, s2, cast_to(im, *i2, DType::F32), axis2, rank, "scale");
+    if (!a || !b) return std::nullopt;
+    const std::optional<Shape> ys = im.static_shape(n.input(sy));
+    if (!ys || !(ys->empty() || (ys->size() == 1 && (*ys)[0] == 1))) {
+        im.fail(n, "its y_scale must be a scalar");
+        return std::nullopt;
+    }
+    return im.add("div", {im.add("mul", {*a, *b}), cast_to(im, *iy, DType::F32)});
+}
+
+void qlinear_matmul(Importer& im, const onnx::NodeProto& n) {
+    if (n.input_size() < 8) return im.fail(n, "needs 8 inputs (a, a_scale, a_zero_point, b, b_scale, b_zero_point, y_scale, y_zero_point)");
+    if (!eight_bit(im, n, 7, "y_zero_point")) return;
+    auto acc = integer_matmul(im, n, 0, 2, 3, 5);
+    if (!acc) return;
+    const size_t rank = std::max(rank_of(im, n, 0), rank_of(im, n, 3));
+    auto m = multiplier(im, n, 1, -2, 4, -1, 6, rank);
+    if (!m) return;
+    auto yzp = input(im, n, 7);
+    if (!yzp) return;
+    const NodeId scaled = im.add("mul", {cast_to(im, *acc, DType::F32), *m});
+    im.bind(n.output(0), requantize(im, scaled, cast_to(im, *yzp, DType::F32), dtype_of_value(im, n.input(7))));
+}
+
+// conv(x - x_zp, w - w_zp) in f64 with the Conv's window attributes.
+std::optional<NodeId> integer_conv(Importer& im, const onnx::NodeProto& n, int x, int x_zp, int w, int w_zp) {
+    if (!eight_bit(im, n, x, "x") || !eight_bit(im, n, w, "w")) return std::nullopt;
+    auto ix = input(im, n, x), iw = input(im, n, w);
+    if (!ix || !iw) return std::nullopt;
+    const size_t rx = rank_of(im, n, x), rw = rank_of(im, n, w);
+    if ((rx != 3 && rx != 4) || rw != rx) {
+        im.fail(n, "graphrun runs 1-D and 2-D convolutions (inputs of rank 3 or 4, static shapes)");
+        return std::nullopt;
+    }
+    auto cx = centered(im, n, *ix, x_zp, 1, rx, "x_zero_point");
+    if (!cx) return std::nullopt;
+    auto cw = centered(im, n, *iw, w_zp, 0, rw, "w_zero_point");
+    if (!cw) return std::nullopt;
+    std::vector<NamedAttr> attrs;
+    for (const char* name : {"strides", "pads", "dilations"})
+        if (auto v = attr_ints(n, name)) attrs.push_back(im.named(name, int_list(*v)));
+    if (const auto* a = find_attr(n, "auto_pad"); a && !a->s().empty() && a->s() != "NOTSET")
+        attrs.push_back(im.named("auto_pad", Attr::string(a->s())));
+    if (const int64_t group = attr_int(n, "group", 1); group != 1)
+        attrs.push_back(im.named("group", Attr::integer(group)));
+    return im.add("conv", {*cx, *cw}, std::move(attrs));
+}
+
+void conv_integer(Importer& im, const onnx::NodeProto& n) {
+    if (n.input_size() < 2) return im.fail(n, "needs x and w");
+    auto acc = integer_conv(im, n, 0, 2, 1, 3);
+    if (acc) im.bind(n.output(0), cast_to(im, *acc, DType::I32));
+}
+
+void qlinear_conv(Importer& im, const onnx::NodeProto& n) {
+    if (n.input_size() < 8) return im.fail(n, "needs at least 8 inputs (x, x_scale, x_zero_point, w, w_scale, w_zero_point, y_scale, y_zero_point)");
+    if (!eight_bit(im, n, 7, "y_zero_point")) return;
+    auto acc = integer_conv(im, n, 0, 2, 3, 5);
+    if (!acc) return;
+    const size_t rank = rank_of(im, n, 0);
+    NodeId sum = *acc;
+    if (present(n, 8)) {  // the i32 bias, one per output channel
+        auto ib = input(im, n, 8);
+        if (!ib) return;
+        if (dtype_of_value(im, n.input(8)) != DType::I32) return im.fail(n, "its bias must be i32");
+        auto b = along_axis(im, n, 8, cast_to(im, *ib, DType::F64), 1, rank, "bias");
+        if (!b) return;
+        sum = im.add("add", {sum, *b});
+    }
+    auto m = multiplier(im, n, 1, 1, 4, 1, 6, rank);
+    if (!m) return;
+    auto yzp = input(im, n, 7);
+    if (!yzp) return;
+    const NodeId scaled = im.add("mul", {cast_to(im, sum, DType::F32), *m});
+    im.bind(n.output(0), requantize(im, scaled, cast_to(im, *yzp, DType::F32), dtype_of_value(im, n.input(7))));
+}
+
+}  // namespace
+
+void add_quant_onnx_ops(OnnxOpTable& t) {
+    t["DequantizeLinear"] = {"mul", dequantize_linear};
+    t["QuantizeLinear"] = {"round", quantize_linear};
+    t["MatMulInteger"] = {"matmul", matmul_integer};
+    t["QLinearMatMul"] = {"matmul", qlinear_matmul};
+    t["ConvInteger"] = {"conv", conv_integer};
+    t["QLinearConv"] = {"conv", qlinear_conv};
+}
+
+}  // namespace graphrun::onnx_import
