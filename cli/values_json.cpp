@@ -20,15 +20,7 @@ size_t shortest_scientific(char* buf, size_t size, double v, DType ft) {
     if (ft == DType::F16 || ft == DType::BF16) {
         // The fewest digits that read back as the same 16-bit value (correctly
         // rounded to that many digits, as NumPy's Dragon4 picks among them).
-        uint16_t want = 0, got = 0;
-        store_double(ft, &want, 0, v);
-        for (int p = 0; p < 17; ++p) {
-            r = std::to_chars(buf, buf + size - 1, v, std::chars_format::scientific, p);
-            double back = 0;
-            std::from_chars(buf, r.ptr, back);
-            store_double(ft, &got, 0, back);
-            if (got == want) break;
-        }
+        r = std::to_chars(buf, buf + size - 1, v, std::chars_format::scientific, half_shortest_precision(ft, v));
     } else if (ft == DType::F32) {
         r = std::to_chars(buf, buf + size - 1, static_cast<float>(v), std::chars_format::scientific);
     } else {

@@ -212,6 +212,13 @@ np.save(os.path.join(TMP, "want_y.npy"), np.array([144, 15], np.uint8))
 proc = run_binary(GRAPHRUN, ["run", p, "--input=u=[200, 7]", f"--expected-output=y=@{TMP}/want_y.npy"])
 check(proc.returncode == 5 and "got 14, expected 15" in proc.stderr + proc.stdout, f"u8 mismatch: {proc.returncode} {proc.stderr[-400:]}")
 
+# f16 values in a mismatch report read as NumPy prints them (0.1, not 0.0999755859375).
+p = script("f16_want", "y = const([0.1, 0.2], dtype=f16)\n")
+np.save(os.path.join(TMP, "want16.npy"), np.array([0.1, 0.3], np.float16))
+proc = run_binary(GRAPHRUN, ["run", p, f"--expected-output=y=@{TMP}/want16.npy"])
+check(proc.returncode == 5 and "got 0.2, expected 0.3" in proc.stderr + proc.stdout,
+      f"f16 mismatch report: {proc.returncode} {proc.stderr[-400:]}")
+
 # --- ONNX: a float16 model and the quantization ops --------------------------------------------------
 try:
     from onnx import TensorProto, helper, numpy_helper

@@ -608,6 +608,12 @@ std::vector<GivenShape> feed_shapes(const FeedOptions& feeds) {
             if (detail::inline_shape(s, shape)) out.push_back(GivenShape{s.name, std::move(shape), s.spelled(), false});
             continue;
         }
+        // An .npy's shape is in its header: its data is read once, by read_feeds.
+        if (!s.name.empty() && ends_with(s.file, ".npy"))
+            if (std::optional<Shape> shape = npy_file_shape(s.file, limits)) {
+                out.push_back(GivenShape{s.name, std::move(*shape), s.spelled(), false});
+                continue;
+            }
         std::vector<NpzEntry> entries;
         std::string why;
         if (!detail::read_arrays(s, entries, why, limits)) continue;  // read_feeds says why
@@ -650,8 +656,13 @@ std::string element_text(DType t, const void* data, int64_t index) {
         case DType::Bool:
             return *p ? "true" : "false";
         case DType::F16:
-        case DType::BF16:
-            return finite_text(element_as_double(t, p, 0));  // exact: shortest digits of the double
+        case DType::BF16: {  // the fewest digits that read back as the same 16-bit value
+            const double v = element_as_double(t, p, 0);
+            if (std::isnan(v)) return "nan";
+            if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+            auto r = std::to_chars(buf, buf + sizeof buf, v, std::chars_format::general, half_shortest_precision(t, v) + 1);
+            return std::string(buf, r.ptr);
+        }
         case DType::I8:
         case DType::U8:
             return std::to_string(element_as_int(t, p, 0));

@@ -126,6 +126,11 @@ bool write_npz_file(const std::string& path, const std::vector<NpzMember>& membe
 // file that is neither an .npy nor a zip archive.
 bool read_array_file(const std::string& path, std::string& out, std::string& error, const ArrayLimits& limits = {});
 
+// The shape an .npy file's header declares, from its first 64 KiB only (the
+// data is not read); nullopt for anything else (not a regular .npy file, a
+// header parse_npy refuses or a longer one): read_array_file then says why.
+std::optional<Shape> npy_file_shape(const std::string& path, const ArrayLimits& limits = {});
+
 // Reads a whole regular file of at most `max_bytes`, counted as read;
 // false with `error` ("cannot read FILE: reason").
 bool read_whole_file(const std::string& path, std::string& out, std::string& error,

@@ -174,4 +174,26 @@ bool read_array_file(const std::string& path, std::string& out, std::string& err
     return read_regular_file(path, out, error, limits, true);
 }
 
+std::optional<Shape> npy_file_shape(const std::string& path, const ArrayLimits& limits) {
+    Fd f;
+    f.fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (f.fd < 0) return std::nullopt;
+    struct stat st {};
+    if (::fstat(f.fd, &st) != 0 || !S_ISREG(st.st_mode)) return std::nullopt;
+    // The magic, the version, the header's length and a header of up to 64 KiB.
+    std::string b(std::min<uint64_t>(static_cast<uint64_t>(st.st_size), uint64_t{65536} + 12), '\0');
+    size_t got = 0;
+    while (got < b.size()) {
+        const ssize_t r = ::pread(f.fd, b.data() + got, b.size() - got, static_cast<off_t>(got));
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) break;
+        got += static_cast<size_t>(r);
+    }
+    b.resize(got);
+    NpyLayout h;
+    std::string error;
+    if (parse_npy_layout(b, h, error, limits) != NpyHeaderStatus::Ok) return std::nullopt;
+    return h.shape;
+}
+
 }  // namespace graphrun

@@ -83,6 +83,8 @@ std::optional<uint64_t> checked_buffer_bytes(int64_t numel, DType t) {
 
 // --- element access for every dtype -----------------------------------------------
 
+#include <charconv>
+
 #include "engine/ir/elements.h"
 
 namespace graphrun {
@@ -91,6 +93,20 @@ double element_as_double(DType t, const void* data, int64_t i) { return elements
 int64_t element_as_int(DType t, const void* data, int64_t i) { return elements::load_int(t, data, i); }
 void store_double(DType t, void* data, int64_t i, double v) { elements::store_double(t, data, i, v); }
 void store_int(DType t, void* data, int64_t i, int64_t v) { elements::store_int(t, data, i, v); }
+
+int half_shortest_precision(DType t, double v) {
+    uint16_t want = 0, got = 0;
+    elements::store_double(t, &want, 0, v);
+    char buf[64];
+    for (int p = 0; p < 17; ++p) {
+        const std::to_chars_result r = std::to_chars(buf, buf + sizeof buf, v, std::chars_format::scientific, p);
+        double back = 0;
+        std::from_chars(buf, r.ptr, back);
+        elements::store_double(t, &got, 0, back);
+        if (got == want) return p;
+    }
+    return 17;
+}
 
 bool holds_exactly(DType to, DType from) {
     if (to == from) return true;

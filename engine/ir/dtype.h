@@ -26,6 +26,13 @@ inline bool is_float(DType t) {
     return t == DType::F32 || t == DType::F64 || t == DType::F16 || t == DType::BF16;
 }
 inline bool is_int(DType t) { return t == DType::I32 || t == DType::I64 || t == DType::I8 || t == DType::U8; }
+// The storage types' case labels, for a switch over dtypes whose storage
+// cases a kernel never sees: `case DType::Bool: GR_STORAGE_DTYPE_CASES: break;`.
+#define GR_STORAGE_DTYPE_CASES \
+    case DType::F16:           \
+    case DType::BF16:          \
+    case DType::I8:            \
+    case DType::U8
 // A type values are stored in but not computed in (see DType).
 inline bool is_storage(DType t) { return t == DType::F16 || t == DType::BF16 || t == DType::I8 || t == DType::U8; }
 // The type arithmetic on t runs in: f32 for f16/bf16, i32 for i8/u8, t itself otherwise.
@@ -62,6 +69,10 @@ void store_double(DType t, void* data, int64_t i, double v);
 // Writes the integer v into element i of an integer or bool buffer (integers
 // wrap as NumPy's astype does; bool v != 0), or as store_double for a float type.
 void store_int(DType t, void* data, int64_t i, int64_t v);
+// For f16 and bf16: the fewest digits after the point, p, with which
+// std::to_chars(v, scientific, p) reads back as the same 16-bit value (the
+// shortest round trip, as std::to_chars gives for float and double).
+int half_shortest_precision(DType t, double v);
 // Whether every value of `from` is exactly a value of `to` (i8 -> f16, f16 -> f32, ...).
 bool holds_exactly(DType to, DType from);
 

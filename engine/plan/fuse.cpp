@@ -11,6 +11,7 @@
 
 #include "engine/ir/device_name.h"
 #include "engine/plan/node_blocks.h"
+#include "engine/plan/renumber.h"
 
 namespace graphrun {
 
@@ -499,43 +500,9 @@ private:
     // Renumbers the nodes: the removed ones out, each new constant just before
     // the node that reads it, the rest in their order.
     void compact() {
-        const size_t old_count = g_.nodes.size();  // the new constants are at the end
         std::vector<std::vector<NodeId>> before(original_);
         for (const auto& [id, at] : inserted_) before[static_cast<size_t>(at)].push_back(id);
-        std::vector<NodeId> remap(old_count, kNoNode);
-        std::vector<Node> kept;
-        kept.reserve(old_count);
-        auto keep = [&](NodeId id) {
-            remap[static_cast<size_t>(id)] = static_cast<NodeId>(kept.size());
-            kept.push_back(std::move(g_.nodes[static_cast<size_t>(id)]));
-        };
-        for (size_t i = 0; i < original_; ++i) {
-            for (NodeId id : before[i]) keep(id);
-            if (removed_[i]) {
-                ++stats_.removed;
-                continue;
-            }
-            keep(static_cast<NodeId>(i));
-        }
-        g_.nodes = std::move(kept);
-        auto fix_stmts = [&](std::vector<Stmt>& stmts) {
-            std::vector<Stmt> out;
-            out.reserve(stmts.size());
-            for (const Stmt& s : stmts) {
-                if (s.kind != Stmt::Kind::Node) {
-                    out.push_back(s);
-                    continue;
-                }
-                for (NodeId id : before[static_cast<size_t>(s.index)])
-                    out.push_back(Stmt{Stmt::Kind::Node, remap[static_cast<size_t>(id)]});
-                if (!removed_[static_cast<size_t>(s.index)])
-                    out.push_back(Stmt{Stmt::Kind::Node, remap[static_cast<size_t>(s.index)]});
-            }
-            stmts = std::move(out);
-        };
-        fix_stmts(g_.top);
-        for (Repeat& r : g_.repeats) fix_stmts(r.body);
-        g_.remap_references(remap);
+        stats_.removed += renumber_nodes(g_, original_, before, removed_);
     }
 
     Graph& g_;

@@ -2,6 +2,8 @@
 // type around each node (see storage_types.h).
 #include "engine/plan/storage_types.h"
 
+#include "engine/plan/renumber.h"
+
 #include <string>
 #include <utility>
 #include <vector>
@@ -127,37 +129,7 @@ class Widener {
     }
 
     // Renumbers: each new node just before the node it was added for.
-    void compact() {
-        const size_t count = g_.nodes.size();
-        std::vector<NodeId> remap(count, kNoNode);
-        std::vector<Node> kept;
-        kept.reserve(count);
-        auto keep = [&](NodeId id) {
-            remap[static_cast<size_t>(id)] = static_cast<NodeId>(kept.size());
-            kept.push_back(std::move(g_.nodes[static_cast<size_t>(id)]));
-        };
-        for (size_t i = 0; i < original_; ++i) {
-            for (NodeId id : before_[i]) keep(id);
-            keep(static_cast<NodeId>(i));
-        }
-        g_.nodes = std::move(kept);
-        auto fix_stmts = [&](std::vector<Stmt>& stmts) {
-            std::vector<Stmt> out;
-            out.reserve(stmts.size());
-            for (const Stmt& s : stmts) {
-                if (s.kind == Stmt::Kind::Node)
-                    for (NodeId id : before_[static_cast<size_t>(s.index)])
-                        out.push_back(Stmt{Stmt::Kind::Node, remap[static_cast<size_t>(id)]});
-                Stmt t = s;
-                if (s.kind == Stmt::Kind::Node) t.index = remap[static_cast<size_t>(s.index)];
-                out.push_back(t);
-            }
-            stmts = std::move(out);
-        };
-        fix_stmts(g_.top);
-        for (Repeat& r : g_.repeats) fix_stmts(r.body);
-        g_.remap_references(remap);
-    }
+    void compact() { renumber_nodes(g_, original_, before_, std::vector<bool>(original_, false)); }
 
     Graph& g_;
     size_t original_;

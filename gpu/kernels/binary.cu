@@ -147,10 +147,7 @@ std::unique_ptr<Kernel> make_typed(const Graph& g, const Node& n, GpuContext& ct
         case DType::I64:
             return std::make_unique<BinaryKernel<int64_t, Op>>(g, n, ctx);
         case DType::Bool:
-        case DType::F16:  // storage types: widened before any kernel (engine/plan/storage_types.h)
-        case DType::BF16:
-        case DType::I8:
-        case DType::U8:
+        GR_STORAGE_DTYPE_CASES:  // widened before any kernel (engine/plan/storage_types.h)
             break;
     }
     return nullptr;

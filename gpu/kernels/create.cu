@@ -281,10 +281,7 @@ std::unique_ptr<Kernel> make_for_op(const Graph& g, const Node& n, GpuContext& c
                 case DType::I64:
                     return std::make_unique<RangeKernel<int64_t>>(g, n, ctx);
                 case DType::Bool:
-                case DType::F16:  // storage types: widened before any kernel (engine/plan/storage_types.h)
-                case DType::BF16:
-                case DType::I8:
-                case DType::U8:
+                GR_STORAGE_DTYPE_CASES:  // widened before any kernel (engine/plan/storage_types.h)
                     break;
             }
             break;

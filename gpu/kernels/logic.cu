@@ -139,10 +139,7 @@ std::unique_ptr<Kernel> make_compare(const Graph& g, const Node& n, GpuContext& 
         case DType::I32: return std::make_unique<CompareKernel<int32_t, Op>>(g, n, ctx);
         case DType::I64: return std::make_unique<CompareKernel<int64_t, Op>>(g, n, ctx);
         case DType::Bool: return std::make_unique<CompareKernel<uint8_t, Op>>(g, n, ctx);
-        case DType::F16:  // storage types: widened before any kernel (engine/plan/storage_types.h)
-        case DType::BF16:
-        case DType::I8:
-        case DType::U8:
+        GR_STORAGE_DTYPE_CASES:  // widened before any kernel (engine/plan/storage_types.h)
             break;
     }
     return nullptr;

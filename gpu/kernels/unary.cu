@@ -111,10 +111,7 @@ std::unique_ptr<Kernel> make_typed(const Graph& g, const Node& n, GpuContext& ct
             if constexpr (!FloatOnly) return std::make_unique<UnaryKernel<int64_t, Op>>(g, n, ctx);
             break;
         case DType::Bool:
-        case DType::F16:  // storage types: widened before any kernel (engine/plan/storage_types.h)
-        case DType::BF16:
-        case DType::I8:
-        case DType::U8:
+        GR_STORAGE_DTYPE_CASES:  // widened before any kernel (engine/plan/storage_types.h)
             break;
     }
     return nullptr;

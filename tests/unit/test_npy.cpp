@@ -78,7 +78,10 @@ TEST_CASE("npy: what graphrun writes reads back, for every dtype and rank") {
     } cases[] = {{DType::F32, {2, 3}, raw(f)},          {DType::F64, {3}, raw(d)},
                  {DType::I32, {2, 1, 2}, raw(i)},       {DType::I64, {2}, raw(l)},
                  {DType::Bool, {3}, raw(b)},            {DType::F32, {}, raw(std::vector<float>{4.0f})},
-                 {DType::F64, {0, 3}, std::string()}};
+                 {DType::F64, {0, 3}, std::string()},  {DType::F16, {2}, raw(std::vector<uint16_t>{0x3C00, 0x7BFF})},
+                 {DType::BF16, {1}, raw(std::vector<uint16_t>{0x3F80})},
+                 {DType::I8, {3}, raw(std::vector<int8_t>{-128, 0, 127})},
+                 {DType::U8, {2}, raw(std::vector<uint8_t>{0, 255})}};
     for (const Case& c : cases) {
         CAPTURE(type_string(c.t, c.shape));
         const std::string file = encode_npy(c.t, c.shape, c.bytes.data());
@@ -93,8 +96,34 @@ TEST_CASE("npy: what graphrun writes reads back, for every dtype and rank") {
         CHECK(a->shape == c.shape);
         CHECK(std::string(a->data.begin(), a->data.end()) == c.bytes);
     }
+    CHECK(npy_header(DType::F16, {3}).find("'descr': '<f2'") != std::string::npos);
+    CHECK(npy_header(DType::BF16, {3}).find("'descr': '|V2'") != std::string::npos);
     CHECK(npy_header(DType::F32, {3}).find("'shape': (3,)") != std::string::npos);
     CHECK(npy_header(DType::F32, {}).find("'shape': ()") != std::string::npos);
+}
+
+TEST_CASE("npy: a file's shape from its header alone") {
+    const std::vector<float> f(1000, 1.0f);
+    std::string file = encode_npy(DType::F32, {10, 100}, raw(f).data());
+    file.resize(file.size() - 3000);  // the data is not read: a truncated file still states its shape
+    const std::string path = temp_path(".npy");
+    {
+        std::FILE* out = std::fopen(path.c_str(), "wb");
+        REQUIRE(out);
+        std::fwrite(file.data(), 1, file.size(), out);
+        std::fclose(out);
+    }
+    CHECK(npy_file_shape(path) == std::optional<Shape>(Shape{10, 100}));
+    {
+        std::FILE* out = std::fopen(path.c_str(), "wb");
+        REQUIRE(out);
+        std::fwrite("not an npy", 1, 10, out);
+        std::fclose(out);
+    }
+    CHECK_FALSE(npy_file_shape(path).has_value());
+    std::remove(path.c_str());
+    CHECK_FALSE(npy_file_shape(path).has_value());
+    CHECK_FALSE(npy_file_shape("/tmp").has_value());
 }
 
 TEST_CASE("npy: big-endian and Fortran-order files become little-endian C order") {

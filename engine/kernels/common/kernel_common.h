@@ -216,10 +216,7 @@ decltype(auto) dispatch_dtype(DType t, F&& f) {
         case DType::I64:
             return f(int64_t{});
         case DType::Bool:
-        case DType::F16:
-        case DType::BF16:
-        case DType::I8:
-        case DType::U8:
+        GR_STORAGE_DTYPE_CASES:
             break;
     }
     return f(uint8_t{});

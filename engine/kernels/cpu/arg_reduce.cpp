@@ -97,10 +97,7 @@ std::unique_ptr<Kernel> make_typed(const Graph& g, const Node& n, DType t) {
         case DType::I32: return std::make_unique<ArgReduceKernel<int32_t, Max>>(g, n);
         case DType::I64: return std::make_unique<ArgReduceKernel<int64_t, Max>>(g, n);
         case DType::Bool:
-        case DType::F16:  // storage types: widened before any kernel (engine/plan/storage_types.h)
-        case DType::BF16:
-        case DType::I8:
-        case DType::U8:
+        GR_STORAGE_DTYPE_CASES:  // widened before any kernel (engine/plan/storage_types.h)
             break;
     }
     return nullptr;

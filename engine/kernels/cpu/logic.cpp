@@ -163,10 +163,7 @@ std::unique_ptr<Kernel> make_compare(const Graph& g, const Node& n) {
         case DType::I32: return std::make_unique<CompareKernel<int32_t, Op>>(g, n);
         case DType::I64: return std::make_unique<CompareKernel<int64_t, Op>>(g, n);
         case DType::Bool: return std::make_unique<CompareKernel<uint8_t, Op>>(g, n);
-        case DType::F16:  // storage types: widened before any kernel (engine/plan/storage_types.h)
-        case DType::BF16:
-        case DType::I8:
-        case DType::U8:
+        GR_STORAGE_DTYPE_CASES:  // widened before any kernel (engine/plan/storage_types.h)
             break;
     }
     return no_logic_kernel(n, t);
