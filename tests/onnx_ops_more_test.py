@@ -152,5 +152,27 @@ expect_refused("trilu_two_k", [helper.make_node("Trilu", ["x", "k"], ["y"], name
 expect_refused("hardmax_old", [helper.make_node("Hardmax", ["x"], ["y"], name="hm")], ties, [3, 4],
                ("hm", "before opset 13"), opset=11)
 
+# GatherElements: along each axis, negative indices, indices shorter than the data; an index out of
+# range stops the run (exit 1) instead of reading a neighbouring element.
+g = rng.standard_normal((3, 4, 5)).astype(np.float32)
+gd = g.astype(np.float64)
+for axis in (0, 1, -1):
+    ax = axis % 3
+    shape = list(g.shape)
+    shape[ax] = 6
+    shape[(ax + 1) % 3] -= 1  # shorter than the data on another axis
+    idx = rng.integers(-g.shape[ax], g.shape[ax], shape).astype(np.int64)
+    expect_values(f"gather_elements_{axis}", [helper.make_node("GatherElements", ["x", "i"], ["y"], axis=axis)], g,
+                  np.take_along_axis(gd[tuple(slice(0, n) for n in [shape[d] if d != ax else g.shape[d]
+                                                                     for d in range(3)])],
+                                     np.where(idx < 0, idx + g.shape[ax], idx), axis=ax),
+                  [numpy_helper.from_array(idx, "i")])
+bad = np.zeros((3, 4, 5), np.int64)
+bad[1, 2, 3] = 4  # axis 1 has length 4
+path = model("gather_elements_bad", [helper.make_node("GatherElements", ["x", "i"], ["y"], axis=1)], g, bad.shape,
+             None, [numpy_helper.from_array(bad, "i")])
+p, _ = run(path, g)
+check(p.returncode == 1 and "out of range" in p.stderr, f"GatherElements index out of range: {p.returncode} {p.stderr[-300:]}")
+
 print(f"onnx_ops_more: {'all passed' if not failures else str(len(failures)) + ' failed'}")
 sys.exit(1 if failures else 0)

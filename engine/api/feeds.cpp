@@ -609,7 +609,7 @@ std::vector<GivenShape> feed_shapes(const FeedOptions& feeds) {
             continue;
         }
         // An .npy's shape is in its header: its data is read once, by read_feeds.
-        if (!s.name.empty() && ends_with(s.file, ".npy"))
+        if (!s.name.empty() && detail::ends_with(s.file, ".npy"))
             if (std::optional<Shape> shape = npy_file_shape(s.file, limits)) {
                 out.push_back(GivenShape{s.name, std::move(*shape), s.spelled(), false});
                 continue;

@@ -328,6 +328,7 @@ const OnnxOpTable& onnx_op_table() {
         add_more_onnx_ops(t);
         add_more2_onnx_ops(t);
         add_quant_onnx_ops(t);
+        add_elements_onnx_ops(t);
         add_resize_onnx_ops(t);
         add_conv_onnx_ops(t);
         return t;
