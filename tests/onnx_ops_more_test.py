@@ -174,5 +174,31 @@ path = model("gather_elements_bad", [helper.make_node("GatherElements", ["x", "i
 p, _ = run(path, g)
 check(p.returncode == 1 and "out of range" in p.stderr, f"GatherElements index out of range: {p.returncode} {p.stderr[-300:]}")
 
+# NegativeLogLikelihoodLoss and SoftmaxCrossEntropyLoss (weights, ignore_index, every reduction) against
+# NumPy; a target outside [0, C) stops the run.
+scores = rng.standard_normal((4, 5, 3)).astype(np.float32)
+target = rng.integers(0, 5, (4, 3)).astype(np.int64)
+target[0, 1] = -1  # ignored
+wts = (rng.random(5) + 0.5).astype(np.float32)
+sd = scores.astype(np.float64)
+logp = sd - sd.max(axis=1, keepdims=True)
+logp = logp - np.log(np.exp(logp).sum(axis=1, keepdims=True))
+keep = target != -1
+safe = np.where(keep, target, 0)
+for op, inp in (("NegativeLogLikelihoodLoss", sd), ("SoftmaxCrossEntropyLoss", logp)):
+    picked = np.take_along_axis(inp, safe[:, None, :], axis=1)[:, 0, :]
+    w = wts.astype(np.float64)[safe] * keep
+    per = -picked * w
+    for reduction, want in (("none", per), ("sum", per.sum()), ("mean", per.sum() / w.sum())):
+        expect_values(f"{op}_{reduction}", [helper.make_node(op, ["x", "t", "w"], ["y"], reduction=reduction,
+                                                             ignore_index=-1)],
+                      scores, np.asarray(want), [numpy_helper.from_array(target, "t"), numpy_helper.from_array(wts, "w")])
+bad_t = np.zeros((4, 3), np.int64)
+bad_t[2, 2] = 5
+path = model("nll_bad", [helper.make_node("NegativeLogLikelihoodLoss", ["x", "t"], ["y"])], scores, (), None,
+             [numpy_helper.from_array(bad_t, "t")])
+p, _ = run(path, scores)
+check(p.returncode == 1 and "out of range" in p.stderr, f"NLL target out of range: {p.returncode} {p.stderr[-300:]}")
+
 print(f"onnx_ops_more: {'all passed' if not failures else str(len(failures)) + ' failed'}")
 sys.exit(1 if failures else 0)
