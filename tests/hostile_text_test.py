@@ -257,9 +257,23 @@ if onnx_supported():
 
 # --- signals in every phase ---
 
+def catches(pid, sig):
+    """Whether process `pid` has a handler for `sig` (its /proc status's SigCgt; True where that is unknown)."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("SigCgt:"):
+                    return bool((int(line.split()[1], 16) >> (int(sig) - 1)) & 1)
+    except (OSError, ValueError):
+        pass
+    return True
+
+
 def signalled(args, sig, after, stdin=None, expect_code=None, within=2.0, what=""):
-    """Starts graphrun, sends `sig` `after` seconds later, and returns its
-    exit code, output, and the seconds from the signal to its exit."""
+    """Starts graphrun, sends `sig` `after` seconds later (and not before graphrun
+    has installed its handler for it: a sanitizer build on a busy machine can
+    take longer than `after` to start), and returns its exit code, output, and
+    the seconds from the signal to its exit."""
     out_path, err_path = path("sig.out"), path("sig.err")
     with open(out_path, "wb") as out, open(err_path, "wb") as err:
         p = subprocess.Popen([BIN, *args], cwd=TMP, stdout=out, stderr=err,
@@ -268,6 +282,9 @@ def signalled(args, sig, after, stdin=None, expect_code=None, within=2.0, what="
             p.stdin.write(stdin)
             p.stdin.flush()
         time.sleep(after)
+        ready_by = time.monotonic() + 20
+        while p.poll() is None and not catches(p.pid, sig) and time.monotonic() < ready_by:
+            time.sleep(0.01)
         running = p.poll() is None
         sent = time.monotonic()
         p.send_signal(sig)
