@@ -10,6 +10,7 @@
 #include <limits>
 
 #if defined(GRAPHRUN_X86_VARIANTS)
+#include <cpuid.h>
 #include <immintrin.h>
 #if !defined(__clang__)
 // GCC 12 warns inside its own AVX-512 headers (their _mm512_undefined_* operands).
@@ -304,10 +305,13 @@ __attribute__((target("avx2,f16c"))) void f16_to_f32_f16c(const uint16_t* x, flo
     for (; i < n; ++i) o[i] = half_to_float(Half{x[i]});
 }
 
+// F16C: CPUID leaf 1, ECX bit 29 (clang 14's __builtin_cpu_supports does not know "f16c").
 bool has_f16c() {
     static const bool yes = [] {
+        unsigned a = 0, b = 0, c = 0, d = 0;
+        if (!__get_cpuid(1, &a, &b, &c, &d)) return false;
         __builtin_cpu_init();
-        return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
+        return __builtin_cpu_supports("avx2") && ((c >> 29) & 1u) != 0;
     }();
     return yes;
 }
