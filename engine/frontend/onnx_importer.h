@@ -997,4 +997,10 @@ class Importer {
     bool fold_budget_spent_ = false;
 };
 
+// The dtype of ONNX value `name` as the importer knows it (f32 when it does not).
+inline DType dtype_of_value(Importer& im, const std::string& name) {
+    const Value* v = im.value(name);
+    return v && v->dtype ? *v->dtype : DType::F32;
+}
+
 }  // namespace graphrun::onnx_import

@@ -142,17 +142,12 @@ std::optional<NodeId> nll_of(Importer& im, const onnx::NodeProto& n, NodeId inpu
     return im.add("div", {total(loss), total(*w)});
 }
 
-DType value_dtype(Importer& im, const std::string& name) {
-    const Value* v = im.value(name);
-    return v && v->dtype ? *v->dtype : DType::F32;
-}
-
 void nll_loss(Importer& im, const onnx::NodeProto& n) {
     auto ins = im.nodes_of(n, 2);
     if (!ins || ins->size() < 2) return im.fail(n, "needs input and target");
     const std::optional<Shape> s = im.static_shape(n.input(0));
     if (!s) return im.fail(n, "needs its input of static shape");
-    if (auto y = nll_of(im, n, (*ins)[0], *s, value_dtype(im, n.input(0)), (*ins)[1], 2)) im.bind(n.output(0), *y);
+    if (auto y = nll_of(im, n, (*ins)[0], *s, dtype_of_value(im, n.input(0)), (*ins)[1], 2)) im.bind(n.output(0), *y);
 }
 
 // SoftmaxCrossEntropyLoss: log_softmax over the classes (axis 1), then the
@@ -163,7 +158,7 @@ void softmax_cross_entropy(Importer& im, const onnx::NodeProto& n) {
     const std::optional<Shape> s = im.static_shape(n.input(0));
     if (!s || s->size() < 2) return im.fail(n, "needs its scores (N, C, d...) of static shape");
     const NodeId log_prob = im.add("log_softmax", {(*ins)[0]}, {im.named("axis", Attr::integer(1))});
-    auto y = nll_of(im, n, log_prob, *s, value_dtype(im, n.input(0)), (*ins)[1], 2);
+    auto y = nll_of(im, n, log_prob, *s, dtype_of_value(im, n.input(0)), (*ins)[1], 2);
     if (!y) return;
     im.bind(n.output(0), *y);
     if (n.output_size() > 1 && !n.output(1).empty()) im.bind(n.output(1), log_prob);

@@ -16,11 +16,6 @@ namespace graphrun::onnx_import {
 
 namespace {
 
-DType dtype_of_value(Importer& im, const std::string& name) {
-    const Value* v = im.value(name);
-    return v && v->dtype ? *v->dtype : DType::F32;
-}
-
 // PRelu(x, slope) = x where x >= 0, else slope * x (slope broadcast to x).
 void prelu(Importer& im, const onnx::NodeProto& n) {
     auto ins = im.nodes_of(n, 2);

@@ -17,11 +17,6 @@ namespace {
 
 constexpr int64_t kMaxConstElements = int64_t{1} << 24;  // a constant made here (OneHot's range)
 
-DType dtype_of_value(Importer& im, const std::string& name) {
-    const Value* v = im.value(name);
-    return v && v->dtype ? *v->dtype : DType::F32;
-}
-
 // A static shape whose element count wraps int64 (a hostile model's) is refused here, so that
 // the products below cannot overflow.
 bool uncountable(Importer& im, const onnx::NodeProto& n, const std::optional<Shape>& s) {

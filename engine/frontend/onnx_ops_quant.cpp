@@ -24,11 +24,6 @@ namespace graphrun::onnx_import {
 
 namespace {
 
-DType dtype_of_value(Importer& im, const std::string& name) {
-    const Value* v = im.value(name);
-    return v && v->dtype ? *v->dtype : DType::F32;
-}
-
 bool present(const onnx::NodeProto& n, int i) { return i < n.input_size() && !n.input(i).empty(); }
 
 // Input i's node (present: checked by the caller), or nullopt after the importer's error.
