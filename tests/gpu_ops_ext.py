@@ -3,7 +3,7 @@ section 3": comparisons, logical ops, where, the unary ops floor ... gelu,
 reduce_min/reduce_prod, argmax/argmin and log_softmax, GPU against CPU."""
 import itertools
 
-from gpu_ops_test import (ALL, BINARY_SHAPES, ELEMENTWISE, FLOAT, NUM, REDUCTION, ROTATED_SPECIAL_FLOATS, SOFTMAX,
+from gpu_ops_test import (ALL, STORAGE, BINARY_SHAPES, ELEMENTWISE, FLOAT, NUM, REDUCTION, ROTATED_SPECIAL_FLOATS, SOFTMAX,
                           SPECIAL_FLOATS, UNARY_SHAPES, Graph, shape_name, shape_text)
 
 COMPARISONS = ["equal", "not_equal", "less", "less_equal", "greater", "greater_equal"]
@@ -169,8 +169,8 @@ def arg_long_graphs():
 
 def shape_graphs():
     """The shape ops (slice gather expand split pad tile squeeze unsqueeze
-    flatten) on every dtype: exact copies, GPU against CPU."""
-    for dtype in ALL:
+    flatten) on every dtype, the storage dtypes too: exact copies, GPU against CPU."""
+    for dtype in ALL + STORAGE:
         g = Graph(f"shape_{dtype}")
         x = g.rand([4, 5, 6], dtype, -100, 100)
         g.op("slice_fwd", f"slice({x}, starts=[1, 0], ends=[3, 9223372036854775807], axes=[0, 2], steps=[1, 2])")

@@ -35,6 +35,11 @@ EXAMPLES = os.path.join(os.path.dirname(HERE), "scripts", "examples")
 NUM = ["f32", "f64", "i32", "i64"]
 FLOAT = ["f32", "f64"]
 ALL = NUM + ["bool"]
+# The storage dtypes (SPEC section 4, README "Storage dtypes"): computed in
+# f32/i32 through the plan's widening casts, moved as they are by the shape ops.
+STORAGE_FLOAT = ["f16", "bf16"]
+STORAGE = STORAGE_FLOAT + ["i8", "u8"]
+STORAGE_RANGE = {"i8": (-128, 127), "u8": (0, 255)}
 BATCH = 40  # files per graphrun invocation
 
 # Tolerances: (rtol, atol). Integers and bool are always compared exactly.
@@ -95,6 +100,11 @@ class Graph:
     def rand(self, shape, dtype, lo=-1.0, hi=1.0):
         """A random input: uniform floats, integers truncated from uniform doubles,
         bools from 0/1 integers."""
+        if dtype in STORAGE:  # made in the compute type and cast (the cast is itself under test)
+            base = "f32" if dtype in STORAGE_FLOAT else "i32"
+            if dtype in STORAGE_RANGE:
+                lo, hi = max(lo, STORAGE_RANGE[dtype][0]), min(hi, STORAGE_RANGE[dtype][1] + 0.99)
+            return self._input(f"cast({self.rand(shape, base, lo, hi)}, dtype={dtype})")
         s, seed = shape_text(shape), self.next_seed()
         if dtype in FLOAT:
             return self._input(f"random_uniform({s}, low={lo}, high={hi}, seed={seed}, dtype={dtype})")
@@ -223,12 +233,19 @@ CAST_SPECIAL_I = {"i32": "[-2147483648, 2147483647, 0, 1, -1, 16777217, 12345678
 
 
 def cast_graphs():
-    for src, dst in itertools.product(ALL, ALL):
+    for src, dst in itertools.product(ALL + STORAGE, ALL + STORAGE):
         g = Graph(f"cast_{src}_to_{dst}")
-        lo, hi = {"i32": (-2.1e9, 2.1e9), "i64": (-1e13, 1e13)}.get(src, (-5, 5))
+        lo, hi = {"i32": (-2.1e9, 2.1e9), "i64": (-1e13, 1e13), "i8": (-128, 127), "u8": (0, 255)}.get(src, (-5, 5))
+        if src in FLOAT and dst in STORAGE_FLOAT:  # past the 16-bit types' ranges: overflow to inf
+            lo, hi = -1e5, 1e5
         for shape in ([], [0], [2, 3, 4], [1001]):
             g.op(f"r_{shape_name(shape)}", f"cast({g.rand(shape, src, lo, hi)}, dtype={dst})")
-        if src in FLOAT:
+        if src in STORAGE:
+            # The specials of the compute type, rounded or wrapped into the storage type first.
+            base = "f32" if src in STORAGE_FLOAT else "i32"
+            sp = g.const(CAST_SPECIAL_F if src in STORAGE_FLOAT else CAST_SPECIAL_I["i32"], base)
+            g.op("r_special", f"cast({g._input(f'cast({sp}, dtype={src})')}, dtype={dst})")
+        elif src in FLOAT:
             g.op("r_special", f"cast({g.const(CAST_SPECIAL_F, src)}, dtype={dst})")
         elif src in CAST_SPECIAL_I:
             g.op("r_special", f"cast({g.const(CAST_SPECIAL_I[src], src)}, dtype={dst})")
@@ -246,7 +263,7 @@ TRANSPOSE_CASES = [([], None), ([5], None), ([3, 4], None), ([2, 3, 4], None), (
 
 
 def transpose_graphs():
-    for dtype in ALL:
+    for dtype in ALL + STORAGE:
         g = Graph(f"transpose_{dtype}")
         for shape, perm in TRANSPOSE_CASES:
             x = g.rand(shape, dtype, -1000, 1000)
@@ -266,7 +283,7 @@ CONCAT_CASES = [([[2, 3], [4, 3]], 0), ([[2, 3], [2, 5]], 1), ([[2, 3, 4], [2, 1
 
 
 def concat_graphs():
-    for dtype in ALL:
+    for dtype in ALL + STORAGE:
         g = Graph(f"concat_{dtype}")
         for k, (shapes, axis) in enumerate(CONCAT_CASES):
             xs = ", ".join(g.rand(s, dtype, -1000, 1000) for s in shapes)
@@ -414,6 +431,11 @@ def creation_graphs():
         lit = "[[true, false], [false, true]]" if dtype == "bool" else "[[1, -2], [3, 4]]"
         g.op(f"c_{dtype}", f"const({lit}, dtype={dtype})")
         g.op(f"c1_{dtype}", f"const({'[true]' if dtype == 'bool' else '[5]'}, dtype={dtype})")
+    for dtype in STORAGE:
+        g.op(f"z_{dtype}", f"zeros([3, 4], dtype={dtype})")
+        g.op(f"o_{dtype}", f"ones([5], dtype={dtype})")
+        g.op(f"f_{dtype}", f"fill([2, 3], {'-7' if dtype != 'u8' else '200'}, dtype={dtype})")
+        g.op(f"c_{dtype}", f"const([[1, 2], [3, 4]], dtype={dtype})")
     g.op("f_nan", "fill([3], nan, dtype=f32)")
     g.op("c_special", f"const({SPECIAL_FLOATS}, dtype=f32)")
     yield g
@@ -440,6 +462,37 @@ def creation_graphs():
     yield g
 
 
+# Arithmetic on the storage dtypes runs on the GPU in f32/i32 between the
+# plan's casts and rounds back after each op, as on the CPU: the f32 kernels
+# of the two devices may differ in the last f32 bit, which rounding to f16 or
+# bf16 can turn into one unit of the storage type's last place.
+STORAGE_ARITH = {"f16": (2e-3, 1e-3), "bf16": (1.6e-2, 1e-2)}
+
+
+def storage_arith_graphs():
+    for dtype in STORAGE:
+        g = Graph(f"storage_arith_{dtype}")
+        lo, hi = (-2, 2) if dtype in STORAGE_FLOAT else (-100, 100)
+        tol = STORAGE_ARITH
+        for op in ("add", "sub", "mul", "maximum", "minimum"):
+            for sa, sb in (([5], []), ([3, 1], [1, 4]), ([2, 3, 4], [4]), ([17, 33], [17, 33])):
+                g.op(f"{op}_{shape_name(sa)}_{shape_name(sb)}", f"{op}({g.rand(sa, dtype, lo, hi)}, "
+                     f"{g.rand(sb, dtype, lo, hi)})", tol)
+        g.op("div", f"div({g.rand([40], dtype, lo, hi)}, {g.rand([40], dtype, 1, 20)})", tol)
+        g.op("literal", f"{g.rand([6], dtype, lo, hi)} * 3 + 1", tol)
+        for op in ("neg", "abs", "relu", "square"):
+            g.op(op, f"{op}({g.rand([3, 7], dtype, lo, hi)})", tol)
+        g.op("reduce_sum", f"reduce_sum({g.rand([30, 40], dtype, lo, hi)}, axes=[1])", tol)
+        g.op("reduce_max", f"reduce_max({g.rand([30, 40], dtype, lo, hi)}, axes=[0])", tol)
+        if dtype in STORAGE_FLOAT:
+            for op in ("exp", "tanh", "sigmoid", "sqrt"):
+                g.op(op, f"{op}({g.rand([257], dtype, 0.01, 4)})", tol)
+            g.op("softmax", f"softmax({g.rand([8, 33], dtype, -5, 5)}, axis=-1)", tol)
+            g.op("matmul", f"matmul({g.rand([16, 64], dtype)}, {g.rand([64, 24], dtype)})", tol)
+            g.op("large", f"exp({g.rand([1000, 1000], dtype, -4, 4)})", tol)
+        yield g
+
+
 def beyond_spec_graphs():
     """The ops of README "Ops beyond SPEC section 3" (tests/gpu_ops_ext.py)."""
     from gpu_ops_ext import beyond_spec_graphs as ext
@@ -448,7 +501,7 @@ def beyond_spec_graphs():
 
 def all_graphs():
     for gen in (binary_graphs, unary_graphs, cast_graphs, transpose_graphs, concat_graphs, reduce_graphs,
-                softmax_graphs, matmul_graphs, creation_graphs, beyond_spec_graphs):
+                softmax_graphs, matmul_graphs, creation_graphs, storage_arith_graphs, beyond_spec_graphs):
         yield from gen()
 
 
@@ -555,7 +608,7 @@ def as_float(v):
 def compare_values(ref, got, dtype, tol):
     """Indices and values that differ beyond the bound, the first few."""
     bad = []
-    if dtype in FLOAT:
+    if dtype in FLOAT + STORAGE_FLOAT:
         rtol, atol = tol.get(dtype, (0.0, 0.0))
         for i, (r, g) in enumerate(zip(ref, got)):
             r, g = as_float(r), as_float(g)
