@@ -10,7 +10,10 @@ cd "$(dirname "$0")/.."
 scripts/deps.sh
 # RelWithDebInfo: optimised like the shipped build (some bugs only show there),
 # with line numbers in the reports.
-cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGRAPHRUN_SANITIZE=address,undefined >/dev/null
+# Warnings are not errors here (as in test.sh's tsan stage): the optimised
+# build holds the code to them; GCC's flow warnings at -O1 are false positives.
+cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGRAPHRUN_SANITIZE=address,undefined \
+    -DGRAPHRUN_WERROR=OFF >/dev/null
 cmake --build build-asan -j"$(nproc)"
 
 # abort_on_error / halt_on_error: a report ends the process at once with

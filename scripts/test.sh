@@ -55,7 +55,11 @@ stage() {
 tsan() {
     # Without oneDNN: its OpenMP runtime (libgomp) is not built for ThreadSanitizer,
     # which cannot see its barriers and would report every parallel conv as a race.
-    cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGRAPHRUN_SANITIZE=thread -DGRAPHRUN_DNNL=OFF >/dev/null &&
+    # Warnings are not errors here: the build stage holds the code to them, and
+    # GCC's flow warnings at the sanitizers' -O1 (-Wmaybe-uninitialized in
+    # SmallVector's union) are false positives that say nothing about races.
+    cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGRAPHRUN_SANITIZE=thread -DGRAPHRUN_DNNL=OFF \
+        -DGRAPHRUN_WERROR=OFF >/dev/null &&
     cmake --build build-tsan --target graphrun_unit_tests -j"$(nproc)" &&
     TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" build-tsan/tests/graphrun_unit_tests \
         -tc='session*,injection*,thread pool*,cleanup*,plan walker*,observer*,trace*,live*'
