@@ -143,6 +143,12 @@ bool infer_batch_norm(NodeCheck& c);
 bool infer_gemm(NodeCheck& c);
 // infer_conv.cpp: conv, conv_transpose, max_pool, avg_pool, global_avg_pool, global_max_pool
 bool infer_conv_area(NodeCheck& c);
+// infer_index.cpp
+bool infer_top_k(NodeCheck& c);
+bool infer_scatter(NodeCheck& c);  // scatter_elements, scatter_nd
+// Input k of an op that takes indices: i32 or i64 (a float literal written
+// in place becomes i64, as gather's does); reports with a cast hint.
+bool check_index_operand(NodeCheck& c, size_t k);
 
 // infer_ops.cpp, for infer_ops_ext.cpp: NumPy broadcasting of two shapes (on
 // failure, the clashing dimensions), and two operands made one dtype as a

@@ -113,9 +113,8 @@ bool infer_split(NodeCheck& c) {
     return done(c, std::move(out));
 }
 
-bool infer_gather(NodeCheck& c) {
-    if (!c.check_input_class(0)) return false;
-    Node& idx = c.input(1);
+bool check_index_operand(NodeCheck& c, size_t k) {
+    Node& idx = c.input(k);
     // Indices written in place (`gather(x, [0, 2])`) are integers: the
     // literal, f32 by default, becomes i64 (as a weak literal takes its
     // operand's dtype), or says why it cannot.
@@ -123,15 +122,22 @@ bool infer_gather(NodeCheck& c) {
         !idx.find_attr("dtype")) {
         const std::string problem = retype_weak_literal(idx, DType::I64);
         if (!problem.empty()) {
-            c.error(c.input_loc(1), c.operand_name(1) + " cannot be gather's indices: " + problem);
+            c.error(c.input_loc(k), c.operand_name(k) + " cannot be " + c.info.name + "'s indices: " + problem);
             return false;
         }
     }
     if (idx.dtype != DType::I32 && idx.dtype != DType::I64) {
-        c.error(c.input_loc(1), c.operand_text(1) + ", but gather's indices must be i32 or i64; use cast(" +
-                                    c.role(1) + ", dtype=i64)");
+        c.error(c.input_loc(k), c.operand_text(k) + ", but " + c.info.name + "'s indices must be i32 or i64; use cast(" +
+                                    c.role(k) + ", dtype=i64)");
         return false;
     }
+    return true;
+}
+
+bool infer_gather(NodeCheck& c) {
+    if (!c.check_input_class(0)) return false;
+    if (!check_index_operand(c, 1)) return false;
+    const Node& idx = c.input(1);
     Shape out;
     LayoutError err;
     if (!gather_shape(c.input(0).shape, idx.shape, c.int_attr("axis", 0), out, err)) return report(c, err);

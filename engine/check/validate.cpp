@@ -133,6 +133,11 @@ bool infer_node(NodeCheck& c) {
             return infer_batch_norm(c);
         case OpKind::Gemm:
             return infer_gemm(c);
+        case OpKind::TopK:
+            return infer_top_k(c);
+        case OpKind::ScatterElements:
+        case OpKind::ScatterND:
+            return infer_scatter(c);
         default:
             return false;
     }

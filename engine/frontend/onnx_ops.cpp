@@ -314,8 +314,9 @@ void add_core_onnx_ops(OnnxOpTable& t) {
     set("Selu", "selu", activation);
     set("Clip", "clip", clip);
     set("Gelu", "gelu", gelu);  // opset 20
-    // Folded at load only (their inputs must be constants or static shapes).
-    for (const char* op : {"Constant", "Shape", "Gather", "Slice", "ConstantOfShape", "Range", "ScatterND", "Mod"})
+    // Folded at load only (their inputs must be constants or static shapes);
+    // later files give some of them a mapping for run-time inputs.
+    for (const char* op : {"Constant", "Shape", "Gather", "Slice", "ConstantOfShape", "Range", "Mod"})
         t[op] = {nullptr, {}};
 }
 
@@ -329,6 +330,7 @@ const OnnxOpTable& onnx_op_table() {
         add_more2_onnx_ops(t);
         add_quant_onnx_ops(t);
         add_elements_onnx_ops(t);
+        add_index_onnx_ops(t);
         add_resize_onnx_ops(t);
         add_conv_onnx_ops(t);
         return t;

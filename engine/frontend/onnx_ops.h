@@ -37,8 +37,9 @@ void add_norm_onnx_ops(OnnxOpTable& t);  // onnx_ops_norm.cpp: LayerNormalizatio
 void add_conv_onnx_ops(OnnxOpTable& t);  // onnx_ops_conv.cpp: Conv, ConvTranspose, the pools
 void add_resize_onnx_ops(OnnxOpTable& t);  // onnx_ops_resize.cpp: Resize, Upsample
 void add_more_onnx_ops(OnnxOpTable& t);  // onnx_ops_more.cpp: PRelu, HardSwish, Mish, ReduceL2, DepthToSpace, ...
-void add_more2_onnx_ops(OnnxOpTable& t);
-void add_quant_onnx_ops(OnnxOpTable& t);
-void add_elements_onnx_ops(OnnxOpTable& t);  // onnx_ops_elements.cpp: GatherElements  // onnx_ops_quant.cpp: QuantizeLinear, DequantizeLinear, MatMulInteger, QLinearConv, ...  // onnx_ops_more2.cpp: GroupNormalization, LRN, Mod, OneHot, CumSum, Einsum
+void add_more2_onnx_ops(OnnxOpTable& t);  // onnx_ops_more2.cpp: GroupNormalization, LRN, Mod, OneHot, CumSum, Einsum
+void add_quant_onnx_ops(OnnxOpTable& t);  // onnx_ops_quant.cpp: QuantizeLinear, DequantizeLinear, MatMulInteger, QLinearConv, ...
+void add_elements_onnx_ops(OnnxOpTable& t);  // onnx_ops_elements.cpp: GatherElements, the two losses
+void add_index_onnx_ops(OnnxOpTable& t);  // onnx_ops_index.cpp: TopK, ScatterElements, ScatterND
 
 }  // namespace graphrun::onnx_import

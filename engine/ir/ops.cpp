@@ -149,6 +149,15 @@ std::vector<OpInfo> build_table() {
         {kernel_shape, strides, pads, auto_pad, ceil_mode, {"count_include_pad", A::Bool, false}});
     add(OpKind::GlobalAvgPool, "global_avg_pool", 1, 1, C::Float, F::Conv, G, false, {});
     add(OpKind::GlobalMaxPool, "global_max_pool", 1, 1, C::Float, F::Conv, G, false, {});
+    // index ops (README "Ops beyond SPEC section 3"), ONNX's semantics; CPU
+    // kernels only (gpu = false: placed on the CPU by soft placement).
+    add(OpKind::TopK, "top_k", 1, 2, C::Num, F::Index, false, false,
+        {{"k", A::Int, true}, {"axis", A::Int, false}, {"largest", A::Bool, false}, {"sorted", A::Bool, false},
+         {"indices", A::Bool, false}});
+    const AttrSpec reduction{"reduction", A::String, false};
+    add(OpKind::ScatterElements, "scatter_elements", 3, 3, C::All, F::Index, false, false,
+        {{"axis", A::Int, false}, reduction});
+    add(OpKind::ScatterND, "scatter_nd", 3, 3, C::All, F::Index, false, false, {reduction});
     return t;
 }
 

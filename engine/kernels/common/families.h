@@ -22,6 +22,9 @@ struct FamilyFactories {
     Make layout;  // the shape ops' family (issue 18)
     Make norm;    // layer_norm batch_norm (issue 18)
     Make conv;    // conv conv_transpose and the pools (issue 18)
+    // top_k and the scatters: CPU kernels only (not in GR_FAMILY_FACTORIES;
+    // the CPU sets it, and the GPU, which none of them is placed on, has none)
+    Make index = nullptr;
 };
 
 // The FamilyFactories of the functions make_<family>_kernel in scope where it
@@ -68,6 +71,7 @@ std::unique_ptr<Kernel> make_family_kernel(const FamilyFactories<Ctx...>& f, con
         case OpFamily::Layout: make = f.layout; break;
         case OpFamily::Norm: make = f.norm; break;
         case OpFamily::Conv: make = f.conv; break;
+        case OpFamily::Index: make = f.index; break;
         case OpFamily::None: break;
     }
     return make ? make(g, n, ctx...) : nullptr;

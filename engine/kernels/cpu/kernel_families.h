@@ -47,5 +47,7 @@ std::unique_ptr<Kernel> make_gemm_kernel(const Graph& g, const Node& n);
 // conv.cpp: conv conv_transpose; pool.cpp: max_pool avg_pool global_avg_pool global_max_pool
 // (make_conv_kernel hands the pools on)
 std::unique_ptr<Kernel> make_conv_kernel(const Graph& g, const Node& n);
+// index_ops.cpp: top_k scatter_elements scatter_nd
+std::unique_ptr<Kernel> make_index_kernel(const Graph& g, const Node& n);
 
 }  // namespace graphrun::kernels

@@ -9,7 +9,11 @@ namespace graphrun {
 
 std::unique_ptr<Kernel> make_cpu_kernel(const Graph& g, const Node& n) {
     using namespace kernels;
-    static constexpr FamilyFactories<> kCpu GR_FAMILY_FACTORIES;
+    static constexpr FamilyFactories<> kCpu = [] {
+        FamilyFactories<> f GR_FAMILY_FACTORIES;
+        f.index = make_index_kernel;
+        return f;
+    }();
     if (std::unique_ptr<Kernel> k = make_family_kernel(kCpu, g, n)) return k;
     return make_error_kernel(std::string("internal error: ") + op_name(n.op) + " has no kernel");
 }

@@ -1,0 +1,320 @@
+// The index ops (family Index), ONNX's semantics:
+//   top_k             the k largest (or smallest) along an axis, largest first
+//                     (smallest first), ties to the lower index, NaN above
+//                     every number (PyTorch's and NumPy's sort order); as
+//                     values or as i64 indices (indices=true). Always
+//                     sorted (sorted=false allows any order: this one).
+//   scatter_elements  a copy of data with updates[p] written at data's element
+//                     p with coordinate `axis` replaced by indices[p];
+//   scatter_nd        a copy of data with the slices updates[j, ...] written at
+//                     data[indices[j, 0], ..., indices[j, m-1], ...].
+// The scatters check every index before writing anything; an index outside
+// [-len, len) stops the run naming its entry (negative ones count from the
+// end). Entries are applied in order, so with reduction "none" a repeated
+// index keeps the last update (ONNX leaves that undefined); "add", "mul",
+// "max" and "min" combine each update with what is there. Integer sums and
+// products wrap, as NumPy's do.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "engine/kernels/common/kernel_common.h"
+#include "engine/kernels/cpu/kernel_families.h"
+#include "engine/kernels/cpu/parallel.h"
+
+namespace graphrun::kernels {
+
+namespace {
+
+// x as [outer, len, inner] around `axis`.
+struct AxisSplit {
+    int64_t outer = 1, len = 1, inner = 1;
+};
+
+AxisSplit split_at(const Shape& s, int64_t axis) {
+    const auto r = static_cast<int64_t>(s.size());
+    if (axis < 0) axis += r;
+    AxisSplit p;
+    for (int64_t d = 0; d < r; ++d) {
+        const int64_t v = s[static_cast<size_t>(d)];
+        if (d < axis)
+            p.outer *= v;
+        else if (d == axis)
+            p.len = v;
+        else
+            p.inner *= v;
+    }
+    return p;
+}
+
+std::string index_error(const char* op, int64_t value, int64_t entry, int64_t len, const std::string& what) {
+    return std::string(op) + ": index " + std::to_string(value) + " (entry " + std::to_string(entry) +
+           " of the indices) is out of range for " + what + " of length " + std::to_string(len);
+}
+
+// --- top_k -----------------------------------------------------------------------
+
+template <class T>
+bool is_nan(T v) {
+    if constexpr (std::is_floating_point_v<T>)
+        return std::isnan(v);
+    else
+        return false;
+}
+
+// a comes strictly before b in descending order, NaN first.
+template <class T>
+bool above(T a, T b) {
+    if (is_nan(a)) return !is_nan(b);
+    if (is_nan(b)) return false;
+    return a > b;
+}
+
+class TopKKernel final : public KernelBase {
+  public:
+    TopKKernel(const Graph& g, const Node& n) : KernelBase(g, n) {
+        axis_ = n.find_attr("axis") ? n.find_attr("axis")->value.i : -1;
+        k_ = n.find_attr("k") ? n.find_attr("k")->value.i : 0;
+        if (const NamedAttr* a = n.find_attr("largest")) largest_ = a->value.b;
+        if (const NamedAttr* a = n.find_attr("indices")) indices_ = a->value.b;
+    }
+
+    std::string compute(const TensorRef* in, TensorRef& out, const KernelContext& ctx) override {
+        if (in_shapes_.size() > 1) {  // K fed now: the k the output's shape was built for
+            const int64_t fed = in[1].dtype == DType::I32 ? *static_cast<const int32_t*>(in[1].data)
+                                                          : *static_cast<const int64_t*>(in[1].data);
+            if (fed != k_)
+                return "top_k: K is " + std::to_string(fed) + ", but the graph was built for k=" +
+                       std::to_string(k_) + " (its output's shape " + shape_string(out_shape_) + ")";
+        }
+        if (out.numel == 0) return "";
+        const AxisSplit p = split_at(in_shapes_.at(0), axis_);
+        const int64_t rows = p.outer * p.inner;
+        // One index buffer of the axis' length per worker, counted as workspace.
+        const int64_t parts = std::max<int64_t>(1, std::min<int64_t>(rows, ctx.threads));
+        const uint64_t bytes = static_cast<uint64_t>(parts) * static_cast<uint64_t>(p.len) * sizeof(int64_t);
+        void* scratch = ctx.scratch ? ctx.scratch->allocate(bytes) : nullptr;
+        if (!scratch)
+            return "top_k: no memory for its " + std::to_string(bytes) + "-byte index workspace" +
+                   (ctx.scratch ? " under the memory limit" : "");
+        auto* order = static_cast<int64_t*>(scratch);
+        std::string problem = dispatch_dtype(in[0].dtype, [&](auto tag) -> std::string {
+            using T = decltype(tag);
+            const T* x = static_cast<const T*>(in[0].data);
+            parallel_for(ctx, parts, 1, [&](int64_t b, int64_t e) {
+                for (int64_t part = b; part < e; ++part) {
+                    int64_t* idx = order + part * p.len;
+                    for (int64_t r = rows * part / parts; r < rows * (part + 1) / parts; ++r)
+                        one_row(x, p, r, idx, out.data);
+                }
+            });
+            return "";
+        });
+        ctx.scratch->release(scratch, bytes);
+        return problem;
+    }
+
+  private:
+    template <class T>
+    void one_row(const T* x, const AxisSplit& p, int64_t r, int64_t* idx, void* out) const {
+        const int64_t o = r / p.inner, i = r - o * p.inner;
+        const T* row = x + o * p.len * p.inner + i;
+        const int64_t s = p.inner;
+        for (int64_t j = 0; j < p.len; ++j) idx[j] = j;
+        auto before = [&](int64_t a, int64_t b) {
+            const T va = row[a * s], vb = row[b * s];
+            if (largest_) {
+                if (above(va, vb)) return true;
+                if (above(vb, va)) return false;
+            } else {  // ascending, NaN last
+                if (above(vb, va)) return true;
+                if (above(va, vb)) return false;
+            }
+            return a < b;  // ties (and NaN with NaN): the lower index first
+        };
+        std::partial_sort(idx, idx + k_, idx + p.len, before);
+        const int64_t base = o * k_ * p.inner + i;
+        if (indices_) {
+            auto* dst = static_cast<int64_t*>(out);
+            for (int64_t j = 0; j < k_; ++j) dst[base + j * s] = idx[j];
+        } else {
+            auto* dst = static_cast<T*>(out);
+            for (int64_t j = 0; j < k_; ++j) dst[base + j * s] = row[idx[j] * s];
+        }
+    }
+
+    int64_t axis_ = -1, k_ = 0;
+    bool largest_ = true, indices_ = false;
+};
+
+// --- scatter_elements, scatter_nd --------------------------------------------------
+
+enum class Reduction { None, Add, Mul, Max, Min };
+
+Reduction reduction_of(const Node& n) {
+    const NamedAttr* a = n.find_attr("reduction");
+    if (!a || a->value.s == "none") return Reduction::None;
+    if (a->value.s == "add") return Reduction::Add;
+    if (a->value.s == "mul") return Reduction::Mul;
+    if (a->value.s == "max") return Reduction::Max;
+    return Reduction::Min;
+}
+
+// dst = dst (op) v; integers wrap (done unsigned: no signed overflow).
+template <class T>
+void combine(Reduction r, T& dst, T v) {
+    if constexpr (std::is_integral_v<T> && !std::is_same_v<T, uint8_t>) {
+        using U = std::make_unsigned_t<T>;
+        switch (r) {
+            case Reduction::None: dst = v; return;
+            case Reduction::Add: dst = static_cast<T>(static_cast<U>(static_cast<U>(dst) + static_cast<U>(v))); return;
+            case Reduction::Mul: dst = static_cast<T>(static_cast<U>(static_cast<U>(dst) * static_cast<U>(v))); return;
+            case Reduction::Max: dst = std::max(dst, v); return;
+            case Reduction::Min: dst = std::min(dst, v); return;
+        }
+    } else {
+        // floats (NaN propagates through max and min, as NumPy's maximum), and
+        // bool, which validation allows only with "none".
+        switch (r) {
+            case Reduction::None: dst = v; return;
+            case Reduction::Add: dst = static_cast<T>(dst + v); return;
+            case Reduction::Mul: dst = static_cast<T>(dst * v); return;
+            case Reduction::Max: dst = (is_nan(dst) || is_nan(v)) ? (is_nan(dst) ? dst : v) : std::max(dst, v); return;
+            case Reduction::Min: dst = (is_nan(dst) || is_nan(v)) ? (is_nan(dst) ? dst : v) : std::min(dst, v); return;
+        }
+    }
+}
+
+// The indices (i32 or i64) as int64.
+std::vector<int64_t> read_indices(const TensorRef& t) {
+    std::vector<int64_t> v(static_cast<size_t>(t.numel));
+    if (t.dtype == DType::I32) {
+        const auto* p = static_cast<const int32_t*>(t.data);
+        for (int64_t j = 0; j < t.numel; ++j) v[static_cast<size_t>(j)] = p[j];
+    } else {
+        std::memcpy(v.data(), t.data, static_cast<size_t>(t.numel) * sizeof(int64_t));
+    }
+    return v;
+}
+
+class ScatterKernel final : public KernelBase {
+  public:
+    ScatterKernel(const Graph& g, const Node& n)
+        : KernelBase(g, n), nd_(n.op == OpKind::ScatterND), reduction_(reduction_of(n)) {
+        if (!nd_) axis_ = n.find_attr("axis") ? n.find_attr("axis")->value.i : 0;
+    }
+
+    std::string compute(const TensorRef* in, TensorRef& out, const KernelContext& ctx) override {
+        (void)ctx;
+        // Every position first (nothing written when one is out of range).
+        std::vector<int64_t> target;
+        std::string problem = nd_ ? nd_targets(in[1], target) : element_targets(in[1], target);
+        if (!problem.empty()) return problem;
+        if (out.numel == 0) return "";
+        const auto size = dtype_size(out.dtype);
+        std::memcpy(out.data, in[0].data, static_cast<size_t>(out.numel) * size);
+        const int64_t slice = nd_ ? slice_elements() : 1;
+        return dispatch_dtype(out.dtype, [&](auto tag) -> std::string {
+            using T = decltype(tag);
+            T* dst = static_cast<T*>(out.data);
+            const T* upd = static_cast<const T*>(in[2].data);
+            for (size_t j = 0; j < target.size(); ++j)
+                for (int64_t s = 0; s < slice; ++s)
+                    combine(reduction_, dst[target[j] + s], upd[static_cast<int64_t>(j) * slice + s]);
+            return "";
+        });
+    }
+
+  private:
+    // scatter_elements: the flat position in data of each entry of the indices.
+    std::string element_targets(const TensorRef& indices, std::vector<int64_t>& target) const {
+        const Shape& ds = in_shapes_.at(0);
+        const Shape& is = in_shapes_.at(1);
+        const auto rank = static_cast<int64_t>(ds.size());
+        const int64_t a = axis_ < 0 ? axis_ + rank : axis_;
+        const std::vector<int64_t> idx = read_indices(indices);
+        std::vector<int64_t> stride(static_cast<size_t>(rank), 1);
+        for (int64_t d = rank - 1; d > 0; --d)
+            stride[static_cast<size_t>(d - 1)] = stride[static_cast<size_t>(d)] * ds[static_cast<size_t>(d)];
+        const int64_t len = ds[static_cast<size_t>(a)];
+        target.resize(idx.size());
+        std::vector<int64_t> coord(static_cast<size_t>(rank), 0);
+        for (size_t j = 0; j < idx.size(); ++j) {
+            int64_t v = idx[j];
+            if (v < -len || v >= len)
+                return index_error("scatter_elements", v, static_cast<int64_t>(j), len,
+                                   "axis " + std::to_string(a) + " of the data " + shape_string(ds));
+            if (v < 0) v += len;
+            int64_t pos = 0;
+            for (int64_t d = 0; d < rank; ++d)
+                pos += (d == a ? v : coord[static_cast<size_t>(d)]) * stride[static_cast<size_t>(d)];
+            target[j] = pos;
+            for (int64_t d = rank - 1; d >= 0; --d) {  // the next coordinate of the indices
+                if (++coord[static_cast<size_t>(d)] < is[static_cast<size_t>(d)]) break;
+                coord[static_cast<size_t>(d)] = 0;
+            }
+        }
+        return "";
+    }
+
+    int64_t slice_elements() const {
+        const Shape& ds = in_shapes_.at(0);
+        const auto m = static_cast<size_t>(in_shapes_.at(1).back());
+        int64_t n = 1;
+        for (size_t d = m; d < ds.size(); ++d) n *= ds[d];
+        return n;
+    }
+
+    // scatter_nd: the flat position in data of each indexed slice.
+    std::string nd_targets(const TensorRef& indices, std::vector<int64_t>& target) const {
+        const Shape& ds = in_shapes_.at(0);
+        const auto m = static_cast<size_t>(in_shapes_.at(1).back());
+        const std::vector<int64_t> idx = read_indices(indices);
+        const int64_t slice = slice_elements();
+        const auto count = static_cast<size_t>(tuples());
+        target.assign(count, 0);
+        if (m == 0) return "";  // empty index tuples: each update is the whole data
+        for (size_t j = 0; j < count; ++j) {
+            int64_t pos = 0;
+            for (size_t d = 0; d < m; ++d) {
+                const int64_t len = ds[d];
+                int64_t v = idx[j * m + d];
+                if (v < -len || v >= len)
+                    return index_error("scatter_nd", v, static_cast<int64_t>(j * m + d), len,
+                                       "axis " + std::to_string(d) + " of the data " + shape_string(ds));
+                if (v < 0) v += len;
+                pos = pos * len + v;
+            }
+            target[j] = pos * slice;
+        }
+        return "";
+    }
+
+    // scatter_nd: how many index tuples (indices.shape[:-1]).
+    int64_t tuples() const {
+        const Shape& is = in_shapes_.at(1);
+        int64_t n = 1;
+        for (size_t d = 0; d + 1 < is.size(); ++d) n *= is[d];
+        return n;
+    }
+
+    bool nd_;
+    Reduction reduction_;
+    int64_t axis_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<Kernel> make_index_kernel(const Graph& g, const Node& n) {
+    switch (n.op) {
+        case OpKind::TopK: return std::make_unique<TopKKernel>(g, n);
+        case OpKind::ScatterElements:
+        case OpKind::ScatterND: return std::make_unique<ScatterKernel>(g, n);
+        default: return make_error_kernel(std::string("internal error: ") + op_name(n.op) + " is not an index op");
+    }
+}
+
+}  // namespace graphrun::kernels
