@@ -20,31 +20,17 @@ import tempfile
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import checks, run_binary  # noqa: E402
+from harness import ValueRunner, checks, run_binary  # noqa: E402
 
 GRAPHRUN = os.path.abspath(sys.argv[1])
 TMP = tempfile.mkdtemp(prefix="graphrun-dtypes-")
 failures = []
 check = checks(failures)
 rng = np.random.default_rng(11)
+VR = ValueRunner(GRAPHRUN, TMP)
 
 
-def script(name, text):
-    path = os.path.join(TMP, name + ".graph")
-    with open(path, "w") as f:
-        f.write(text)
-    return path
-
-
-def run_values(path, *extra, fetch=()):
-    """Runs PATH (fetching FETCH) and returns (process, {output: array}) read from an .npz."""
-    out = os.path.join(TMP, os.path.basename(path) + ".npz")
-    if os.path.exists(out):
-        os.unlink(out)
-    p = run_binary(GRAPHRUN, ["run", path, f"--output=@{out}", "--no-data", *[f"--fetch={f}" for f in fetch], *extra],
-                   timeout=120)
-    vals = dict(np.load(out)) if p.returncode == 0 and os.path.exists(out) else {}
-    return p, vals
+script, run_values = VR.script, VR.run_values
 
 
 def bf16_bits(a):
@@ -221,33 +207,13 @@ check(proc.returncode == 5 and "got 0.2, expected 0.3" in proc.stderr + proc.std
 
 # --- ONNX: a float16 model and the quantization ops --------------------------------------------------
 try:
-    from onnx import TensorProto, helper, numpy_helper
+    from onnx import helper, numpy_helper
 except ImportError as e:
     print(f"SKIP (ONNX part): needs python3-onnx ({e})")
     helper = None
 
 if helper is not None:
-    TP = {np.float32: TensorProto.FLOAT, np.float16: TensorProto.FLOAT16, np.int8: TensorProto.INT8,
-          np.uint8: TensorProto.UINT8, np.int32: TensorProto.INT32}
-
-    def onnx_model(name, nodes, ins, outs, inits=(), opset=13):
-        graph = helper.make_graph(
-            nodes, name, [helper.make_tensor_value_info(k, TP[a.dtype.type], list(a.shape)) for k, a in ins],
-            [helper.make_tensor_value_info(k, TP[t], list(s)) for k, t, s in outs], initializer=list(inits))
-        m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
-        m.ir_version = 8
-        path = os.path.join(TMP, name + ".onnx")
-        with open(path, "wb") as f:
-            f.write(m.SerializeToString())
-        return path
-
-    def onnx_run(path, ins, *extra):
-        args = []
-        for k, a in ins:
-            f = os.path.join(TMP, f"{os.path.basename(path)}.{k}.npy")
-            np.save(f, a)
-            args.append(f"--input={k}=@{f}")
-        return run_values(path, *args, *extra)
+    onnx_model, onnx_run = VR.onnx_model, VR.onnx_run
 
     def quantize(x, scale, zp, dtype):
         info = np.iinfo(dtype)

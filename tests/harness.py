@@ -177,3 +177,57 @@ def asan_build(binary):
     so a test checks those on the plain build only."""
     with open(binary, "rb") as f:
         return b"__asan_init" in f.read()
+
+
+class ValueRunner:
+    """Scripts, .npy feeds and runs whose outputs come back as NumPy arrays (read
+    from an .npz): the tests that compare values against NumPy references
+    (dtypes_test.py, index_ops_test.py). Needs numpy; the ONNX methods need
+    python3-onnx."""
+
+    def __init__(self, binary, tmp):
+        self.binary, self.tmp = binary, tmp
+
+    def script(self, name, text):
+        path = os.path.join(self.tmp, name + ".graph")
+        with open(path, "w") as f:
+            f.write(text)
+        return path
+
+    def save(self, name, a):
+        import numpy as np
+        path = os.path.join(self.tmp, name + ".npy")
+        np.save(path, a)
+        return path
+
+    def run_values(self, path, *extra, fetch=()):
+        """Runs PATH (fetching FETCH): (process, {output: array})."""
+        import numpy as np
+        out = os.path.join(self.tmp, os.path.basename(path) + ".npz")
+        if os.path.exists(out):
+            os.unlink(out)
+        p = run_binary(self.binary, ["run", path, f"--output=@{out}", "--no-data",
+                                     *[f"--fetch={f}" for f in fetch], *extra], timeout=120)
+        return p, (dict(np.load(out)) if p.returncode == 0 and os.path.exists(out) else {})
+
+    def onnx_model(self, name, nodes, ins, outs, inits=(), opset=13):
+        """A model of NODES: inputs INS [(name, array)], outputs OUTS [(name, numpy type, shape)]."""
+        import numpy as np
+        from onnx import TensorProto, helper
+        types = {np.float32: TensorProto.FLOAT, np.float64: TensorProto.DOUBLE, np.int64: TensorProto.INT64,
+                 np.int32: TensorProto.INT32, np.float16: TensorProto.FLOAT16, np.int8: TensorProto.INT8,
+                 np.uint8: TensorProto.UINT8}
+        graph = helper.make_graph(
+            nodes, name, [helper.make_tensor_value_info(k, types[a.dtype.type], list(a.shape)) for k, a in ins],
+            [helper.make_tensor_value_info(k, types[t], list(s)) for k, t, s in outs], initializer=list(inits))
+        m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+        m.ir_version = 8
+        path = os.path.join(self.tmp, name + ".onnx")
+        with open(path, "wb") as f:
+            f.write(m.SerializeToString())
+        return path
+
+    def onnx_run(self, path, ins, *extra):
+        """Runs the model PATH fed INS [(name, array)] as .npy files."""
+        args = [f"--input={k}=@{self.save(os.path.basename(path) + '.' + k, a)}" for k, a in ins]
+        return self.run_values(path, *args, *extra)

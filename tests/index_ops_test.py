@@ -19,35 +19,17 @@ import tempfile
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import checks, run_binary  # noqa: E402
+from harness import ValueRunner, checks, run_binary  # noqa: E402
 
 GRAPHRUN = os.path.abspath(sys.argv[1])
 TMP = tempfile.mkdtemp(prefix="graphrun-index-")
 failures = []
 check = checks(failures)
 rng = np.random.default_rng(27)
+VR = ValueRunner(GRAPHRUN, TMP)
 
 
-def script(name, text):
-    path = os.path.join(TMP, name + ".graph")
-    with open(path, "w") as f:
-        f.write(text)
-    return path
-
-
-def save(name, a):
-    path = os.path.join(TMP, name + ".npy")
-    np.save(path, a)
-    return path
-
-
-def run_values(path, *extra, fetch=()):
-    out = os.path.join(TMP, os.path.basename(path) + ".npz")
-    if os.path.exists(out):
-        os.unlink(out)
-    p = run_binary(GRAPHRUN, ["run", path, f"--output=@{out}", "--no-data", *[f"--fetch={f}" for f in fetch], *extra],
-                   timeout=120)
-    return p, (dict(np.load(out)) if p.returncode == 0 and os.path.exists(out) else {})
+script, save, run_values = VR.script, VR.save, VR.run_values
 
 
 def top_k_ref(x, k, axis, largest):
@@ -282,28 +264,13 @@ check(p.returncode in (0, 1, 3) and (p.returncode == 0 or "top_k" in p.stderr or
 
 # --- ONNX -----------------------------------------------------------------------------------------
 try:
-    from onnx import TensorProto, helper, numpy_helper
+    from onnx import helper, numpy_helper
 except ImportError as e:
     print(f"SKIP (ONNX part): python3-onnx is missing ({e})")
     helper = None
 
 if helper is not None:
-    TP = {np.float32: TensorProto.FLOAT, np.int64: TensorProto.INT64, np.float64: TensorProto.DOUBLE}
-
-    def onnx_model(name, nodes, ins, outs, inits=(), opset=13):
-        graph = helper.make_graph(
-            nodes, name, [helper.make_tensor_value_info(k, TP[a.dtype.type], list(a.shape)) for k, a in ins],
-            [helper.make_tensor_value_info(k, TP[t], list(s)) for k, t, s in outs], initializer=list(inits))
-        m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
-        m.ir_version = 8
-        path = os.path.join(TMP, name + ".onnx")
-        with open(path, "wb") as f:
-            f.write(m.SerializeToString())
-        return path
-
-    def onnx_run(path, ins, *extra):
-        args = [f"--input={k}=@{save(os.path.basename(path) + '.' + k, a)}" for k, a in ins]
-        return run_values(path, *args, *extra)
+    onnx_model, onnx_run = VR.onnx_model, VR.onnx_run
 
     xt = rng.standard_normal((3, 10)).astype(np.float32)
     wv, wi = top_k_ref(xt, 4, 1, True)
