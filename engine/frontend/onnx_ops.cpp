@@ -331,6 +331,7 @@ const OnnxOpTable& onnx_op_table() {
         add_quant_onnx_ops(t);
         add_elements_onnx_ops(t);
         add_index_onnx_ops(t);
+        add_rnn_onnx_ops(t);
         add_resize_onnx_ops(t);
         add_conv_onnx_ops(t);
         return t;

@@ -41,5 +41,6 @@ void add_more2_onnx_ops(OnnxOpTable& t);  // onnx_ops_more2.cpp: GroupNormalizat
 void add_quant_onnx_ops(OnnxOpTable& t);  // onnx_ops_quant.cpp: QuantizeLinear, DequantizeLinear, MatMulInteger, QLinearConv, ...
 void add_elements_onnx_ops(OnnxOpTable& t);  // onnx_ops_elements.cpp: GatherElements, the two losses
 void add_index_onnx_ops(OnnxOpTable& t);  // onnx_ops_index.cpp: TopK, ScatterElements, ScatterND
+void add_rnn_onnx_ops(OnnxOpTable& t);  // onnx_ops_rnn.cpp: RNN, GRU, LSTM (unrolled)
 
 }  // namespace graphrun::onnx_import
