@@ -14,13 +14,17 @@ namespace {
 
 class Widener {
   public:
-    explicit Widener(Graph& g) : g_(g), original_(g.nodes.size()), before_(g.nodes.size()) {}
+    explicit Widener(Graph& g) : g_(g), original_(g.nodes.size()) {}
 
     size_t run() {
         bool any = false;
         for (const Node& n : g_.nodes)
-            if (is_storage(n.dtype)) any = true;
-        if (!any) return 0;
+            if (is_storage(n.dtype)) {
+                any = true;
+                break;
+            }
+        if (!any) return 0;  // a graph without storage types pays one scan, not a list per node
+        before_.resize(original_);
         for (NodeId id : statement_nodes()) widen(id);
         if (g_.nodes.size() == original_) return 0;
         const size_t added = g_.nodes.size() - original_;
