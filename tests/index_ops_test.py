@@ -216,6 +216,19 @@ p, got = run_values(path, "--device=gpu")
 check(p.returncode == 0 and np.array_equal(got.get("v"), [[3, 2], [5, 4]]) and
       np.array_equal(got.get("s"), [[3, 1, 2], [0, 5, 9]]), f"soft placement: exit {p.returncode} {p.stderr[-400:]}")
 
+# The index workspace under --memory-limit: one buffer per worker, one when only that fits,
+# and a run-time error (exit 1) naming it when not even that does. x is 1.6 MB, a row's buffer 0.8 MB.
+path = script("topk_limit", """
+x = random_uniform([4, 100000], seed=1)
+v = top_k(x, k=3)
+""")
+p, got = run_values(path, "--memory-limit=2500000", "--threads=2")
+check(p.returncode == 0 and got.get("v") is not None and got["v"].shape == (4, 3),
+      f"top_k with room for one workspace buffer: exit {p.returncode} {p.stderr[-400:]}")
+p, got = run_values(path, "--memory-limit=2000000", "--threads=2")
+check(p.returncode == 1 and "top_k: no memory for its 800000-byte index workspace under the memory limit" in p.stderr,
+      f"top_k without room for its workspace: exit {p.returncode} {p.stderr[-400:]}")
+
 # --- errors ---------------------------------------------------------------------------------------
 # An index out of range: exit 1, the entry and the axis named, nothing else written.
 for text, words in [

@@ -93,10 +93,17 @@ class TopKKernel final : public KernelBase {
         if (out.numel == 0) return "";
         const AxisSplit p = split_at(in_shapes_.at(0), axis_);
         const int64_t rows = p.outer * p.inner;
-        // One index buffer of the axis' length per worker, counted as workspace.
-        const int64_t parts = std::max<int64_t>(1, std::min<int64_t>(rows, ctx.threads));
-        const uint64_t bytes = static_cast<uint64_t>(parts) * static_cast<uint64_t>(p.len) * sizeof(int64_t);
+        // One index buffer of the axis' length per worker, counted as
+        // workspace; one buffer, on one thread, when the limit has no room for more.
+        int64_t parts = std::max<int64_t>(1, std::min<int64_t>(rows, ctx.threads));
+        const uint64_t row_bytes = static_cast<uint64_t>(p.len) * sizeof(int64_t);
+        uint64_t bytes = static_cast<uint64_t>(parts) * row_bytes;
         void* scratch = ctx.scratch ? ctx.scratch->allocate(bytes) : nullptr;
+        if (!scratch && ctx.scratch && parts > 1) {
+            parts = 1;
+            bytes = row_bytes;
+            scratch = ctx.scratch->allocate(bytes);
+        }
         if (!scratch)
             return "top_k: no memory for its " + std::to_string(bytes) + "-byte index workspace" +
                    (ctx.scratch ? " under the memory limit" : "");
