@@ -73,6 +73,37 @@ bool above(T a, T b) {
     return a > b;
 }
 
+// Row r of x (as [outer, len, inner]): its k first indices in top_k's order
+// (sorted in idx, the axis' length of scratch), written as values or indices.
+template <class T>
+void top_k_row(const T* x, const AxisSplit& p, int64_t r, int64_t k, bool largest, bool indices, int64_t* idx,
+               void* out) {
+    const int64_t o = r / p.inner, i = r - o * p.inner;
+    const T* row = x + o * p.len * p.inner + i;
+    const int64_t s = p.inner;
+    for (int64_t j = 0; j < p.len; ++j) idx[j] = j;
+    auto before = [&](int64_t a, int64_t b) {
+        const T va = row[a * s], vb = row[b * s];
+        if (largest) {
+            if (above(va, vb)) return true;
+            if (above(vb, va)) return false;
+        } else {  // ascending, NaN last
+            if (above(vb, va)) return true;
+            if (above(va, vb)) return false;
+        }
+        return a < b;  // ties (and NaN with NaN): the lower index first
+    };
+    std::partial_sort(idx, idx + k, idx + p.len, before);
+    const int64_t base = o * k * p.inner + i;
+    if (indices) {
+        auto* dst = static_cast<int64_t*>(out);
+        for (int64_t j = 0; j < k; ++j) dst[base + j * s] = idx[j];
+    } else {
+        auto* dst = static_cast<T*>(out);
+        for (int64_t j = 0; j < k; ++j) dst[base + j * s] = row[idx[j] * s];
+    }
+}
+
 class TopKKernel final : public KernelBase {
   public:
     TopKKernel(const Graph& g, const Node& n) : KernelBase(g, n) {
@@ -115,7 +146,7 @@ class TopKKernel final : public KernelBase {
                 for (int64_t part = b; part < e; ++part) {
                     int64_t* idx = order + part * p.len;
                     for (int64_t r = rows * part / parts; r < rows * (part + 1) / parts; ++r)
-                        one_row(x, p, r, idx, out.data);
+                        top_k_row(x, p, r, k_, largest_, indices_, idx, out.data);
                 }
             });
             return "";
@@ -125,34 +156,6 @@ class TopKKernel final : public KernelBase {
     }
 
   private:
-    template <class T>
-    void one_row(const T* x, const AxisSplit& p, int64_t r, int64_t* idx, void* out) const {
-        const int64_t o = r / p.inner, i = r - o * p.inner;
-        const T* row = x + o * p.len * p.inner + i;
-        const int64_t s = p.inner;
-        for (int64_t j = 0; j < p.len; ++j) idx[j] = j;
-        auto before = [&](int64_t a, int64_t b) {
-            const T va = row[a * s], vb = row[b * s];
-            if (largest_) {
-                if (above(va, vb)) return true;
-                if (above(vb, va)) return false;
-            } else {  // ascending, NaN last
-                if (above(vb, va)) return true;
-                if (above(va, vb)) return false;
-            }
-            return a < b;  // ties (and NaN with NaN): the lower index first
-        };
-        std::partial_sort(idx, idx + k_, idx + p.len, before);
-        const int64_t base = o * k_ * p.inner + i;
-        if (indices_) {
-            auto* dst = static_cast<int64_t*>(out);
-            for (int64_t j = 0; j < k_; ++j) dst[base + j * s] = idx[j];
-        } else {
-            auto* dst = static_cast<T*>(out);
-            for (int64_t j = 0; j < k_; ++j) dst[base + j * s] = row[idx[j] * s];
-        }
-    }
-
     int64_t axis_ = -1, k_ = 0;
     bool largest_ = true, indices_ = false;
 };
