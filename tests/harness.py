@@ -33,6 +33,7 @@ import shlex
 import signal
 import subprocess
 import sys
+import time
 
 
 class BinaryFailed(AssertionError):
@@ -148,18 +149,21 @@ def make_harness(binary, timeout=60):
                                 allow_signal=allow_signal))
 
     def test(fn):
+        # Each case's wall time is printed, so that a CI log says which cases
+        # make a suite slow (under ASan, mostly).
+        start = time.perf_counter()
         try:
             fn()
         except AssertionError as e:
             results["failed"] += 1
-            print(f"FAIL {fn.__name__}: {e}")
+            print(f"FAIL {fn.__name__} ({time.perf_counter() - start:.1f} s): {e}")
             return fn
         except Exception as e:  # a crash in the harness is a failure too
             results["failed"] += 1
-            print(f"FAIL {fn.__name__}: {type(e).__name__}: {e}")
+            print(f"FAIL {fn.__name__} ({time.perf_counter() - start:.1f} s): {type(e).__name__}: {e}")
             return fn
         results["passed"] += 1
-        print(f"ok   {fn.__name__}")
+        print(f"ok   {fn.__name__} ({time.perf_counter() - start:.1f} s)")
         return fn
 
     return run, test, results

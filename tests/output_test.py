@@ -159,21 +159,34 @@ def json_streams_in_bounded_memory():
     del args
 
 
+_long_repeat = {}
+
+
+def long_repeat():
+    """A `repeat COUNT { x = x + 1 }` long enough that --progress shows its line
+    (a run over 1 s) on this build (the ASan build is about 8 times slower than
+    the optimised one): from 1M passes, scaled by the time each try took until
+    one takes 1.3 s. Returns (count, the --progress run's stdout and stderr),
+    once."""
+    if not _long_repeat:
+        count = 1000000
+        while True:
+            src = f"x = zeros([64])\nrepeat {count} {{ x = x + 1 }}\n".encode()
+            start = time.perf_counter()
+            code, out, err = run("run", "-", "--progress", stdin=src)
+            took = time.perf_counter() - start
+            expect(code == 0, err)
+            if took >= 1.3:
+                break
+            expect(count < 10**10, f"repeat {count} took only {took:.2f} s")
+            count = int(count * min(8.0, max(1.5, 1.8 / max(took, 0.05))))
+        _long_repeat.update(count=count, out=out, err=err)
+    return _long_repeat["count"], _long_repeat["out"], _long_repeat["err"]
+
+
 @test
 def progress_line_through_a_pipe_when_asked():
-    # The line shows once a run passes 1 s: a machine fast enough to finish the
-    # loop sooner gets a loop 8 times as long, until one takes long enough.
-    count = 20000000
-    while True:
-        src = f"x = zeros([64])\nrepeat {count} {{ x = x + 1 }}\n".encode()
-        start = time.perf_counter()
-        code, out, err = run("run", "-", "--progress", stdin=src)
-        took = time.perf_counter() - start
-        expect(code == 0, err)
-        if took >= 1.3:
-            break
-        expect(count < 10**10, f"repeat {count} took only {took:.2f} s")
-        count *= 8
+    count, out, err = long_repeat()
     expect(re.search(rf"\rgraphrun: <stdin>: pass 1/1, repeat at line 2: \d+/{count}, \d+\.\d s", err), repr(err[:500]))
     # Cleared at the end: the last thing on stderr is blanks between two \r.
     expect(re.search(r"\r +\r$", err), repr(err[-200:]))
@@ -182,7 +195,8 @@ def progress_line_through_a_pipe_when_asked():
 
 @test
 def no_progress_line_in_a_pipe_or_when_refused():
-    src = b"x = zeros([64])\nrepeat 20000000 { x = x + 1 }\n"
+    count = long_repeat()[0]
+    src = f"x = zeros([64])\nrepeat {count} {{ x = x + 1 }}\n".encode()
     for extra in ([], ["--no-progress"], ["--format=json"], ["--progress", "--no-progress"]):
         code, out, err = run("run", "-", *extra, stdin=src)
         expect(code == 0 and "\r" not in err and "pass 1/1" not in err, (extra, repr(err[:300])))
@@ -191,7 +205,10 @@ def no_progress_line_in_a_pipe_or_when_refused():
 @test
 def progress_clears_its_line_before_a_message():
     # A runtime error after a long loop: the message starts on a clean line.
-    src = b"x = zeros([64])\nrepeat 20000000 { x = x + 1 }\ny = cast(x, dtype=i32) / const(0, dtype=i32)\n"
+    # (Twice the calibrated loop, so that the line shows whatever the load.)
+    count = 2 * long_repeat()[0]
+    src = (f"x = zeros([64])\nrepeat {count} {{ x = x + 1 }}\n"
+           "y = cast(x, dtype=i32) / const(0, dtype=i32)\n").encode()
     code, out, err = run("run", "-", "--progress", stdin=src)
     expect(code == 1 and "division by zero" in err, err[-500:])
     line = next(l for l in err.split("\n") if "division by zero" in l)
