@@ -29,6 +29,13 @@ std::string scalar_text(const Scalar& s) {
 
 namespace {
 
+// The first 40 characters of a name or string, "..." after them where cut.
+std::string clipped(const std::string& s) {
+    std::string t = s.substr(0, 40);
+    if (s.size() > 40) t += "...";
+    return t;
+}
+
 std::string attr_text_at(const Attr& a, int depth) {
     switch (a.kind) {
         case Attr::Kind::Number:
@@ -36,9 +43,9 @@ std::string attr_text_at(const Attr& a, int depth) {
         case Attr::Kind::Bool:
             return a.b ? "true" : "false";
         case Attr::Kind::Ident:
-            return a.s.size() > 40 ? a.s.substr(0, 40) + "..." : a.s;
+            return clipped(a.s);
         case Attr::Kind::String:
-            return "\"" + (a.s.size() > 40 ? a.s.substr(0, 40) + "..." : a.s) + "\"";
+            return "\"" + clipped(a.s) + "\"";
         case Attr::Kind::List: {
             if (depth >= 3 && !a.list.empty()) return "[...]";
             std::string out = "[";

@@ -139,7 +139,7 @@ bool infer_matmul(NodeCheck& c) {
     for (size_t i = 0; i < 2; ++i) {
         const char* name = i == 0 ? "transpose_a" : "transpose_b";
         if (!(i == 0 ? ta : tb) || c.input(i).shape.size() >= 2) continue;
-        c.error(c.attr_loc(name), std::string(name) + "=true needs " + c.operand_name(i) +
+        c.error(c.attr_loc(name), std::string(name).append("=true needs ") + c.operand_name(i) +
                                       " to have at least 2 dimensions, but " + c.operand_text(i));
         ok = false;
     }

@@ -464,7 +464,8 @@ Attr TextParser::make_number(const Token& num, bool negative, const Loc& loc) {
     std::string copy(s);
     double v = std::strtod(copy.c_str(), nullptr);
     if (std::isinf(v) || std::isnan(v)) {
-        std::string shown = copy.size() > 40 ? copy.substr(0, 40) + "..." : copy;
+        std::string shown = copy.substr(0, 40);
+        if (copy.size() > 40) shown += "...";
         report(loc, "number out of range: '" + shown + "' does not fit a 64-bit float");
         return Attr::number(0, loc);
     }
