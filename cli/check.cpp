@@ -178,7 +178,7 @@ void print_text_tail(const Graph& g, const Plan& plan, std::ostream& out) {
     bool any_cl = false;  // the layout pass's values (engine/plan/channels_last.h)
     for (const Node& n : g.nodes) {
         if (!n.channels_last) continue;
-        out << (any_cl ? ", " : "\nchannels-last (NHWC between oneDNN convs; --no-fuse keeps NCHW):\n  ")
+        out << (any_cl ? ", " : "\nchannels-last (NHWC between oneDNN convs, max_pools and concats; --no-fuse keeps NCHW):\n  ")
             << terminal_text(n.display());
         any_cl = true;
     }
@@ -259,7 +259,7 @@ void print_json(const Graph& g, const Plan& plan, JsonPointerFinder& places, std
         fused.push_back({{"node", n.display()}, {"op", op_name(n.op)}, {"fused", std::move(parts)}});
     }
     doc["fused"] = std::move(fused);
-    // The values held channels-last (NHWC) between the oneDNN convs that write and read them.
+    // The values held channels-last (NHWC) between the nodes that write and read them (channels_last.h).
     auto cl = nlohmann::ordered_json::array();
     for (const Node& n : g.nodes)
         if (n.channels_last) cl.push_back(n.display());

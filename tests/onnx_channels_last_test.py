@@ -62,6 +62,71 @@ def build():
     return net.model([y], "channels_last_chain"), names, net.vals
 
 
+def pool_ref(x, k, s, pad, ceil=False):
+    """ONNX MaxPool over NCHW: -inf padding, ceil_mode's extra window on the right."""
+    n, c, h, w = x.shape
+    size = lambda d: (d + 2 * pad - k + (s - 1 if ceil else 0)) // s + 1  # noqa: E731
+    ho, wo = size(h), size(w)
+    xp = np.full((n, c, (ho - 1) * s + k, (wo - 1) * s + k), -np.inf)
+    xp[:, :, pad:pad + h, pad:pad + w] = x[:, :, :xp.shape[2] - pad, :xp.shape[3] - pad]
+    win = [xp[:, :, i:i + s * (ho - 1) + 1:s, j:j + s * (wo - 1) + 1:s] for i in range(k) for j in range(k)]
+    return np.max(np.stack(win), axis=0)
+
+
+def build_fire():
+    """conv 3x3 -> padded max_pool -> 9x9 max_pool -> squeeze 1x1 -> three expands -> concat -> ceil max_pool -> conv."""
+    net = onnx_models.Net(seed=11)
+    x = net.input("x", net.rng.standard_normal((2, 20, 17, 17)).astype(np.float32))
+    names = {}
+    stem = net.relu(net.conv(x, 20, 24, 3, bias=True))
+    p1 = net.op("MaxPool", [stem], lambda a: pool_ref(a, 3, 2, 1), kernel_shape=[3, 3], strides=[2, 2],
+                pads=[1, 1, 1, 1])
+    # A 9x9 window (81 pixels where it lies inside): more than the 64 the kernel gathers at once.
+    pb = net.op("MaxPool", [p1], lambda a: pool_ref(a, 9, 1, 4), kernel_shape=[9, 9], strides=[1, 1],
+                pads=[4, 4, 4, 4])
+    sq = net.relu(net.conv(pb, 24, 12, 1, pad=0, bias=True))
+    e1 = net.relu(net.conv(sq, 12, 20, 1, pad=0, bias=True))
+    e3 = net.relu(net.conv(sq, 12, 20, 3, pad=1, bias=True))
+    e5 = net.relu(net.conv(sq, 12, 5, 1, pad=0, bias=True))
+    cat = net.op("Concat", [e1, e3, e5], lambda a, b, c: np.concatenate([a, b, c], axis=1), axis=1)
+    p2 = net.op("MaxPool", [cat], lambda a: pool_ref(a, 2, 2, 0, ceil=True), kernel_shape=[2, 2],
+                strides=[2, 2], ceil_mode=1)
+    y = net.relu(net.conv(p2, 45, 16, 1, pad=0, bias=True))
+    names.update(stem=stem, p1=p1, pb=pb, sq=sq, e1=e1, e3=e3, e5=e5, cat=cat, p2=p2, y=y)
+    return net.model([y], "channels_last_fire"), names, net.vals
+
+
+def fire_main(dnnl):
+    model, names, refs = build_fire()
+    path = os.path.join(TMP, "fire.onnx")
+    onnx.save(model.proto, path)
+    np.save(os.path.join(TMP, "fire_x.npy"), model.feeds["x"])
+    feeds = [f"--input=x=@{os.path.join(TMP, 'fire_x.npy')}"]
+    everything = [names[k] for k in ("stem", "p1", "pb", "sq", "e1", "e3", "e5", "cat", "p2")]
+    runs = [("fire default", (), None, everything),
+            ("fire --no-fuse", ("--no-fuse",), None, []),
+            ("fire GRAPHRUN_NO_DNNL=1", (), NO_DNNL, []),
+            ("fire --fetch", (f"--fetch={names['cat']}", f"--fetch={names['y']}"), None,
+             [names[k] for k in ("stem", "p1", "pb", "sq")])]
+    for how, extra, env, want_cl in runs:
+        plan = plan_of(path, *extra, env=env)
+        got, doc = run(path, feeds, *extra, env=env)
+        if plan is None or got is None:
+            continue
+        cl = plan["channels_last"]
+        want = want_cl if dnnl else []
+        check(sorted(cl) == sorted(want), f"{how}: channels-last values {cl}, expected {want} (oneDNN: {dnnl})")
+        mem = doc["memory"]["before_teardown"]["cpu"]
+        check(mem["peak"] == plan["static_peak"]["cpu"],
+              f"{how}: safepoint peak {mem['peak']} != check's static peak {plan['static_peak']['cpu']}")
+        for oname, value in got.items():
+            ref = refs[oname]
+            e = rel_error(value, ref)
+            check(value.shape == ref.shape and e <= RTOL, f"{how}: {oname} {value.shape} differs from NumPy by {e:.3g}")
+        print(f"{how}: {len(cl)} channels-last values, peak {mem['peak']} = static peak; "
+              f"y error vs NumPy {rel_error(got[names['y']], refs[names['y']]):.2e}")
+
+
 def run(path, feeds, *extra, env=None, name="y"):
     out = os.path.join(TMP, "out" + "".join(a.strip("-").replace("=", "_") for a in extra) + ("_nodnnl" if env else ""))
     p = graphrun("run", path, "--cleanup=safepoint", "--check-leaks", "--format=json", "--no-data", f"--save={out}",
@@ -130,6 +195,7 @@ def main():
         if base is not None and how != "default":
             e = rel_error(base[names["y"]], got[names["y"]].astype(np.float64))
             check(e <= RTOL, f"default differs from {how} by {e:.3g}")
+    fire_main(dnnl)
     if failures:
         print(f"onnx_channels_last: {len(failures)} failed")
         return 1

@@ -77,7 +77,8 @@ struct Node {
     // set by the front end, its attrs are shape and dtype, it has no value.
     bool host_literal = false;
     // (layout pass, engine/plan/channels_last.h) the output is held channels-last
-    // (NHWC, the same bytes as NCHW) between the oneDNN convs that write and read it.
+    // (NHWC, the same bytes as NCHW) between the oneDNN convs, max_pools and
+    // concats that write and read it.
     bool channels_last = false;
     DType dtype = DType::F32;  // (validation)
     int32_t repeat = -1;  // innermost repeat whose body holds it (-1: top level)

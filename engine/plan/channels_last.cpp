@@ -10,6 +10,30 @@ namespace graphrun {
 
 namespace {
 constexpr int32_t kNoBlock = NodeBlocks::kNone;
+
+// A concat along the channels or a max_pool of 4-D f32 values on the CPU: our
+// own kernels run them on NHWC when every input and the output are held so
+// (each pixel's channels copied in turn; the window's pixels maxed a channel
+// vector at a time), so a chain of convs stays channels-last through them
+// (SqueezeNet's fire modules and pools).
+bool layout_free(const Graph& g, const Node& n) {
+    if (!n.valid || n.dtype != DType::F32 || n.shape.size() != 4 ||
+        device_kind(n.placed) != DeviceKind::Cpu)
+        return false;
+    if (n.op == OpKind::MaxPool) {
+        if (n.inputs.size() != 1) return false;
+    } else if (n.op == OpKind::Concat) {
+        const NamedAttr* axis = n.find_attr("axis");
+        if (n.inputs.empty() || !axis || !axis->value.is_int || (axis->value.i != 1 && axis->value.i != -3))
+            return false;
+    } else {
+        return false;
+    }
+    for (const Input& v : n.inputs)
+        if (v.id < 0 || g.node(v.id).shape.size() != 4) return false;
+    return true;
+}
+
 }  // namespace
 
 size_t mark_channels_last(Graph& g, RunsChannelsLast runs_channels_last) {
@@ -31,8 +55,13 @@ size_t mark_channels_last(Graph& g, RunsChannelsLast runs_channels_last) {
         }
         return r == 1;
     };
-    // Every read of a value by a statement node: a conv's x or residual in the
-    // value's block, by a conv that runs channels-last, or the value stays NCHW.
+    std::vector<bool> free_op(n, false);
+    if (runs_channels_last)  // without oneDNN's convs there is no chain to keep
+        for (size_t i = 0; i < n; ++i)
+            free_op[i] = block[i] != kNoBlock && layout_free(g, g.nodes[i]);
+    // Every read of a value by a statement node: a conv's x or residual, or an
+    // input of a concat or max_pool as above, in the value's block, or the
+    // value stays NCHW.
     for (size_t i = 0; i < n; ++i) {
         if (block[i] == kNoBlock) continue;
         const Node& r = g.node(static_cast<NodeId>(i));
@@ -42,28 +71,49 @@ size_t mark_channels_last(Graph& g, RunsChannelsLast runs_channels_last) {
             if (v < 0) continue;
             const auto vi = static_cast<size_t>(v);
             read[vi] = true;
-            const bool slot = k == 0 || (e && e->residual == static_cast<int8_t>(k));
-            if (!slot || block[vi] != block[i] || !conv_runs(static_cast<NodeId>(i)))
+            const bool slot = free_op[i] || k == 0 || (e && e->residual == static_cast<int8_t>(k));
+            if (!slot || block[vi] != block[i] || !(free_op[i] || conv_runs(static_cast<NodeId>(i))))
                 ok_read[vi] = false;
+        }
+    }
+    std::vector<bool> cl(n, false);
+    for (size_t i = 0; i < n; ++i)
+        cl[i] = block[i] != kNoBlock && !pinned[i] && read[i] && ok_read[i] &&
+                (free_op[i] || conv_runs(static_cast<NodeId>(i)));
+    // Until nothing changes (each step only clears): a concat or max_pool is
+    // channels-last with all its inputs or not at all; a conv whose x comes in
+    // NCHW from another op would convert all of x to save converting its
+    // smaller output (SqueezeNet's squeeze 1x1s read 128 to 512 channels from
+    // a concat and write 16 to 64: 0.14 -> 0.35 ms each, one thread, when the
+    // concat was NCHW), so it stays NCHW.
+    for (bool changed = true; changed;) {
+        changed = false;
+        for (size_t i = 0; i < n; ++i) {
+            const Node& v = g.nodes[i];
+            if (free_op[i]) {
+                bool all = cl[i];
+                for (const Input& in : v.inputs) all = all && cl[static_cast<size_t>(in.id)];
+                if (all) continue;
+                for (const Input& in : v.inputs) {
+                    changed = changed || cl[static_cast<size_t>(in.id)];
+                    cl[static_cast<size_t>(in.id)] = false;
+                }
+                changed = changed || cl[i];
+                cl[i] = false;
+            } else if (cl[i]) {
+                const Node& x = g.node(v.inputs[0].id);
+                if (!cl[static_cast<size_t>(v.inputs[0].id)] && x.op != OpKind::Conv &&
+                    checked_numel(x.shape).value_or(0) > checked_numel(v.shape).value_or(0)) {
+                    cl[i] = false;
+                    changed = true;
+                }
+            }
         }
     }
     size_t marked = 0;
     for (size_t i = 0; i < n; ++i) {
-        Node& v = g.nodes[i];
-        v.channels_last = false;
-        if (block[i] == kNoBlock || pinned[i] || !read[i] || !ok_read[i] ||
-            !conv_runs(static_cast<NodeId>(i)))
-            continue;
-        // A conv whose x comes in NCHW from another op would convert all of x to
-        // save converting its smaller output: SqueezeNet's squeeze 1x1s read 128 to
-        // 512 channels from a concat and write 16 to 64 (0.14 -> 0.35 ms each when
-        // marked, one thread). It stays NCHW.
-        const Node& x = g.node(v.inputs[0].id);
-        if (x.op != OpKind::Conv &&
-            checked_numel(x.shape).value_or(0) > checked_numel(v.shape).value_or(0))
-            continue;
-        v.channels_last = true;
-        ++marked;
+        g.nodes[i].channels_last = cl[i];
+        marked += cl[i] ? 1 : 0;
     }
     return marked;
 }

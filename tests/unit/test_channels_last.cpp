@@ -129,3 +129,59 @@ TEST_CASE(
     if (!kernels::dnnl_text().empty() && !std::getenv("GRAPHRUN_NO_DNNL"))
         CHECK(marks(true, 0) == std::vector<std::string>{"a", "b", "c", "r"});
 }
+
+bool not_e2(const Graph&, const Node& n) {
+    return n.display() != "e2";
+}
+
+const char* kFire =
+    "x = random_uniform([1, 4, 8, 8], seed=1)\n"
+    "w = random_uniform([4, 4, 1, 1], seed=2)\n"
+    "v = random_uniform([4, 8, 1, 1], seed=3)\n"
+    "a = conv(x, w)\n"
+    "p = max_pool(a, kernel_shape=2, strides=2)\n"
+    "e1 = conv(p, w)\n"
+    "e2 = conv(p, w)\n"
+    "c = concat(e1, e2, axis=AXIS)\n"
+    "q = max_pool(c, kernel_shape=2, strides=2)\n"
+    "y = conv(q, FILTER)\n"
+    "output y\n";
+
+// kFire with the concat along axis (the last conv's filter fits its channels).
+std::string fire_with_axis(const char* axis) {
+    std::string s = kFire;
+    s.replace(s.find("AXIS"), 4, axis);
+    s.replace(s.find("FILTER"), 6, std::string(axis) == "1" ? "v" : "w");
+    return s;
+}
+
+TEST_CASE(
+    "channels_last: a max_pool and a channel concat between NHWC convs keep the layout, all or "
+    "nothing") {
+    {
+        PrepareResult p = prepared_unfused(fire_with_axis("1"));
+        Graph& g = p.prepared.graph();
+        CHECK(mark_channels_last(g, every_conv) == 6);
+        CHECK(marked(g) == std::vector<std::string>{"a", "p", "e1", "e2", "c", "q"});
+        // A conv that does not run NHWC reads p: p goes NCHW, and with it the
+        // max_pool's input a; e2's output is NCHW, and with it the concat, its
+        // other input e1 and the max_pool after it.
+        CHECK(mark_channels_last(g, not_e2) == 0);
+        CHECK(marked(g).empty());
+        CHECK(mark_channels_last(g, nullptr) == 0);
+    }
+    {
+        // The concat fetched: it, its inputs and the pool after it stay NCHW.
+        PrepareResult p = prepared_unfused(fire_with_axis("1"), {"c", "y"});
+        Graph& g = p.prepared.graph();
+        CHECK(mark_channels_last(g, every_conv) == 2);
+        CHECK(marked(g) == std::vector<std::string>{"a", "p"});
+    }
+    for (const char* axis : {"0", "2", "-1"}) {
+        // A concat along another axis runs on NCHW only.
+        PrepareResult p = prepared_unfused(fire_with_axis(axis));
+        Graph& g = p.prepared.graph();
+        mark_channels_last(g, every_conv);
+        CHECK(marked(g) == std::vector<std::string>{"a", "p"});
+    }
+}

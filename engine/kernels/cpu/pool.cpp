@@ -10,6 +10,9 @@
 // costs a misprediction per element (ResNet-18's 1x64x112x112 pool took
 // 2.6 ms on its activations, 20 ms on random data). max_pool propagates NaN; a window wholly in the
 // padding gives -inf.
+// A max_pool the layout pass keeps channels-last (engine/plan/channels_last.h)
+// reads and writes NHWC: a row of output pixels per task, each pixel the max
+// of its window's pixels with the running max of 16 channels in a register.
 // avg_pool divides by the window's elements inside the input, or with
 // count_include_pad by those inside the padded input (as PyTorch does).
 #include <algorithm>
@@ -82,6 +85,46 @@ GRAPHRUN_TARGET_AVX512 void max_into_avx512(float* o, const float* r, int64_t n,
 }
 #endif
 
+// max_pool's channels-last pixel: o[c] = the max over the window's pixels
+// px[0..count) (each c_n channels) of their channel c, NaN once any is (as
+// nan_max), -inf for none; the max is kept in registers across the window.
+template <class T>
+void max_pixels_into(T* o, const T* const* px, int count, int64_t c_n) {
+    for (int64_t c = 0; c < c_n; ++c) {
+        T m = -std::numeric_limits<T>::infinity();
+        for (int k = 0; k < count; ++k) m = nan_max(m, px[k][c]);
+        o[c] = m;
+    }
+}
+
+#if defined(GRAPHRUN_X86_VARIANTS)
+GRAPHRUN_TARGET_AVX512 void max_pixels_avx512(float* o, const float* const* px, int count, int64_t c_n) {
+    int64_t c = 0;
+    for (; c + 16 <= c_n; c += 16) {
+        __m512 m = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
+        for (int k = 0; k < count; ++k) {
+            const __m512 t = _mm512_max_ps(m, _mm512_loadu_ps(px[k] + c));
+            m = _mm512_mask_mov_ps(t, _mm512_cmp_ps_mask(m, m, _CMP_UNORD_Q), m);
+        }
+        _mm512_storeu_ps(o + c, m);
+    }
+    for (; c < c_n; ++c) {
+        float m = -std::numeric_limits<float>::infinity();
+        for (int k = 0; k < count; ++k) m = nan_max(m, px[k][c]);
+        o[c] = m;
+    }
+}
+#endif
+
+template <class T>
+void max_pixels(T* o, const T* const* px, int count, int64_t c_n) {
+#if defined(GRAPHRUN_X86_VARIANTS)
+    if constexpr (std::is_same_v<T, float>)
+        if (active_isa() == Isa::Avx512) return max_pixels_avx512(o, px, count, c_n);
+#endif
+    max_pixels_into(o, px, count, c_n);
+}
+
 template <class T>
 void max_row(T* o, const T* r, int64_t n, int64_t stride) {
 #if defined(GRAPHRUN_X86_VARIANTS)
@@ -91,6 +134,9 @@ void max_row(T* o, const T* r, int64_t n, int64_t stride) {
     max_into(o, r, n, stride);
 }
 
+// The window pixels max_pool's channels-last pass gathers before it folds them.
+constexpr int kMaxWindow = 64;
+
 // The widest input row max_pool's row pass keeps on the stack; wider rows go
 // window offset by window offset.
 constexpr int64_t kMaxRowBuffer = 2048;
@@ -98,9 +144,10 @@ constexpr int64_t kMaxRowBuffer = 2048;
 template <class T>
 class PoolKernel final : public KernelBase {
   public:
-    PoolKernel(const Graph& g, const Node& n) : KernelBase(g, n), op_kind_(n.op) {
+    PoolKernel(const Graph& g, const Node& n)
+        : KernelBase(g, n), op_kind_(n.op), nhwc_(n.channels_last && n.op == OpKind::MaxPool) {
         auto geo = window_geometry(n, in_shapes_[0], nullptr, nullptr);
-        ok_ = geo.has_value();
+        ok_ = geo.has_value() && (!nhwc_ || in_shapes_[0].size() == 4);
         if (!ok_) return;
         g_ = *geo;
         if (op_kind_ != OpKind::AvgPool) return;
@@ -128,6 +175,15 @@ class PoolKernel final : public KernelBase {
         T* y = static_cast<T*>(out.data);
         const int64_t planes = g_.batch * g_.channels, ip = g_.in_plane(), op = g_.out_plane();
         const int64_t grain = std::max<int64_t>(1, 16384 / std::max<int64_t>(ip, 1));
+        if (nhwc_) {
+            // Channels-last (the layout pass): one output row of pixels per task.
+            const int64_t rows = g_.batch * g_.out[0];
+            const int64_t row_elems = std::max<int64_t>(1, g_.out[1] * g_.channels);
+            parallel_for(ctx, rows, std::max<int64_t>(1, 16384 / row_elems), [&](int64_t b, int64_t e) {
+                for (int64_t r = b; r < e; ++r) max_row_nhwc(x, y, r);
+            });
+            return "";
+        }
         parallel_for(ctx, planes, grain, [&](int64_t b, int64_t e) {
             if (g_.global) {
                 for (int64_t i = b; i < e; ++i) global(x + i * ip, y + i);
@@ -191,6 +247,35 @@ class PoolKernel final : public KernelBase {
         }
     }
 
+    // max_pool on NHWC: output row r (image r / oh_n, row r % oh_n), each
+    // pixel the max of its window's pixels, all channels at a time.
+    void max_row_nhwc(const T* x, T* y, int64_t r) const {
+        const int64_t c_n = g_.channels, ih_n = g_.in[0], iw_n = g_.in[1], oh_n = g_.out[0],
+                      ow_n = g_.out[1];
+        const int64_t image = r / oh_n, oh = r % oh_n;
+        const T* xi = x + image * ih_n * iw_n * c_n;
+        T* orow = y + r * ow_n * c_n;
+        const T* px[kMaxWindow];
+        for (int64_t ow = 0; ow < ow_n; ++ow) {
+            int count = 0;
+            for (int64_t ki = 0; ki < g_.kernel[0]; ++ki) {
+                const int64_t ih = oh * g_.stride[0] + ki * g_.dilation[0] - g_.pad_begin[0];
+                if (ih < 0 || ih >= ih_n) continue;
+                for (int64_t kj = 0; kj < g_.kernel[1]; ++kj) {
+                    const int64_t iw = ow * g_.stride[1] + kj * g_.dilation[1] - g_.pad_begin[1];
+                    if (iw < 0 || iw >= iw_n) continue;
+                    if (count == kMaxWindow) {  // a window this large: fold what is gathered
+                        max_pixels(orow + ow * c_n, px, count, c_n);
+                        px[0] = orow + ow * c_n;
+                        count = 1;
+                    }
+                    px[count++] = xi + (ih * iw_n + iw) * c_n;
+                }
+            }
+            max_pixels(orow + ow * c_n, px, count, c_n);
+        }
+    }
+
     void plane(const T* x, T* y) const {
         const bool is_max = op_kind_ == OpKind::MaxPool;
         const int64_t ih_n = g_.in[0], iw_n = g_.in[1], oh_n = g_.out[0], ow_n = g_.out[1],
@@ -224,6 +309,7 @@ class PoolKernel final : public KernelBase {
     }
 
     OpKind op_kind_;
+    bool nhwc_;  // a channels-last max_pool (engine/plan/channels_last.h): NHWC in and out
     bool ok_ = false;
     WindowGeometry g_;
     std::vector<int64_t> count_[2];
