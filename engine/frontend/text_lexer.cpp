@@ -388,7 +388,10 @@ Token Lexer::lex_bad(size_t start) {
     } else if (c == '\'') {
         byte_error(start, "unexpected character '''; strings use double quotes");
     } else {
-        byte_error(start, std::string("unexpected character '") + static_cast<char>(c) + "'");
+        std::string message = "unexpected character '";
+        message += static_cast<char>(c);
+        message += '\'';
+        byte_error(start, message);
     }
     st_.pos = start + len;
     return make(Tok::Bad, start);

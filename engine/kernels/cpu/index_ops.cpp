@@ -36,7 +36,7 @@ struct AxisSplit {
 
 AxisSplit split_at(const Shape& s, int64_t axis) {
     const auto r = static_cast<int64_t>(s.size());
-    if (axis < 0) axis += r;
+    axis = normalize_axis(axis, s.size());  // validated: in range
     AxisSplit p;
     for (int64_t d = 0; d < r; ++d) {
         const int64_t v = s[static_cast<size_t>(d)];
