@@ -57,7 +57,7 @@ class ActivationKernel final : public GpuKernel {
 };
 
 template <class Op, bool FloatOnly = true>
-std::unique_ptr<Kernel> make_typed(const Graph& g, const Node& n, GpuContext& ctx) {
+std::unique_ptr<Kernel> make_activation_typed(const Graph& g, const Node& n, GpuContext& ctx) {
     switch (n.dtype) {
         case DType::F32: return std::make_unique<ActivationKernel<float, Op>>(g, n, ctx);
         case DType::F64: return std::make_unique<ActivationKernel<double, Op>>(g, n, ctx);
@@ -80,18 +80,18 @@ std::unique_ptr<Kernel> make_activation_kernel(const Graph& g, const Node& n, Gp
     using namespace kernels;
     if (n.inputs.size() != 1) return nullptr;
     switch (n.op) {
-        case OpKind::Floor: return make_typed<FloorOp>(g, n, ctx);
-        case OpKind::Ceil: return make_typed<CeilOp>(g, n, ctx);
-        case OpKind::Round: return make_typed<RoundOp>(g, n, ctx);
-        case OpKind::Erf: return make_typed<ErfOp>(g, n, ctx);
-        case OpKind::Reciprocal: return make_typed<ReciprocalOp>(g, n, ctx);
-        case OpKind::Softplus: return make_typed<SoftplusOp>(g, n, ctx);
-        case OpKind::Sign: return make_typed<SignOp, false>(g, n, ctx);
-        case OpKind::Clip: return make_typed<ClipOp, false>(g, n, ctx);
-        case OpKind::LeakyRelu: return make_typed<LeakyReluOp>(g, n, ctx);
-        case OpKind::Elu: return make_typed<EluOp>(g, n, ctx);
-        case OpKind::Selu: return make_typed<SeluOp>(g, n, ctx);
-        case OpKind::Gelu: return make_typed<GeluOp>(g, n, ctx);
+        case OpKind::Floor: return make_activation_typed<FloorOp>(g, n, ctx);
+        case OpKind::Ceil: return make_activation_typed<CeilOp>(g, n, ctx);
+        case OpKind::Round: return make_activation_typed<RoundOp>(g, n, ctx);
+        case OpKind::Erf: return make_activation_typed<ErfOp>(g, n, ctx);
+        case OpKind::Reciprocal: return make_activation_typed<ReciprocalOp>(g, n, ctx);
+        case OpKind::Softplus: return make_activation_typed<SoftplusOp>(g, n, ctx);
+        case OpKind::Sign: return make_activation_typed<SignOp, false>(g, n, ctx);
+        case OpKind::Clip: return make_activation_typed<ClipOp, false>(g, n, ctx);
+        case OpKind::LeakyRelu: return make_activation_typed<LeakyReluOp>(g, n, ctx);
+        case OpKind::Elu: return make_activation_typed<EluOp>(g, n, ctx);
+        case OpKind::Selu: return make_activation_typed<SeluOp>(g, n, ctx);
+        case OpKind::Gelu: return make_activation_typed<GeluOp>(g, n, ctx);
         default: return nullptr;
     }
 }

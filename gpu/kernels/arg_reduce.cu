@@ -195,7 +195,7 @@ class ArgReduceKernel final : public GpuKernel {
 };
 
 template <bool Max>
-std::unique_ptr<Kernel> make_typed(const Graph& g, const Node& n, GpuContext& ctx) {
+std::unique_ptr<Kernel> make_arg_reduce_typed(const Graph& g, const Node& n, GpuContext& ctx) {
     switch (g.node(n.inputs[0].id).dtype) {
         case DType::F32: return std::make_unique<ArgReduceKernel<float, Max>>(g, n, ctx);
         case DType::F64: return std::make_unique<ArgReduceKernel<double, Max>>(g, n, ctx);
@@ -213,8 +213,8 @@ std::unique_ptr<Kernel> make_typed(const Graph& g, const Node& n, GpuContext& ct
 std::unique_ptr<Kernel> make_arg_reduce_kernel(const Graph& g, const Node& n, GpuContext& ctx) {
     std::unique_ptr<Kernel> k;
     if (n.inputs.size() == 1) {
-        if (n.op == OpKind::Argmax) k = make_typed<true>(g, n, ctx);
-        if (n.op == OpKind::Argmin) k = make_typed<false>(g, n, ctx);
+        if (n.op == OpKind::Argmax) k = make_arg_reduce_typed<true>(g, n, ctx);
+        if (n.op == OpKind::Argmin) k = make_arg_reduce_typed<false>(g, n, ctx);
     }
     if (k) return k;
     return kernels::make_error_kernel(std::string("internal error: no GPU kernel for ") +

@@ -136,7 +136,7 @@ class BinaryKernel final : public GpuKernel {
 };
 
 template <class Op>
-std::unique_ptr<Kernel> make_typed(const Graph& g, const Node& n, GpuContext& ctx) {
+std::unique_ptr<Kernel> make_binary_typed(const Graph& g, const Node& n, GpuContext& ctx) {
     switch (n.dtype) {
         case DType::F32:
             return std::make_unique<BinaryKernel<float, Op>>(g, n, ctx);
@@ -160,25 +160,25 @@ std::unique_ptr<Kernel> make_binary_kernel(const Graph& g, const Node& n, GpuCon
     if (n.inputs.size() == 2) {
         switch (n.op) {
             case OpKind::Add:
-                k = make_typed<AddOp>(g, n, ctx);
+                k = make_binary_typed<AddOp>(g, n, ctx);
                 break;
             case OpKind::Sub:
-                k = make_typed<SubOp>(g, n, ctx);
+                k = make_binary_typed<SubOp>(g, n, ctx);
                 break;
             case OpKind::Mul:
-                k = make_typed<MulOp>(g, n, ctx);
+                k = make_binary_typed<MulOp>(g, n, ctx);
                 break;
             case OpKind::Div:
-                k = make_typed<DivOp>(g, n, ctx);
+                k = make_binary_typed<DivOp>(g, n, ctx);
                 break;
             case OpKind::Maximum:
-                k = make_typed<MaxOp>(g, n, ctx);
+                k = make_binary_typed<MaxOp>(g, n, ctx);
                 break;
             case OpKind::Minimum:
-                k = make_typed<MinOp>(g, n, ctx);
+                k = make_binary_typed<MinOp>(g, n, ctx);
                 break;
             case OpKind::Pow:
-                k = make_typed<PowOp>(g, n, ctx);
+                k = make_binary_typed<PowOp>(g, n, ctx);
                 break;
             default:
                 break;

@@ -262,7 +262,7 @@ class RandomKernel final : public GpuKernel {
     double a_ = 0, b_ = 1;  // low/high or mean/stddev
 };
 
-std::unique_ptr<Kernel> make_for_op(const Graph& g, const Node& n, GpuContext& ctx) {
+std::unique_ptr<Kernel> make_create_for_op(const Graph& g, const Node& n, GpuContext& ctx) {
     switch (n.op) {
         case OpKind::Const:
         case OpKind::Input:
@@ -331,7 +331,7 @@ void launch_fill(void* dst, int64_t n, size_t elem_size, const void* value, GpuC
 }
 
 std::unique_ptr<Kernel> make_creation_kernel(const Graph& g, const Node& n, GpuContext& ctx) {
-    if (std::unique_ptr<Kernel> k = make_for_op(g, n, ctx)) return k;
+    if (std::unique_ptr<Kernel> k = make_create_for_op(g, n, ctx)) return k;
     return kernels::make_error_kernel(std::string("internal error: no GPU kernel for ") +
                                       op_name(n.op) + " on " + dtype_name(n.dtype));
 }

@@ -145,7 +145,7 @@ std::unique_ptr<Kernel> make_compare(const Graph& g, const Node& n, GpuContext& 
     return nullptr;
 }
 
-std::unique_ptr<Kernel> make_for_op(const Graph& g, const Node& n, GpuContext& ctx) {
+std::unique_ptr<Kernel> make_logic_for_op(const Graph& g, const Node& n, GpuContext& ctx) {
     using namespace kernels;
     switch (n.op) {
         case OpKind::Equal: return make_compare<EqualOp>(g, n, ctx);
@@ -171,7 +171,7 @@ std::unique_ptr<Kernel> make_for_op(const Graph& g, const Node& n, GpuContext& c
 std::unique_ptr<Kernel> make_logic_kernel(const Graph& g, const Node& n, GpuContext& ctx) {
     const size_t arity = n.op == OpKind::LogicalNot ? 1 : n.op == OpKind::Where ? 3 : 2;
     std::unique_ptr<Kernel> k;
-    if (n.inputs.size() == arity) k = make_for_op(g, n, ctx);
+    if (n.inputs.size() == arity) k = make_logic_for_op(g, n, ctx);
     if (k) return k;
     return kernels::make_error_kernel(std::string("internal error: no GPU kernel for ") +
                                       op_name(n.op) + " on " + dtype_name(n.dtype));

@@ -20,7 +20,7 @@ namespace graphrun::gpu {
 
 namespace {
 
-constexpr int kRowBlock = 256;  // threads of the row kernel, at most (a power of two)
+constexpr int kNormRowBlock = 256;  // threads of the row kernel, at most (a power of two)
 
 // A parameter of layer_norm as the kernel reads it: null, dense (element j
 // of a row), or through `dims`.
@@ -53,7 +53,7 @@ __global__ void layer_norm_rows(const T* __restrict__ x, const T* __restrict__ s
                                 const T* __restrict__ bias, T* __restrict__ o, int64_t rows,
                                 int64_t len, double eps, const __grid_constant__ Param ps,
                                 const __grid_constant__ Param pb) {
-    __shared__ double buf[kRowBlock];
+    __shared__ double buf[kNormRowBlock];
     const int tid = static_cast<int>(threadIdx.x), width = static_cast<int>(blockDim.x);
     const double n = static_cast<double>(len);
     for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
@@ -118,8 +118,8 @@ class LayerNormKernel final : public GpuKernel {
         const T* x = static_cast<const T*>(in[0].data);
         const T* scale = static_cast<const T*>(in[1].data);
         const T* bias = p.bias.present ? static_cast<const T*>(in[2].data) : nullptr;
-        int width = 32;  // the smallest power of two >= len, within [32, kRowBlock]
-        while (width < kRowBlock && width < p.len) width *= 2;
+        int width = 32;  // the smallest power of two >= len, within [32, kNormRowBlock]
+        while (width < kNormRowBlock && width < p.len) width *= 2;
         const unsigned blocks = static_cast<unsigned>(std::min(p.rows, kMaxGrid));
         launch<layer_norm_rows<T>>(ctx_, blocks, width, x, scale, bias, static_cast<T*>(out.data), p.rows,
                                    p.len, eps_, make_param(p.scale), make_param(p.bias));

@@ -252,7 +252,7 @@ class ReduceKernel final : public GpuKernel {
 };
 
 template <ReduceKind K>
-std::unique_ptr<Kernel> make_typed(const Graph& g, const Node& n, GpuContext& ctx) {
+std::unique_ptr<Kernel> make_reduce_typed(const Graph& g, const Node& n, GpuContext& ctx) {
     switch (n.dtype) {
         case DType::F32:
             return std::make_unique<ReduceKernel<float, K>>(g, n, ctx);
@@ -278,11 +278,11 @@ std::unique_ptr<Kernel> make_typed(const Graph& g, const Node& n, GpuContext& ct
 std::unique_ptr<Kernel> make_reduce_kernel(const Graph& g, const Node& n, GpuContext& ctx) {
     std::unique_ptr<Kernel> k;
     if (n.inputs.size() == 1) {
-        if (n.op == OpKind::ReduceSum) k = make_typed<ReduceKind::Sum>(g, n, ctx);
-        if (n.op == OpKind::ReduceMax) k = make_typed<ReduceKind::Max>(g, n, ctx);
-        if (n.op == OpKind::ReduceMean) k = make_typed<ReduceKind::Mean>(g, n, ctx);
-        if (n.op == OpKind::ReduceMin) k = make_typed<ReduceKind::Min>(g, n, ctx);
-        if (n.op == OpKind::ReduceProd) k = make_typed<ReduceKind::Prod>(g, n, ctx);
+        if (n.op == OpKind::ReduceSum) k = make_reduce_typed<ReduceKind::Sum>(g, n, ctx);
+        if (n.op == OpKind::ReduceMax) k = make_reduce_typed<ReduceKind::Max>(g, n, ctx);
+        if (n.op == OpKind::ReduceMean) k = make_reduce_typed<ReduceKind::Mean>(g, n, ctx);
+        if (n.op == OpKind::ReduceMin) k = make_reduce_typed<ReduceKind::Min>(g, n, ctx);
+        if (n.op == OpKind::ReduceProd) k = make_reduce_typed<ReduceKind::Prod>(g, n, ctx);
     }
     if (k) return k;
     return kernels::make_error_kernel(std::string("internal error: no GPU kernel for ") +

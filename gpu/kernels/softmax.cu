@@ -16,18 +16,18 @@ namespace graphrun::gpu {
 
 namespace {
 
-constexpr int kRowBlock = 256;  // threads of the row kernel, at most (a power of two)
+constexpr int kSoftmaxRowBlock = 256;  // threads of the row kernel, at most (a power of two)
 
 __device__ inline double nan_max(double m, double x) {
     return (x > m || x != x) ? x : m;  // once m is NaN it stays NaN
 }
 
 // Each block takes rows blockIdx.x, blockIdx.x + gridDim.x, ...; blockDim.x
-// is a power of two <= kRowBlock.
+// is a power of two <= kSoftmaxRowBlock.
 template <class T>
 __global__ void softmax_rows(const T* __restrict__ x, T* __restrict__ o, int64_t rows,
                              int64_t len, bool log_softmax) {
-    __shared__ double buf[kRowBlock];
+    __shared__ double buf[kSoftmaxRowBlock];
     const int tid = static_cast<int>(threadIdx.x), width = static_cast<int>(blockDim.x);
     for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
         const T* xr = x + row * len;
@@ -107,8 +107,8 @@ class SoftmaxKernel final : public GpuKernel {
         const T* x = static_cast<const T*>(in[0].data);
         T* o = static_cast<T*>(out.data);
         if (s.inner == 1) {
-            int width = 32;  // the smallest power of two >= len, within [32, kRowBlock]
-            while (width < kRowBlock && width < s.len) width *= 2;
+            int width = 32;  // the smallest power of two >= len, within [32, kSoftmaxRowBlock]
+            while (width < kSoftmaxRowBlock && width < s.len) width *= 2;
             const unsigned blocks = static_cast<unsigned>(std::min(s.outer, kMaxGrid));
             launch<softmax_rows<T>>(ctx_, blocks, width, x, o, s.outer, s.len, log_);
         } else {

@@ -16,7 +16,7 @@ constexpr int kTileRows = 8;  // a tile block is kTile x kTileRows threads
 
 // Output element i (row-major over out.size) reads src[dims_offset(out, i)].
 template <class E>
-__global__ void gather_kernel(const E* __restrict__ src, E* __restrict__ dst, int64_t n,
+__global__ void transpose_gather_kernel(const E* __restrict__ src, E* __restrict__ dst, int64_t n,
                               const __grid_constant__ Dims out) {
     for (int64_t i = thread_index(); i < n; i += thread_count()) dst[i] = src[dims_offset(out, i)];
 }
@@ -120,7 +120,7 @@ class TransposeKernel final : public GpuKernel {
             gpu::launch<tiled_kernel<E>>(ctx_, blocks, dim3(kTile, kTileRows), src, dst, rows, cols,
                                          out_.stride[r - 1], tiles_i, tiles_j, tiles, batch);
         } else {
-            gpu::launch<gather_kernel<E>>(ctx_, grid_for(n), kBlock, src, dst, n, out_);
+            gpu::launch<transpose_gather_kernel<E>>(ctx_, grid_for(n), kBlock, src, dst, n, out_);
         }
     }
 

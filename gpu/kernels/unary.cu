@@ -98,7 +98,7 @@ class UnaryKernel final : public GpuKernel {
 
 // Float-only ops are not instantiated for the integer types.
 template <class Op, bool FloatOnly = false>
-std::unique_ptr<Kernel> make_typed(const Graph& g, const Node& n, GpuContext& ctx) {
+std::unique_ptr<Kernel> make_unary_typed(const Graph& g, const Node& n, GpuContext& ctx) {
     switch (n.dtype) {
         case DType::F32:
             return std::make_unique<UnaryKernel<float, Op>>(g, n, ctx);
@@ -117,32 +117,32 @@ std::unique_ptr<Kernel> make_typed(const Graph& g, const Node& n, GpuContext& ct
     return nullptr;
 }
 
-std::unique_ptr<Kernel> make_for_op(const Graph& g, const Node& n, GpuContext& ctx) {
+std::unique_ptr<Kernel> make_unary_for_op(const Graph& g, const Node& n, GpuContext& ctx) {
     switch (n.op) {
         case OpKind::Neg:
-            return make_typed<NegOp>(g, n, ctx);
+            return make_unary_typed<NegOp>(g, n, ctx);
         case OpKind::Abs:
-            return make_typed<AbsOp>(g, n, ctx);
+            return make_unary_typed<AbsOp>(g, n, ctx);
         case OpKind::Square:
-            return make_typed<SquareOp>(g, n, ctx);
+            return make_unary_typed<SquareOp>(g, n, ctx);
         case OpKind::Relu:
-            return make_typed<ReluOp>(g, n, ctx);
+            return make_unary_typed<ReluOp>(g, n, ctx);
         case OpKind::Exp:
-            return make_typed<ExpOp, true>(g, n, ctx);
+            return make_unary_typed<ExpOp, true>(g, n, ctx);
         case OpKind::Log:
-            return make_typed<LogOp, true>(g, n, ctx);
+            return make_unary_typed<LogOp, true>(g, n, ctx);
         case OpKind::Sqrt:
-            return make_typed<SqrtOp, true>(g, n, ctx);
+            return make_unary_typed<SqrtOp, true>(g, n, ctx);
         case OpKind::Rsqrt:
-            return make_typed<RsqrtOp, true>(g, n, ctx);
+            return make_unary_typed<RsqrtOp, true>(g, n, ctx);
         case OpKind::Tanh:
-            return make_typed<TanhOp, true>(g, n, ctx);
+            return make_unary_typed<TanhOp, true>(g, n, ctx);
         case OpKind::Sigmoid:
-            return make_typed<SigmoidOp, true>(g, n, ctx);
+            return make_unary_typed<SigmoidOp, true>(g, n, ctx);
         case OpKind::Sin:
-            return make_typed<SinOp, true>(g, n, ctx);
+            return make_unary_typed<SinOp, true>(g, n, ctx);
         case OpKind::Cos:
-            return make_typed<CosOp, true>(g, n, ctx);
+            return make_unary_typed<CosOp, true>(g, n, ctx);
         default:
             return nullptr;
     }
@@ -152,7 +152,7 @@ std::unique_ptr<Kernel> make_for_op(const Graph& g, const Node& n, GpuContext& c
 
 std::unique_ptr<Kernel> make_unary_kernel(const Graph& g, const Node& n, GpuContext& ctx) {
     std::unique_ptr<Kernel> k;
-    if (n.inputs.size() == 1) k = make_for_op(g, n, ctx);
+    if (n.inputs.size() == 1) k = make_unary_for_op(g, n, ctx);
     if (!k) k = make_activation_kernel(g, n, ctx);  // the unary ops beyond SPEC section 3
     if (k) return k;
     return kernels::make_error_kernel(std::string("internal error: no GPU kernel for ") +
