@@ -1,9 +1,19 @@
 #!/usr/bin/env bash
 # Installs the Debian packages graphrun builds with, when they are missing.
+# Usage: scripts/deps.sh [clang]
+#   clang: also clang 14 and its sanitizer and libFuzzer runtimes, which the
+#   ASan and fuzz builds (scripts/sanitize.sh, scripts/fuzz.sh) compile with.
 set -euo pipefail
 
 need=()
 have_file() { [ -e "$1" ]; }
+if [ "${1:-}" = clang ]; then
+    command -v clang++-14 >/dev/null 2>&1 || need+=(clang-14)
+    ls /usr/lib/llvm-14/lib/clang/*/lib/linux/libclang_rt.fuzzer-*.a >/dev/null 2>&1 || need+=(libclang-rt-14-dev)
+elif [ $# -gt 0 ]; then
+    echo "usage: scripts/deps.sh [clang]" >&2
+    exit 2
+fi
 have_file /usr/include/CLI/CLI.hpp            || need+=(libcli11-dev)
 have_file /usr/include/nlohmann/json.hpp      || need+=(nlohmann-json3-dev)
 have_file /usr/include/doctest/doctest.h      || need+=(doctest-dev)

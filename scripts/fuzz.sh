@@ -26,19 +26,8 @@ case "$seconds" in
 esac
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
-# Tools and libraries: clang 14 with its libFuzzer runtime, and the build deps.
-need=()
-command -v clang++-14 >/dev/null 2>&1 || need+=(clang-14)
-ls /usr/lib/llvm-14/lib/clang/*/lib/linux/libclang_rt.fuzzer-*.a >/dev/null 2>&1 || need+=(libclang-rt-14-dev)
-if [ ${#need[@]} -gt 0 ]; then
-    echo "fuzz: installing ${need[*]}" >&2
-    sudo=""
-    if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
-    export DEBIAN_FRONTEND=noninteractive
-    $sudo apt-get update -qq
-    $sudo apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
-fi
-scripts/deps.sh
+# Tools and libraries: the build deps and clang 14 with its libFuzzer runtime.
+scripts/deps.sh clang
 
 build=build-fuzz
 CC=clang-14 CXX=clang++-14 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo \

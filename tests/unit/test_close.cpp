@@ -109,7 +109,9 @@ Ran run_planned(const Planned& p, CleanupStrategy cleanup, int64_t iterations, b
 }
 
 void check_torn_down(const std::map<std::string, MemoryStats>& after) {
-    for (const auto& [dev, s] : after) {
+    for (const auto& entry : after) {
+        const auto& dev = entry.first;  // a variable, not a binding: INFO captures it
+        const auto& s = entry.second;
         CAPTURE(dev);
         CHECK(s.in_use == 0);
         CHECK(s.pending == 0);
@@ -122,7 +124,9 @@ void check_torn_down(const std::map<std::string, MemoryStats>& after) {
 // What close must show after m passes: every buffer of every pass still
 // held, nothing released, m times the plan's close growth on each device.
 void check_close_holds_everything(const Planned& p, const Ran& c, int64_t m) {
-    for (const auto& [dev, growth] : p.plan->close_growth) {
+    for (const auto& entry : p.plan->close_growth) {
+        const auto& dev = entry.first;  // a variable, not a binding: INFO captures it
+        const auto& growth = entry.second;
         CAPTURE(dev);
         REQUIRE(c.before.count(dev));
         const MemoryStats& s = c.before.at(dev);

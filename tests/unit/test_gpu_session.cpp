@@ -189,7 +189,9 @@ TEST_CASE("gpu: the safepoint peak of every example equals the static plan, per 
         Ran r = run_session(p, rt, CleanupStrategy::Safepoint, 1);
         INFO(r.error);
         REQUIRE(r.error.empty());
-        for (const auto& [dev, bytes] : p.plan->static_peak) {
+        for (const auto& entry : p.plan->static_peak) {
+            const auto& dev = entry.first;  // a variable, not a binding: INFO captures it
+            const auto& bytes = entry.second;
             CAPTURE(dev);
             REQUIRE(r.before.count(dev));
             CHECK(r.before.at(dev).peak == bytes);

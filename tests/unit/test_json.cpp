@@ -758,7 +758,9 @@ TEST_CASE("json: malformed documents get nlohmann's message whatever the reader"
         {R"({"graphrun": 1, "nodes": []} x)", "malformed JSON"},
         {R"({"graphrun": 1 "nodes": []})", "malformed JSON"},
     };
-    for (const auto& [src, part] : cases) {
+    for (const auto& entry : cases) {
+        const auto& src = entry.first;  // a variable, not a binding: INFO captures it
+        const auto& part = entry.second;
         Parsed p = parse(src);
         INFO(src);
         INFO(messages(p.diag));

@@ -64,7 +64,9 @@ TEST_CASE("run_file: peak and pending_peak are the same before and after teardow
                     RunResult r = run_file(entry.path().string(), o, err);
                     if (!r.ran) continue;  // a script of errors
                     REQUIRE(r.before.size() == r.after.size());
-                    for (const auto& [dev, b] : r.before) {
+                    for (const auto& entry : r.before) {
+                        const auto& dev = entry.first;  // a variable, not a binding: INFO captures it
+                        const auto& b = entry.second;
                         CAPTURE(dev);
                         const MemoryStats& a = r.after.at(dev);
                         CHECK(a.peak == b.peak);

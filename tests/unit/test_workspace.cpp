@@ -278,7 +278,9 @@ TEST_CASE("workspace: every strategy gives it all back at teardown, also after a
         Ran r = run_on(p, tight, c, 1);
         CHECK(r.error.find("out of memory") != std::string::npos);
         CHECK(r.error.find("bytes of workspace") != std::string::npos);
-        for (const auto& [dev, s] : r.after) {
+        for (const auto& entry : r.after) {
+            const auto& dev = entry.first;  // a variable, not a binding: INFO captures it
+            const auto& s = entry.second;
             CAPTURE(dev);
             CHECK(s.workspace == 0);
             CHECK(s.in_use == 0);
@@ -291,7 +293,9 @@ TEST_CASE("workspace: every strategy gives it all back at teardown, also after a
             FakeRuntime rt(uint64_t{1} << 30, false);
             Countdown cd(k);
             Ran f = run_on(p, rt, c, 2, &cd.left);
-            for (const auto& [dev, s] : f.after) {
+            for (const auto& entry : f.after) {
+                const auto& dev = entry.first;  // a variable, not a binding: INFO captures it
+                const auto& s = entry.second;
                 CAPTURE(dev);
                 CHECK(s.workspace == 0);
                 CHECK(s.in_use == 0);
