@@ -15,6 +15,7 @@
 #include "engine/api/feeds_internal.h"
 #include "engine/base/diagnostics.h"
 #include "engine/base/limits.h"
+#include "engine/base/printable.h"
 #include "engine/frontend/onnx_reader.h"  // parse_tensor_pb
 
 namespace graphrun {
@@ -23,7 +24,7 @@ std::string ArraySource::spelled() const {
     std::string s = option + "=";
     if (!name.empty()) s += name + "=";
     // A long inline value is cut: the message is about it, not a copy of it.
-    return s + (!file.empty() ? "@" + file : value.size() > 64 ? value.substr(0, 60) + "..." : value);
+    return s + (!file.empty() ? "@" + file : clipped_text(value, 63));
 }
 
 std::optional<ArraySource> parse_array_option(const std::string& option, const std::string& text, bool inline_ok,

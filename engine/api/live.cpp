@@ -14,6 +14,7 @@
 #include "engine/api/prepare.h"
 #include "engine/api/units.h"
 #include "engine/base/interrupt.h"
+#include "engine/base/printable.h"
 #include "engine/ir/ops.h"
 #include "engine/runtime/device.h"
 #include "engine/runtime/eager_session.h"
@@ -95,9 +96,7 @@ std::vector<std::string> lines_of(const std::string& text) {
 // The first line of a statement's text, cut to 60 bytes, for the timeline.
 std::string first_line_of(std::string_view text) {
     while (!text.empty() && (text.front() == ' ' || text.front() == '\t' || text.front() == '\n')) text.remove_prefix(1);
-    std::string s(text.substr(0, text.find('\n')));
-    if (s.size() > 60) s = s.substr(0, 57) + "...";
-    return s;
+    return clipped_text(text.substr(0, text.find('\n')), 60);
 }
 
 }  // namespace

@@ -206,4 +206,14 @@ std::string terminal_text(std::string_view s, size_t max_bytes, bool keep_line_b
     return out;
 }
 
+std::string clipped_text(std::string_view s, size_t max_bytes) {
+    if (s.size() <= max_bytes) return std::string(s);
+    size_t keep = max_bytes > 3 ? max_bytes - 3 : 0;
+    // Back to the start of the character the cut would fall in.
+    while (keep > 0 && (static_cast<unsigned char>(s[keep]) & 0xC0) == 0x80) --keep;
+    std::string out(s.substr(0, keep));
+    out += "...";
+    return out;
+}
+
 }  // namespace graphrun

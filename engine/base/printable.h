@@ -47,4 +47,11 @@ std::string terminal_text(std::string_view s, size_t max_bytes = kMaxShownName, 
 void append_terminal_text(std::string& out, std::string_view s, size_t max_bytes = kMaxShownName,
                           bool keep_line_breaks = false);
 
+// --- A value quoted in a message ---
+// `s` when it has at most `max_bytes` bytes; else its first bytes and "..."
+// in `max_bytes` bytes in all (3 at least: the marker), never cut inside a
+// UTF-8 character: a message is about the value, not a copy of it (a 20 MB
+// literal is quoted by its start).
+std::string clipped_text(std::string_view s, size_t max_bytes);
+
 }  // namespace graphrun

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <limits>
 
+#include "engine/base/printable.h"
 #include "engine/check/validate.h"
 
 namespace graphrun::infer {
@@ -29,13 +30,6 @@ std::string scalar_text(const Scalar& s) {
 
 namespace {
 
-// The first 40 characters of a name or string, "..." after them where cut.
-std::string clipped(const std::string& s) {
-    std::string t = s.substr(0, 40);
-    if (s.size() > 40) t += "...";
-    return t;
-}
-
 std::string attr_text_at(const Attr& a, int depth) {
     switch (a.kind) {
         case Attr::Kind::Number:
@@ -43,9 +37,9 @@ std::string attr_text_at(const Attr& a, int depth) {
         case Attr::Kind::Bool:
             return a.b ? "true" : "false";
         case Attr::Kind::Ident:
-            return clipped(a.s);
+            return clipped_text(a.s, 43);
         case Attr::Kind::String:
-            return "\"" + clipped(a.s) + "\"";
+            return "\"" + clipped_text(a.s, 43) + "\"";
         case Attr::Kind::List: {
             if (depth >= 3 && !a.list.empty()) return "[...]";
             std::string out = "[";

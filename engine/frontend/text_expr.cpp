@@ -8,6 +8,7 @@
 #include <limits>
 #include <optional>
 
+#include "engine/base/printable.h"
 #include "engine/frontend/text_lexer.h"
 #include "engine/frontend/text_parser_impl.h"
 
@@ -464,9 +465,7 @@ Attr TextParser::make_number(const Token& num, bool negative, const Loc& loc) {
     std::string copy(s);
     double v = std::strtod(copy.c_str(), nullptr);
     if (std::isinf(v) || std::isnan(v)) {
-        std::string shown = copy.substr(0, 40);
-        if (copy.size() > 40) shown += "...";
-        report(loc, "number out of range: '" + shown + "' does not fit a 64-bit float");
+        report(loc, "number out of range: '" + clipped_text(copy, 43) + "' does not fit a 64-bit float");
         return Attr::number(0, loc);
     }
     return Attr::number(v, loc);

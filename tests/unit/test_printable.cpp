@@ -9,6 +9,7 @@
 
 #include "engine/api/output_text.h"
 #include "engine/base/diagnostics.h"
+#include "engine/base/printable.h"
 
 using namespace graphrun;
 
@@ -174,4 +175,19 @@ TEST_CASE("diagnostics: at most kMaxWarnings in all") {
     const std::vector<std::string> lines = d.printed();
     CHECK(lines.size() <= kMaxWarnings + kMaxWarningsPerKind + 1);
     CHECK(lines.back().find("more warnings of") != std::string::npos);
+}
+
+TEST_CASE("printable: clipped_text quotes a value by its start, never inside a character") {
+    CHECK(clipped_text("", 10).empty());
+    CHECK(clipped_text("0123456789", 10) == "0123456789");  // fits: as it is
+    CHECK(clipped_text("0123456789A", 10) == "0123456...");  // 10 bytes in all
+    CHECK(clipped_text(std::string(1 << 20, 'x'), 60).size() == 60);
+    // "é" is two bytes (c3 a9): a cut after its first byte backs off to before it.
+    const std::string accents = "abcdef\xc3\xa9gh";  // 10 bytes
+    CHECK(clipped_text(accents, 9) == "abcdef...");
+    CHECK(clipped_text(accents, 10) == accents);
+    const std::string euro = "ab\xe2\x82\xac\xe2\x82\xac";  // "ab€€", 8 bytes
+    CHECK(clipped_text(euro, 7) == "ab...");
+    CHECK(clipped_text(euro, 6) == "ab...");
+    CHECK(clipped_text("abcdef", 2) == "...");  // no room for a character: the marker alone
 }

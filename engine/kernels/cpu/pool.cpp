@@ -88,9 +88,10 @@ GRAPHRUN_TARGET_AVX512 void max_into_avx512(float* o, const float* r, int64_t n,
 // max_pool's channels-last pixel: o[c] = the max over the window's pixels
 // px[0..count) (each c_n channels) of their channel c, NaN once any is (as
 // nan_max), -inf for none; the max is kept in registers across the window.
+// Channels from c_first on (the AVX-512 version leaves it the last c_n % 16).
 template <class T>
-void max_pixels_into(T* o, const T* const* px, int count, int64_t c_n) {
-    for (int64_t c = 0; c < c_n; ++c) {
+void max_pixels_into(T* o, const T* const* px, int count, int64_t c_n, int64_t c_first = 0) {
+    for (int64_t c = c_first; c < c_n; ++c) {
         T m = -std::numeric_limits<T>::infinity();
         for (int k = 0; k < count; ++k) m = nan_max(m, px[k][c]);
         o[c] = m;
@@ -108,11 +109,7 @@ GRAPHRUN_TARGET_AVX512 void max_pixels_avx512(float* o, const float* const* px, 
         }
         _mm512_storeu_ps(o + c, m);
     }
-    for (; c < c_n; ++c) {
-        float m = -std::numeric_limits<float>::infinity();
-        for (int k = 0; k < count; ++k) m = nan_max(m, px[k][c]);
-        o[c] = m;
-    }
+    max_pixels_into(o, px, count, c_n, c);  // the last c_n % 16 channels
 }
 #endif
 

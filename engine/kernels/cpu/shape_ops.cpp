@@ -224,21 +224,20 @@ class ConcatKernel final : public KernelBase {
             for (size_t i = 0; i < chunk_bytes_.size(); ++i)
                 chunk_bytes_[i] = static_cast<size_t>(in_shapes_[i][1]) * dtype_size(n.dtype);
         }
+        for (size_t bytes : chunk_bytes_) pitch_ += bytes;
     }
 
     std::string compute(const TensorRef* in, TensorRef& out, const KernelContext& ctx) override {
         if (!ok_) return "internal error: concat inputs do not match the output";
         if (out.numel == 0) return "";
-        size_t pitch = 0;
-        for (size_t bytes : chunk_bytes_) pitch += bytes;
         // Rows over the workers, 256 KiB a task (a channels-last concat copies
         // each pixel's channels: 3025 rows of 512 bytes in SqueezeNet); a copy
         // under 2 MiB wakes no sleeping worker, as a cheap elementwise op.
-        const size_t row = std::max<size_t>(pitch, 1);
+        const size_t row = std::max<size_t>(pitch_, 1);
         const auto grain = static_cast<int64_t>(std::max<size_t>(1, (size_t{256} << 10) / row));
         const auto cold_below = static_cast<int64_t>((size_t{2} << 20) / row);
         parallel_for(ctx, outer_, grain, [&](int64_t b, int64_t e) {
-            auto* dst = static_cast<unsigned char*>(out.data) + static_cast<size_t>(b) * pitch;
+            auto* dst = static_cast<unsigned char*>(out.data) + static_cast<size_t>(b) * pitch_;
             for (int64_t o = b; o < e; ++o)
                 for (size_t i = 0; i < chunk_bytes_.size(); ++i) {
                     const size_t bytes = chunk_bytes_[i];
@@ -255,7 +254,8 @@ class ConcatKernel final : public KernelBase {
   private:
     bool ok_ = true;
     int64_t outer_ = 1;
-    std::vector<size_t> chunk_bytes_;
+    std::vector<size_t> chunk_bytes_;  // each input's bytes in one output row
+    size_t pitch_ = 0;                 // an output row's bytes: their sum
 };
 
 }  // namespace
