@@ -229,6 +229,23 @@ p, got = run_values(path, "--memory-limit=2000000", "--threads=2")
 check(p.returncode == 1 and "top_k: no memory for its 800000-byte index workspace under the memory limit" in p.stderr,
       f"top_k without room for its workspace: exit {p.returncode} {p.stderr[-400:]}")
 
+# The scatters' positions are workspace too (8 bytes an index): 2 MB of tensors here and 0.8 MB of
+# positions, so 3 MB runs and 2.5 MB is a run-time error naming the workspace, not a process that
+# grows past its limit.
+path = script("scatter_limit", """
+d = zeros([100000])
+i = range(100000, dtype=i64)
+u = ones([100000])
+y = scatter_elements(d, i, u, reduction="add")
+""")
+p, got = run_values(path, "--memory-limit=3000000")
+check(p.returncode == 0 and got.get("y") is not None and np.array_equal(got["y"], np.ones(100000, np.float32)),
+      f"scatter_elements with room for its positions: exit {p.returncode} {p.stderr[-400:]}")
+p, got = run_values(path, "--memory-limit=2500000")
+check(p.returncode == 1 and
+      "scatter_elements: no memory for its 800000-byte position workspace under the memory limit" in p.stderr,
+      f"scatter_elements without room for its positions: exit {p.returncode} {p.stderr[-400:]}")
+
 # --- errors ---------------------------------------------------------------------------------------
 # An index out of range: exit 1, the entry and the axis named, nothing else written.
 for text, words in [

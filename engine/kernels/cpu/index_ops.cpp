@@ -21,6 +21,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "engine/base/limits.h"
 #include "engine/kernels/common/kernel_common.h"
 #include "engine/kernels/cpu/kernel_families.h"
 #include "engine/kernels/cpu/parallel.h"
@@ -198,69 +199,80 @@ void combine(Reduction r, T& dst, T v) {
     }
 }
 
-// The indices (i32 or i64) as int64.
-std::vector<int64_t> read_indices(const TensorRef& t) {
-    std::vector<int64_t> v(static_cast<size_t>(t.numel));
-    if (t.dtype == DType::I32) {
-        const auto* p = static_cast<const int32_t*>(t.data);
-        for (int64_t j = 0; j < t.numel; ++j) v[static_cast<size_t>(j)] = p[j];
-    } else {
-        std::memcpy(v.data(), t.data, static_cast<size_t>(t.numel) * sizeof(int64_t));
-    }
-    return v;
+// Index j of an indices tensor (i32 or i64).
+int64_t index_at(const TensorRef& t, int64_t j) {
+    if (t.dtype == DType::I32) return static_cast<const int32_t*>(t.data)[j];
+    return static_cast<const int64_t*>(t.data)[j];
 }
 
 class ScatterKernel final : public KernelBase {
   public:
     ScatterKernel(const Graph& g, const Node& n)
         : KernelBase(g, n), nd_(n.op == OpKind::ScatterND), reduction_(reduction_of(n)) {
-        if (!nd_) axis_ = n.find_attr("axis") ? n.find_attr("axis")->value.i : 0;
+        // What every run uses, from the shapes (validation checked them).
+        const Shape& ds = in_shapes_.at(0);
+        const Shape& is = in_shapes_.at(1);
+        const auto rank = static_cast<int64_t>(ds.size());
+        if (nd_) {
+            const auto m = static_cast<size_t>(is.back());
+            for (size_t d = m; d < ds.size(); ++d) slice_ *= ds[d];
+            for (size_t d = 0; d + 1 < is.size(); ++d) count_ *= is[d];
+        } else {
+            const int64_t axis = n.find_attr("axis") ? n.find_attr("axis")->value.i : 0;
+            axis_ = axis < 0 ? axis + rank : axis;
+            stride_.assign(static_cast<size_t>(rank), 1);
+            for (int64_t d = rank - 1; d > 0; --d)
+                stride_[static_cast<size_t>(d - 1)] = stride_[static_cast<size_t>(d)] * ds[static_cast<size_t>(d)];
+            for (int64_t d : is) count_ *= d;
+        }
     }
 
     std::string compute(const TensorRef* in, TensorRef& out, const KernelContext& ctx) override {
-        (void)ctx;
-        // Every position first (nothing written when one is out of range).
-        std::vector<int64_t> target;
+        // Every position first, into workspace (nothing is written when one
+        // is out of range): 8 bytes an update slice.
+        const uint64_t bytes = static_cast<uint64_t>(count_) * sizeof(int64_t);
+        void* scratch = bytes != 0 && ctx.scratch ? ctx.scratch->allocate(bytes) : nullptr;
+        if (bytes != 0 && !scratch)
+            return std::string(nd_ ? "scatter_nd" : "scatter_elements") + ": no memory for its " +
+                   std::to_string(bytes) + "-byte position workspace" + (ctx.scratch ? " under the memory limit" : "");
+        auto* target = static_cast<int64_t*>(scratch);
         std::string problem = nd_ ? nd_targets(in[1], target) : element_targets(in[1], target);
-        if (!problem.empty()) return problem;
-        if (out.numel == 0) return "";
-        const auto size = dtype_size(out.dtype);
-        std::memcpy(out.data, in[0].data, static_cast<size_t>(out.numel) * size);
-        const int64_t slice = nd_ ? slice_elements() : 1;
-        return dispatch_dtype(out.dtype, [&](auto tag) -> std::string {
-            using T = decltype(tag);
-            T* dst = static_cast<T*>(out.data);
-            const T* upd = static_cast<const T*>(in[2].data);
-            for (size_t j = 0; j < target.size(); ++j)
-                for (int64_t s = 0; s < slice; ++s)
-                    combine(reduction_, dst[target[j] + s], upd[static_cast<int64_t>(j) * slice + s]);
-            return "";
-        });
+        if (problem.empty() && out.numel != 0) {
+            const auto size = dtype_size(out.dtype);
+            std::memcpy(out.data, in[0].data, static_cast<size_t>(out.numel) * size);
+            problem = dispatch_dtype(out.dtype, [&](auto tag) -> std::string {
+                using T = decltype(tag);
+                T* dst = static_cast<T*>(out.data);
+                const T* upd = static_cast<const T*>(in[2].data);
+                for (int64_t j = 0; j < count_; ++j)
+                    for (int64_t s = 0; s < slice_; ++s)
+                        combine(reduction_, dst[target[j] + s], upd[j * slice_ + s]);
+                return "";
+            });
+        }
+        if (scratch) ctx.scratch->release(scratch, bytes);
+        return problem;
     }
 
   private:
     // scatter_elements: the flat position in data of each entry of the indices.
-    std::string element_targets(const TensorRef& indices, std::vector<int64_t>& target) const {
+    std::string element_targets(const TensorRef& indices, int64_t* target) const {
         const Shape& ds = in_shapes_.at(0);
         const Shape& is = in_shapes_.at(1);
         const auto rank = static_cast<int64_t>(ds.size());
-        const int64_t a = axis_ < 0 ? axis_ + rank : axis_;
-        const std::vector<int64_t> idx = read_indices(indices);
-        std::vector<int64_t> stride(static_cast<size_t>(rank), 1);
-        for (int64_t d = rank - 1; d > 0; --d)
-            stride[static_cast<size_t>(d - 1)] = stride[static_cast<size_t>(d)] * ds[static_cast<size_t>(d)];
+        const int64_t a = axis_;
         const int64_t len = ds[static_cast<size_t>(a)];
-        target.resize(idx.size());
-        std::vector<int64_t> coord(static_cast<size_t>(rank), 0);
-        for (size_t j = 0; j < idx.size(); ++j) {
-            int64_t v = idx[j];
+        if (rank > kMaxRank) return "internal error: scatter_elements of rank " + std::to_string(rank);
+        int64_t coord[kMaxRank] = {};  // the indices' coordinate of entry j
+        for (int64_t j = 0; j < count_; ++j) {
+            int64_t v = index_at(indices, j);
             if (v < -len || v >= len)
-                return index_error("scatter_elements", v, static_cast<int64_t>(j), len,
+                return index_error("scatter_elements", v, j, len,
                                    "axis " + std::to_string(a) + " of the data " + shape_string(ds));
             if (v < 0) v += len;
             int64_t pos = 0;
             for (int64_t d = 0; d < rank; ++d)
-                pos += (d == a ? v : coord[static_cast<size_t>(d)]) * stride[static_cast<size_t>(d)];
+                pos += (d == a ? v : coord[static_cast<size_t>(d)]) * stride_[static_cast<size_t>(d)];
             target[j] = pos;
             for (int64_t d = rank - 1; d >= 0; --d) {  // the next coordinate of the indices
                 if (++coord[static_cast<size_t>(d)] < is[static_cast<size_t>(d)]) break;
@@ -270,50 +282,33 @@ class ScatterKernel final : public KernelBase {
         return "";
     }
 
-    int64_t slice_elements() const {
-        const Shape& ds = in_shapes_.at(0);
-        const auto m = static_cast<size_t>(in_shapes_.at(1).back());
-        int64_t n = 1;
-        for (size_t d = m; d < ds.size(); ++d) n *= ds[d];
-        return n;
-    }
-
     // scatter_nd: the flat position in data of each indexed slice.
-    std::string nd_targets(const TensorRef& indices, std::vector<int64_t>& target) const {
+    std::string nd_targets(const TensorRef& indices, int64_t* target) const {
         const Shape& ds = in_shapes_.at(0);
         const auto m = static_cast<size_t>(in_shapes_.at(1).back());
-        const std::vector<int64_t> idx = read_indices(indices);
-        const int64_t slice = slice_elements();
-        const auto count = static_cast<size_t>(tuples());
-        target.assign(count, 0);
-        if (m == 0) return "";  // empty index tuples: each update is the whole data
-        for (size_t j = 0; j < count; ++j) {
-            int64_t pos = 0;
+        for (int64_t j = 0; j < count_; ++j) {
+            int64_t pos = 0;  // empty index tuples (m = 0): each update is the whole data
             for (size_t d = 0; d < m; ++d) {
                 const int64_t len = ds[d];
-                int64_t v = idx[j * m + d];
+                const int64_t at = j * static_cast<int64_t>(m) + static_cast<int64_t>(d);
+                int64_t v = index_at(indices, at);
                 if (v < -len || v >= len)
-                    return index_error("scatter_nd", v, static_cast<int64_t>(j * m + d), len,
+                    return index_error("scatter_nd", v, at, len,
                                        "axis " + std::to_string(d) + " of the data " + shape_string(ds));
                 if (v < 0) v += len;
                 pos = pos * len + v;
             }
-            target[j] = pos * slice;
+            target[j] = pos * slice_;
         }
         return "";
     }
 
-    // scatter_nd: how many index tuples (indices.shape[:-1]).
-    int64_t tuples() const {
-        const Shape& is = in_shapes_.at(1);
-        int64_t n = 1;
-        for (size_t d = 0; d + 1 < is.size(); ++d) n *= is[d];
-        return n;
-    }
-
     bool nd_;
     Reduction reduction_;
-    int64_t axis_ = 0;
+    int64_t axis_ = 0;    // scatter_elements: the axis, normalised
+    int64_t slice_ = 1;   // elements an update writes at each position (scatter_nd: the data's trailing dims)
+    int64_t count_ = 1;   // positions: the indices' elements, or scatter_nd's index tuples
+    std::vector<int64_t> stride_;  // scatter_elements: the data's strides, in elements
 };
 
 }  // namespace
