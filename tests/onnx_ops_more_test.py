@@ -134,6 +134,13 @@ for upper in (1, 0):
         want = np.triu(xd, k) if upper else np.tril(xd, k)
         expect_values(f"trilu_{upper}_{k}", [helper.make_node("Trilu", ["x", "k"], ["y"], upper=upper)], x4, want,
                       [numpy_helper.from_array(np.array(k, np.int64), "k")])
+# k at the ends of int64 (a fuzzer's find: i + k overflowed): everything or nothing is kept.
+for upper in (1, 0):
+    for k in (2 ** 63 - 1, 2 ** 63 - 2, -2 ** 63, -2 ** 63 + 1):
+        keep_all = (k < 0) == bool(upper)
+        want = xd if keep_all else np.zeros_like(xd)
+        expect_values(f"trilu_{upper}_{k}", [helper.make_node("Trilu", ["x", "k"], ["y"], upper=upper)], x4, want,
+                      [numpy_helper.from_array(np.array(k, np.int64), "k")])
 expect_values("trilu_default", [helper.make_node("Trilu", ["x"], ["y"])], x4, np.triu(xd))
 # Hardmax: the first maximum along the axis wins a tie.
 ties = np.array([[1, 3, 3, 0], [2, 2, 2, 2], [-1, -5, -1, -0.5]], np.float32)

@@ -186,8 +186,8 @@ void trilu(Importer& im, const onnx::NodeProto& n) {
     mask.bytes.resize(static_cast<size_t>(rows * cols));
     for (int64_t i = 0; i < rows; ++i)
         for (int64_t j = 0; j < cols; ++j) {
-            // Saturating: k may be any int64.
-            const bool kept = upper ? (k <= 0 ? j - i >= k : j >= i + k) : (k >= 0 ? j - i <= k : j <= i + k);
+            // k may be any int64: compared with j - i (both under 2^24), never added to i.
+            const bool kept = upper ? j - i >= k : j - i <= k;
             mask.bytes[static_cast<size_t>(i * cols + j)] = kept;
         }
     const DType t = dtype_of_value(im, n.input(0));
