@@ -354,3 +354,79 @@ TEST_CASE("kernel softmax f32 rows: NaN, infinities and a -inf max") {
         for (int64_t i = 40; i < 160; ++i) CHECK(std::isnan(r.out.get(i)));
     }
 }
+
+TEST_CASE("matmul: a batch of products over the workers, batch dims broadcast, operands transposed") {
+    // MatmulKernel runs whole products of a batch on each worker (one-thread
+    // gemms) when the batch has at least as many products as workers: every
+    // product is checked against a float64 reference, at each thread count,
+    // including chunks that start inside a broadcast batch dimension.
+    struct M {
+        Shape a, b;
+        bool ta, tb;
+    };
+    const M cases[] = {
+        {{16, 8, 12, 5}, {16, 8, 5, 12}, false, false},  // attention's q·kᵀ shape, small
+        {{3, 1, 4, 6}, {1, 5, 6, 7}, false, false},      // both broadcast: 15 products
+        {{2, 3, 6, 4}, {3, 6, 5}, true, false},           // b broadcast over the first dim, a transposed
+        {{7, 9, 6}, {7, 5, 6}, false, true},              // b transposed, an odd batch
+        {{6, 4}, {3, 4, 5}, false, false},                // a one matrix against b's batch
+    };
+    for (const M& mc : cases) {
+        const Shape& as = mc.a;
+        const Shape& bs = mc.b;
+        const int64_t m = mc.ta ? as[as.size() - 1] : as[as.size() - 2];
+        const int64_t k = mc.ta ? as[as.size() - 2] : as[as.size() - 1];
+        const int64_t n = mc.tb ? bs[bs.size() - 2] : bs[bs.size() - 1];
+        // The batch: a's and b's leading dims, right-aligned and broadcast.
+        const size_t ra = as.size() - 2, rb = bs.size() - 2, rank = std::max(ra, rb);
+        Shape batch(rank, 1);
+        for (size_t d = 0; d < rank; ++d) {
+            const int64_t da = d + ra >= rank ? as[d + ra - rank] : 1;
+            const int64_t db = d + rb >= rank ? bs[d + rb - rank] : 1;
+            batch[d] = std::max(da, db);
+        }
+        Shape ys = batch;
+        ys.push_back(m);
+        ys.push_back(n);
+        Tensor a = random_tensor(DType::F32, as, -1, 1);
+        Tensor b = random_tensor(DType::F32, bs, -1, 1);
+        std::vector<NamedAttr> attrs;
+        if (mc.ta) attrs.push_back({"transpose_a", B(true), {}});
+        if (mc.tb) attrs.push_back({"transpose_b", B(true), {}});
+        for (int threads : {1, 2, 3}) {
+            INFO("a ", shape_string(as), " b ", shape_string(bs), " threads ", threads);
+            Result res = run_op(OpKind::Matmul, {&a, &b}, attrs, DType::F32, ys, threads);
+            REQUIRE(res.error == "");
+            int64_t products = 1;
+            for (int64_t d : batch) products *= d;
+            int64_t bad = 0;
+            for (int64_t t = 0; t < products; ++t) {
+                // t's index in every batch dim (row-major), then a's and b's matrix.
+                int64_t rest = t, ma = 0, mb = 0, sa = 1, sb = 1;
+                for (size_t d = rank; d-- > 0;) {
+                    const int64_t i = rest % batch[d];
+                    rest /= batch[d];
+                    const bool has_a = d + ra >= rank, has_b = d + rb >= rank;
+                    const int64_t da = has_a ? as[d + ra - rank] : 1, db = has_b ? bs[d + rb - rank] : 1;
+                    ma += (da == 1 ? 0 : i) * sa;
+                    mb += (db == 1 ? 0 : i) * sb;
+                    sa *= da;
+                    sb *= db;
+                }
+                for (int64_t i = 0; i < m; ++i)
+                    for (int64_t j = 0; j < n; ++j) {
+                        double s = 0, mag = 0;
+                        for (int64_t q = 0; q < k; ++q) {
+                            const double x = a.get(ma * m * k + (mc.ta ? q * m + i : i * k + q));
+                            const double y = b.get(mb * k * n + (mc.tb ? j * k + q : q * n + j));
+                            s += x * y;
+                            mag += std::fabs(x * y);
+                        }
+                        const double got = res.out.get((t * m + i) * n + j);
+                        if (std::fabs(got - s) > 1e-6 * mag + 1e-30) ++bad;
+                    }
+            }
+            CHECK(bad == 0);
+        }
+    }
+}

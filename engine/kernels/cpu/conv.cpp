@@ -104,11 +104,6 @@ void im2col(const WindowGeometry& g, const T* x, int64_t r0, int64_t r1, int64_t
     }
 }
 
-// Sets OpenBLAS's threads (process-wide; nodes never run concurrently).
-void blas_threads(int n) {
-    if (openblas_get_num_threads() != n) openblas_set_num_threads(n);
-}
-
 template <class T>
 class ConvKernel final : public KernelBase {
   public:

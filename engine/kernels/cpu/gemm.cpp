@@ -6,6 +6,7 @@
 // epilogue.h) follows in one pass over the rows.
 #include <cblas.h>
 
+#include <algorithm>
 #include <climits>
 #include <cstring>
 
@@ -89,9 +90,8 @@ class GemmKernel final : public KernelBase {
             apply_epilogue(epilogue_, in, out, out_shape_, ctx);
             return "";
         }
-        // --threads also bounds OpenBLAS's own pool (process-wide, nodes never run concurrently).
-        if (ctx.threads >= 1 && openblas_get_num_threads() != ctx.threads)
-            openblas_set_num_threads(ctx.threads);
+        // --threads also bounds OpenBLAS's own pool.
+        blas_threads(std::max(1, ctx.threads));
         blas_gemm(p.ta, p.tb, static_cast<int>(p.m), static_cast<int>(p.n), static_cast<int>(p.k),
                   alpha, a, static_cast<int>(p.lda), b, static_cast<int>(p.ldb),
                   p.has_c ? T(1) : T(0), y, static_cast<int>(p.n));

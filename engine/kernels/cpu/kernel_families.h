@@ -19,6 +19,10 @@ std::unique_ptr<Kernel> make_matmul_kernel(const Graph& g, const Node& n);
 // Picks OpenBLAS's kernels for a CPU newer than it knows (matmul.cpp); every
 // kernel factory that calls CBLAS calls it first.
 void select_openblas_core();
+// Sets OpenBLAS's threads (process-wide; nodes never run concurrently): the
+// session's --threads for one product split over them, 1 while the session's
+// workers each run whole products of a batch (matmul.cpp).
+void blas_threads(int n);
 // What the CPU kernels run with on this machine, chosen by the features the
 // CPU reports: "avx512 loops, OpenBLAS SkylakeX kernels" (`graphrun devices`).
 std::string cpu_kernels_text();

@@ -2,7 +2,11 @@
 // promoted (a to a row, b to a column) and the added dimension dropped, batch
 // dimensions broadcast, transpose_a/transpose_b are gemm's trans flags (no
 // copies). One gemm per batch element, or one for the whole batch when b is a
-// single matrix and a needs no transpose (a's batch folds into M). A fused
+// single matrix and a needs no transpose (a's batch folds into M). A batch of
+// at least as many products as workers (attention's per-head q·kᵀ and p·v)
+// runs whole products on each worker, each gemm on one thread: splitting
+// every 128×32×128 product over the workers in turn cost OpenBLAS a start
+// and a join per product, more than the product itself. A fused
 // node's epilogue (bias, residual, activation: epilogue.h) follows in one
 // pass over the output's rows, over the session's workers.
 #include <cblas.h>
@@ -118,30 +122,42 @@ class MatmulKernel final : public KernelBase {
         }
         const T* a = static_cast<const T*>(in[0].data);
         const T* b = static_cast<const T*>(in[1].data);
-        // --threads also bounds OpenBLAS's own pool (process-wide, nodes never run concurrently).
-        if (ctx.threads >= 1 && openblas_get_num_threads() != ctx.threads)
-            openblas_set_num_threads(ctx.threads);
+        const int threads = std::max(1, ctx.threads);
         if (fold_) {
+            // --threads also bounds OpenBLAS's own pool.
+            blas_threads(threads);
             gemm(false, p_.tb, static_cast<int>(p_.batch * p_.m), static_cast<int>(p_.n),
                  static_cast<int>(p_.k), a, static_cast<int>(p_.lda), b,
                  static_cast<int>(p_.ldb), c, static_cast<int>(p_.n));
             return finish(in, out, ctx);
         }
-        const std::vector<BroadcastDim>& dims = p_.batch_dims;  // innermost first
-        std::array<int64_t, kMaxDims> idx;
-        std::fill_n(idx.begin(), dims.size(), int64_t{0});
-        int64_t oa = 0, ob = 0;
-        for (int64_t t = 0; t < p_.batch; ++t) {
-            multiply(a + oa * p_.mat_a, b + ob * p_.mat_b, c + t * p_.m * p_.n);
+        const bool per_item = threads > 1 && ctx.pool != nullptr && p_.batch >= threads;
+        blas_threads(per_item ? 1 : threads);
+        auto products = [&](int64_t t0, int64_t t1) {
+            const std::vector<BroadcastDim>& dims = p_.batch_dims;  // innermost first
+            // Product t0's place in every batch dimension, and its matrices' offsets.
+            std::array<int64_t, kMaxDims> idx;
+            int64_t oa = 0, ob = 0, rest = t0;
             for (size_t d = 0; d < dims.size(); ++d) {
-                oa += dims[d].sa;
-                ob += dims[d].sb;
-                if (++idx[d] < dims[d].size) break;
-                oa -= dims[d].size * dims[d].sa;
-                ob -= dims[d].size * dims[d].sb;
-                idx[d] = 0;
+                idx[d] = rest % dims[d].size;
+                rest /= dims[d].size;
+                oa += idx[d] * dims[d].sa;
+                ob += idx[d] * dims[d].sb;
             }
-        }
+            for (int64_t t = t0; t < t1; ++t) {
+                multiply(a + oa * p_.mat_a, b + ob * p_.mat_b, c + t * p_.m * p_.n);
+                for (size_t d = 0; d < dims.size(); ++d) {
+                    oa += dims[d].sa;
+                    ob += dims[d].sb;
+                    if (++idx[d] < dims[d].size) break;
+                    oa -= dims[d].size * dims[d].sa;
+                    ob -= dims[d].size * dims[d].sb;
+                    idx[d] = 0;
+                }
+            }
+        };
+        if (per_item) parallel_for(ctx, p_.batch, 1, products);
+        else products(0, p_.batch);
         return finish(in, out, ctx);
     }
 
@@ -205,6 +221,10 @@ std::unique_ptr<Kernel> make_matmul_kernel(const Graph& g, const Node& n) {
 }  // namespace graphrun::kernels
 
 namespace graphrun {
+
+void kernels::blas_threads(int n) {
+    if (openblas_get_num_threads() != n) openblas_set_num_threads(n);
+}
 
 void set_blas_threads(int threads, bool graph_uses_blas) {
     openblas_set_num_threads(threads);
