@@ -1,6 +1,7 @@
 // The fusion pass: finds conv / matmul / gemm chains, folds batch_norm into
 // new constants, gives the chain's last node the head's op and an epilogue,
-// and renumbers the graph without the nodes that left it.
+// turns a transpose of a matmul operand's last two axes into the matmul's
+// transpose flag, and renumbers the graph without the nodes that left it.
 #include "engine/plan/fuse.h"
 
 #include <algorithm>
@@ -115,11 +116,25 @@ public:
         if (!any) return stats_;
         index();
         original_ = g_.nodes.size();
-        // First the GELU an exporter writes out in elementwise ops becomes one
+        // A transpose of a matmul operand's last two axes becomes the
+        // matmul's transpose flag (gemm reads the operand transposed in place).
+        for (size_t id = 0; id < original_; ++id) try_absorb_transposes(static_cast<NodeId>(id));
+        // Then the GELU an exporter writes out in elementwise ops becomes one
         // gelu node, which a matmul chain can then take as its activation.
         for (size_t id = 0; id < original_; ++id) try_gelu(static_cast<NodeId>(id));
         if (!gelu_parts_.empty()) recount();
         for (size_t id = 0; id < original_; ++id) try_chain(static_cast<NodeId>(id));
+        // A matmul no chain took still lists the transposes it took in.
+        for (auto& [id, parts] : absorbed_) {
+            Node& n = g_.node(id);
+            if (removed_[static_cast<size_t>(id)] || n.epilogue >= 0 || parts.empty()) continue;
+            Epilogue e;  // nothing to apply: the fused ops for the listings
+            e.fused = std::move(parts);
+            e.fused.push_back(FusedOp{n.op, std::string(n.display())});
+            n.epilogue = static_cast<int32_t>(g_.epilogues.size());
+            g_.epilogues.push_back(std::move(e));
+            ++stats_.fused;
+        }
         // A gelu no chain took still lists the ops it replaced.
         for (auto& [id, parts] : gelu_parts_) {
             Node& n = g_.node(id);
@@ -280,6 +295,10 @@ private:
             }
         if (chain.size() < 2) return;
 
+        if (auto taken = absorbed_.find(head_id); taken != absorbed_.end()) {
+            for (FusedOp& f : taken->second) e.fused.push_back(std::move(f));
+            taken->second.clear();
+        }
         for (NodeId id : chain) {
             auto parts = gelu_parts_.find(id);
             if (parts == gelu_parts_.end()) {
@@ -334,6 +353,59 @@ private:
         for (NodeId id : chain)
             if (id != tail) removed_[static_cast<size_t>(id)] = true;
         ++stats_.fused;
+    }
+
+    // Whether `t` is a transpose of only its last two axes (rank 2 or more).
+    static bool swaps_last_two(const Node& t, size_t rank) {
+        if (t.op != OpKind::Transpose || t.inputs.size() != 1 || rank < 2) return false;
+        const NamedAttr* a = t.find_attr("perm");
+        if (!a) return rank == 2;  // no perm: the axes reversed
+        if (a->value.kind != Attr::Kind::List || a->value.list.size() != rank) return false;
+        for (size_t k = 0; k < rank; ++k) {
+            const Attr& p = a->value.list[k];
+            if (!p.is_int) return false;
+            const int64_t axis = p.i < 0 ? p.i + static_cast<int64_t>(rank) : p.i;
+            const size_t want = k + 2 < rank ? k : (k + 2 == rank ? rank - 1 : rank - 2);
+            if (axis != static_cast<int64_t>(want)) return false;
+        }
+        return true;
+    }
+
+    // matmul(transpose(x, swap the last two), b) reads x with transpose_a
+    // flipped (and b likewise): the transpose leaves when the matmul is its
+    // only reader. Its name goes into the matmul's fused list.
+    void try_absorb_transposes(NodeId mm_id) {
+        {
+            const Node& m = g_.node(mm_id);
+            if (m.op != OpKind::Matmul || m.inputs.size() != 2 || block_[static_cast<size_t>(mm_id)] == kNoBlock ||
+                !fusable(m))
+                return;
+        }
+        for (size_t k = 0; k < 2; ++k) {
+            Node& m = g_.node(mm_id);
+            const NodeId t_id = m.inputs[k].id;
+            const auto ti = static_cast<size_t>(t_id);
+            const Node& t = g_.node(t_id);
+            if (pinned_[ti] || removed_[ti] || readers_[ti] != 1 || block_[ti] != block_[static_cast<size_t>(mm_id)] ||
+                !fusable(t) || t.dtype != m.dtype || !swaps_last_two(t, t.shape.size()))
+                continue;
+            const NodeId x = t.inputs[0].id;
+            const char* flag = k == 0 ? "transpose_a" : "transpose_b";
+            // Flipped as the kernels read it (bool_attr: a Bool, else false).
+            NamedAttr* given = nullptr;
+            for (NamedAttr& a : m.attrs)
+                if (a.name == flag) given = &a;
+            if (given) {
+                const bool was = given->value.kind == Attr::Kind::Bool && given->value.b;
+                given->value = Attr::boolean(!was, given->value.loc);
+            } else {
+                m.attrs.push_back(NamedAttr{flag, Attr::boolean(true), {}});
+            }
+            m.inputs[k].id = x;
+            reader_[static_cast<size_t>(x)] = mm_id;
+            removed_[ti] = true;
+            absorbed_[mm_id].push_back(FusedOp{t.op, std::string(t.display())});
+        }
     }
 
     // Readers again, of the nodes still in the graph.
@@ -515,6 +587,7 @@ private:
     std::vector<std::pair<NodeId, NodeId>> inserted_;  // new constant, the node it goes before
     std::vector<NodeId> unread_;    // constants a fold or a gelu stopped reading
     std::map<NodeId, std::vector<FusedOp>> gelu_parts_;  // per gelu node made of ops, those ops
+    std::map<NodeId, std::vector<FusedOp>> absorbed_;    // per matmul, the transposes it took in
     FuseStats stats_;
 };
 

@@ -28,7 +28,9 @@ public:
     // For node n of graph g; empty() when n has no epilogue.
     EpilogueRun(const Graph& g, const Node& n) {
         const Epilogue* e = g.epilogue_of(n);
-        if (!e) return;
+        // An epilogue that only lists the ops a node took in (a transpose a
+        // matmul reads in place) has nothing to apply.
+        if (!e || (e->bias < 0 && e->residual < 0 && e->act == Activation::None)) return;
         active_ = true;
         bias_at_ = e->bias;
         residual_at_ = e->residual;
