@@ -1,5 +1,6 @@
 // The option table and the mapping of outcomes to exit codes.
 #include "cli/app.h"
+#include "cli/huge_pages.h"
 
 #include <signal.h>
 #include <unistd.h>
@@ -490,6 +491,13 @@ int run_command_line(int argc, char** argv) {
             return app.exit(e) == 0 ? kExitOk : kExitUsage;  // prints help or version
         std::cerr << usage_error_message(app, e) << "\nRun with --help for more information.\n";
         return kExitUsage;
+    }
+    {
+        // A big graph's heap on huge pages (cli/huge_pages.h); nothing read or printed yet.
+        std::vector<std::string> sources = run.files;
+        for (const std::string* f : {&check.file, &compare.file, &dot.file, &convert_file})
+            if (!f->empty()) sources.push_back(*f);
+        reexec_with_huge_pages_for(sources, argv);
     }
 
     if (run_cmd->parsed()) {

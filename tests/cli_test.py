@@ -745,6 +745,61 @@ def man_page_examples_run():
            docs[0]["outputs"][0]["data"] == [[14.0, 32.0], [32.0, 77.0]], docs[0]["outputs"])
 
 
+def environ_seen(args, env_extra, want):
+    """Runs graphrun with `args`, reading /proc/PID/environ while it runs:
+    (whether `want` was seen in it, its stdout, its exit code)."""
+    env = dict(os.environ, **env_extra)
+    p = subprocess.Popen([BIN, *args], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
+    seen = False
+    environ = f"/proc/{p.pid}/environ"
+    while p.poll() is None and not seen:
+        try:
+            with open(environ, "rb") as f:
+                seen = want in f.read()
+        except OSError:
+            break
+    out, _ = p.communicate(timeout=120)
+    return seen, out.decode(), p.returncode
+
+
+@test
+def big_graphs_run_on_huge_pages_and_print_the_same():
+    """A text or JSON graph of 256 KiB or more runs with glibc's heap on
+    transparent huge pages: graphrun re-executes itself (same pid) with
+    glibc.malloc.hugetlb=1 added to GLIBC_TUNABLES (cli/huge_pages.h). A small
+    graph, a user's own setting of the tunable, and sanitizer builds are left
+    alone; what is printed is the same either way."""
+    try:
+        with open("/sys/kernel/mm/transparent_hugepage/enabled") as f:
+            offered = "[never]" not in f.read()
+    except OSError:
+        offered = False
+    sanitized = "ASAN_OPTIONS" in os.environ or "TSAN_OPTIONS" in os.environ
+    want = b"glibc.malloc.hugetlb=1"
+    with tempfile.TemporaryDirectory() as d:
+        body = "x = ones([192, 192])\nrepeat 400 {\n  x = matmul(x, x) * 0.005\n}\n"
+        big = os.path.join(d, "big.graph")
+        with open(big, "w") as f:
+            f.write("# padding to 256 KiB\n" * (300 * 1024 // 21) + body)
+        small = os.path.join(d, "small.graph")
+        with open(small, "w") as f:
+            f.write(body)
+        args = ["run", "--device=cpu", "--threads=1", "--iterations=20", "--cleanup=safepoint"]
+        seen, out_big, code = environ_seen(args + [big], {}, want)
+        expect(code == 0, f"exit {code}")
+        if offered and not sanitized:
+            expect(seen, "a 300 KiB graph ran without glibc.malloc.hugetlb=1 in its environment")
+        else:
+            print("     (huge pages not expected: " + ("a sanitizer build" if sanitized else "THP off") + ")")
+            expect(not seen, "the tunable was set where it cannot help")
+        seen, out_off, code = environ_seen(args + [big], {"GLIBC_TUNABLES": "glibc.malloc.hugetlb=0"}, want)
+        expect(code == 0 and not seen, "a user's glibc.malloc.hugetlb=0 was overridden")
+        same = lambda o: [l for l in o.splitlines() if "resident" not in l and "run " not in l]
+        expect(same(out_big) == same(out_off), f"output differs:\n{out_big}\n---\n{out_off}")
+        seen, _, code = environ_seen(args + [small], {}, want)
+        expect(code == 0 and not seen, "a small graph was re-executed")
+
+
 @test
 def cmake_install_puts_the_man_page_where_man_finds_it():
     build = os.path.dirname(os.path.abspath(BIN))
