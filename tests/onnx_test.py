@@ -206,6 +206,19 @@ def free_dimension():
         p, out = run_with(path, {"x": x, "m": m})
         check(p.returncode == 0 and "taken as 1" not in p.stderr, f"batch {n}: {p.returncode} {p.stderr}")
         check(close(out.get("y"), want(x, m)), f"batch {n}: y differs")
+    # .npz files bind N from their members' headers (feed_shapes maps the file and
+    # reads no data): stored and deflated, every member by name or NAME=@ one member.
+    x, m = f32(5, 8), f32(5, 2, 2)
+    both, packed, only_x = (os.path.join(TMP, f) for f in ("both.npz", "packed.npz", "only_x.npz"))
+    np.savez(both, x=x, m=m)
+    np.savez_compressed(packed, x=x, m=m)
+    np.savez_compressed(only_x, other_name=x)
+    for feeds in ([f"--input=@{both}"], [f"--input=@{packed}"], [f"--input=x=@{only_x}", f"--input=m=@{packed}"]):
+        out_dir = os.path.join(TMP, "npz_feeds.out")
+        p = graphrun("run", path, *feeds, "--cleanup=safepoint", f"--save={out_dir}")
+        check(p.returncode == 0 and "taken as 1" not in p.stderr, f"{feeds}: {p.returncode} {p.stderr}")
+        if p.returncode == 0:
+            check(close(np.load(os.path.join(out_dir, "y.npy")), want(x, m)), f"{feeds}: y differs")
     # --dim binds N where no array does; check lists it, and the static peak is the bound shapes'.
     peaks = {}
     for n in (3, 6):

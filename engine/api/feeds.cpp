@@ -615,6 +615,19 @@ std::vector<GivenShape> feed_shapes(const FeedOptions& feeds) {
                 out.push_back(GivenShape{s.name, std::move(*shape), s.spelled(), false});
                 continue;
             }
+        // An .npz's shapes are in its members' headers, the file mapped: its
+        // data too is read once, by read_feeds (which names what is wrong with it).
+        if (detail::ends_with(s.file, ".npz"))
+            if (auto shapes = npz_file_shapes(s.file, limits)) {
+                for (auto& [key, shape] : *shapes) {
+                    // As read_arrays picks: every member by name, or the member
+                    // NAME, or the only member standing for NAME.
+                    if (!s.name.empty() && key != s.name && shapes->size() != 1) continue;
+                    out.push_back(GivenShape{s.name.empty() ? key : s.name, std::move(shape), s.spelled(), false});
+                    if (!s.name.empty()) break;
+                }
+                continue;
+            }
         std::vector<NpzEntry> entries;
         std::string why;
         if (!detail::read_arrays(s, entries, why, limits)) continue;  // read_feeds says why

@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "engine/base/limits.h"
@@ -100,6 +101,18 @@ std::string npy_header(DType t, const Shape& shape);
 
 // The whole .npy file (header and data) in memory.
 std::string encode_npy(DType t, const Shape& shape, const void* data);
+
+// The name and shape of every member of an .npz file, from the members'
+// .npy headers only (a deflated member inflated as far as its header): the
+// file is mapped, not read. nullopt where the file is not a well-formed
+// .npz as parse_npz checks it, or a header is bad; what parse_npz alone
+// checks (CRCs, data sizes) is left to it. For binding an ONNX model's free
+// dimensions from --input files before their data is read once.
+std::optional<std::vector<std::pair<std::string, Shape>>> npz_file_shapes(const std::string& path,
+                                                                         const ArrayLimits& limits = {});
+std::optional<std::vector<std::pair<std::string, Shape>>> npz_member_shapes(std::string_view bytes,
+                                                                           std::string& error,
+                                                                           const ArrayLimits& limits = {});
 
 // A member to write into an .npz: `data` holds numel * dtype_size bytes.
 struct NpzMember {

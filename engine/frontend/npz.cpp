@@ -13,6 +13,11 @@
 #include "engine/frontend/npy.h"
 #include "engine/frontend/npy_internal.h"
 
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #ifdef GRAPHRUN_HAVE_ZLIB
 #include <zlib.h>
 #endif
@@ -86,7 +91,36 @@ bool inflate_raw(std::string_view in, std::vector<uint8_t>& out, uint64_t size, 
     }
     return true;
 }
+
+// The first `size` bytes of raw deflate data (an .npy member's header):
+// inflated until that many are out, the rest left alone.
+bool inflate_head(std::string_view in, std::vector<uint8_t>& out, uint64_t size, std::string& error) {
+    out.assign(static_cast<size_t>(size), 0);
+    z_stream z{};
+    if (inflateInit2(&z, -MAX_WBITS) != Z_OK) {
+        error = "zlib could not start";
+        return false;
+    }
+    z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(in.data()));
+    z.avail_in = static_cast<uInt>(std::min<uint64_t>(in.size(), uint64_t{1} << 30));
+    z.next_out = out.data();
+    z.avail_out = static_cast<uInt>(size);
+    int rc = Z_OK;
+    while (rc == Z_OK && z.avail_out > 0) rc = inflate(&z, Z_NO_FLUSH);
+    const uint64_t produced = size - z.avail_out;
+    const char* msg = z.msg;
+    inflateEnd(&z);
+    if (rc != Z_OK && rc != Z_STREAM_END && rc != Z_BUF_ERROR) {
+        error = std::string("the deflated data is corrupt (") + (msg ? msg : "zlib error") + ")";
+        return false;
+    }
+    out.resize(static_cast<size_t>(produced));
+    return true;
+}
 #endif
+
+// An .npy header is within the magic, version, length and 64 KiB.
+constexpr uint64_t kNpyHeadBytes = uint64_t{65536} + 12;
 
 // One member as the central directory and its local header describe it, checked.
 struct Member {
@@ -109,7 +143,11 @@ bool looks_like_zip(std::string_view b) {
     return b.size() >= 4 && (le(b, 0, 4) == kLocalSig || le(b, 0, 4) == kEndSig);
 }
 
-std::optional<std::vector<NpzEntry>> parse_npz(std::string_view b, std::string& error, const ArrayLimits& limits) {
+namespace {
+
+// Every member of the archive `b`, each checked (sizes, offsets, overlaps,
+// names) and their declared sizes together within the limits; nothing inflated.
+std::optional<std::vector<Member>> read_members(std::string_view b, std::string& error, const ArrayLimits& limits) {
     auto end = find_end_record(b);
     if (!end) {
         error = "offset " + std::to_string(b.size()) +
@@ -264,8 +302,16 @@ std::optional<std::vector<NpzEntry>> parse_npz(std::string_view b, std::string& 
             return std::nullopt;
         }
     }
+    return members;
+}
+
+}  // namespace
+
+std::optional<std::vector<NpzEntry>> parse_npz(std::string_view b, std::string& error, const ArrayLimits& limits) {
+    std::optional<std::vector<Member>> members = read_members(b, error, limits);
+    if (!members) return std::nullopt;
     std::vector<NpzEntry> entries;
-    for (const Member& m : members) {
+    for (const Member& m : *members) {
         std::string_view data = b.substr(static_cast<size_t>(m.data_at), static_cast<size_t>(m.csize));
         std::vector<uint8_t> inflated;
 #ifdef GRAPHRUN_HAVE_ZLIB
@@ -291,6 +337,53 @@ std::optional<std::vector<NpzEntry>> parse_npz(std::string_view b, std::string& 
         entries.push_back(NpzEntry{key_of(m.name), std::move(*array)});
     }
     return entries;
+}
+
+std::optional<std::vector<std::pair<std::string, Shape>>> npz_member_shapes(std::string_view b, std::string& error,
+                                                                           const ArrayLimits& limits) {
+    std::optional<std::vector<Member>> members = read_members(b, error, limits);
+    if (!members) return std::nullopt;
+    std::vector<std::pair<std::string, Shape>> shapes;
+    for (const Member& m : *members) {
+        std::string_view data = b.substr(static_cast<size_t>(m.data_at), static_cast<size_t>(m.csize));
+        std::vector<uint8_t> head;
+        if (m.method == 8) {
+#ifdef GRAPHRUN_HAVE_ZLIB
+            if (!inflate_head(data, head, std::min<uint64_t>(m.usize, kNpyHeadBytes), error)) {
+                error = off(m.data_at) + m.shown + ": " + error;
+                return std::nullopt;
+            }
+            data = std::string_view(reinterpret_cast<const char*>(head.data()), head.size());
+#endif
+        } else {
+            data = data.substr(0, static_cast<size_t>(std::min<uint64_t>(data.size(), kNpyHeadBytes)));
+        }
+        NpyLayout h;
+        std::string why;
+        if (parse_npy_layout(data, h, why, limits) != NpyHeaderStatus::Ok) {
+            error = m.shown + " (at offset " + std::to_string(m.data_at) + "): " + why;
+            return std::nullopt;
+        }
+        shapes.emplace_back(key_of(m.name), std::move(h.shape));
+    }
+    return shapes;
+}
+
+std::optional<std::vector<std::pair<std::string, Shape>>> npz_file_shapes(const std::string& path,
+                                                                         const ArrayLimits& limits) {
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0) return std::nullopt;
+    struct stat st {};
+    void* map = MAP_FAILED;
+    if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0)
+        map = ::mmap(nullptr, static_cast<size_t>(st.st_size), PROT_READ, MAP_PRIVATE, fd, 0);
+    ::close(fd);
+    if (map == MAP_FAILED) return std::nullopt;
+    std::string error;
+    std::string_view b(static_cast<const char*>(map), static_cast<size_t>(st.st_size));
+    auto shapes = looks_like_zip(b) ? npz_member_shapes(b, error, limits) : std::nullopt;
+    ::munmap(map, static_cast<size_t>(st.st_size));
+    return shapes;
 }
 
 bool write_npz_file(const std::string& path, const std::vector<NpzMember>& members, std::string& error) {

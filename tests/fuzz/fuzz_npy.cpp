@@ -1,7 +1,8 @@
 // libFuzzer target for the .npy and .npz readers (engine/frontend/npy.h): any
 // bytes either parse or give an error, never a crash, a leak or an allocation
 // beyond what the bytes justify; an array that parsed writes back (encode_npy)
-// to bytes that parse to the same array.
+// to bytes that parse to the same array; the header-only .npz reader
+// (npz_member_shapes) agrees with the full one wherever that one succeeds.
 //
 // The .npz reader runs under bounds small enough for the fuzzer's memory
 // limit (an archive may declare gigabytes; a deflate bomb may hold them), once
@@ -50,11 +51,23 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     memory.memory_limit = uint64_t{1} << 20;
     for (const ArrayLimits& limits : {small, memory}) {
         error.clear();
-        if (auto entries = parse_npz(bytes, error, limits)) {
+        auto entries = parse_npz(bytes, error, limits);
+        if (entries) {
             check_within(*entries, limits.array_cap());
             for (const NpzEntry& e : *entries) check_round_trip(e.array);
         } else if (error.empty()) {
             __builtin_trap();
+        }
+        // The header-only reader (free dimensions from --input files): where
+        // the whole archive parses, it gives the same names and shapes.
+        std::string shapes_error;
+        auto shapes = npz_member_shapes(bytes, shapes_error, limits);
+        if (!shapes && shapes_error.empty()) __builtin_trap();
+        if (entries) {
+            if (!shapes || shapes->size() != entries->size()) __builtin_trap();
+            for (size_t k = 0; k < entries->size(); ++k)
+                if ((*shapes)[k].first != (*entries)[k].name || (*shapes)[k].second != (*entries)[k].array.shape)
+                    __builtin_trap();
         }
     }
     return 0;

@@ -269,6 +269,41 @@ std::string npz_error(const std::string& bytes, const ArrayLimits& limits = {}) 
 
 }  // namespace
 
+TEST_CASE("npz: members' names and shapes from their headers alone, the file mapped") {
+    const std::vector<float> f{1, 2, 3, 4};
+    const std::vector<int64_t> l{7};
+    const std::string path = temp_path(".npz");
+    std::string error;
+    REQUIRE(write_npz_file(path, {{"a", DType::F32, {2, 2}, f.data()}, {"b#2", DType::I64, {}, l.data()}}, error));
+    auto shapes = npz_file_shapes(path);
+    REQUIRE(shapes.has_value());
+    REQUIRE(shapes->size() == 2);
+    CHECK((*shapes)[0] == std::pair<std::string, Shape>{"a", {2, 2}});
+    CHECK((*shapes)[1] == std::pair<std::string, Shape>{"b#2", {}});
+    std::remove(path.c_str());
+    CHECK_FALSE(npz_file_shapes(path).has_value());
+    CHECK_FALSE(npz_file_shapes("/tmp").has_value());
+
+    // A member whose data stops after its header: its shape is known (the data
+    // is not read), while the full reader refuses it.
+    const std::vector<float> big(1000, 1.0f);
+    std::string npy = encode_npy(DType::F32, {10, 100}, big.data());
+    npy.resize(npy.size() - 3000);
+    ZipBuilder zip;
+    zip.add("x.npy", npy);
+    const std::string bytes = zip.bytes();
+    auto cut = npz_member_shapes(bytes, error);
+    REQUIRE_MESSAGE(cut.has_value(), error);
+    CHECK((*cut)[0] == std::pair<std::string, Shape>{"x", {10, 100}});
+    CHECK_FALSE(parse_npz(bytes, error).has_value());
+    // Not an archive, or a member that is not an .npy: no shapes, and why.
+    CHECK_FALSE(npz_member_shapes("PK\x05\x06", error).has_value());
+    ZipBuilder text;
+    text.add("t.npy", "not an npy file at all");
+    CHECK_FALSE(npz_member_shapes(text.bytes(), error).has_value());
+    CHECK(error.find("t.npy") != std::string::npos);
+}
+
 TEST_CASE("npz: members that share, overlap or repeat, and sizes past the bounds, are refused before inflating") {
     const std::string member = npy_bytes("{'descr': '<f4', 'fortran_order': False, 'shape': (2,), }",
                                          raw(std::vector<float>{1, 2}));
