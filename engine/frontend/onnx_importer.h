@@ -650,9 +650,18 @@ class Importer {
         if (!read_names_) {
             read_names_.emplace();
             const auto& gr = model_.graph();
-            for (const auto& node : gr.node())
-                for (const auto& in : node.input()) read_names_->insert(in);
-            for (const auto& o : gr.output()) read_names_->insert(o.name());
+            // Subgraphs (an If's branches) read outer values by name too.
+            std::function<void(const onnx::GraphProto&)> reads = [&](const onnx::GraphProto& g) {
+                for (const auto& node : g.node()) {
+                    for (const auto& in : node.input()) read_names_->insert(in);
+                    for (const auto& a : node.attribute()) {
+                        if (a.has_g()) reads(a.g());
+                        for (const auto& sub : a.graphs()) reads(sub);
+                    }
+                }
+                for (const auto& o : g.output()) read_names_->insert(o.name());
+            };
+            reads(gr);
         }
         return read_names_->count(name) != 0;
     }
@@ -889,6 +898,74 @@ class Importer {
         if (!hv) fail(n, std::string("its ") + what + " input '" + n.input(i) +
                              "' must be a constant (an initializer or computed from constants and shapes)");
         return hv;
+    }
+
+    // If, where its condition folds to a constant (a model's shapes and
+    // constants decide it: an exporter's `if x.dim() == 4` traced into the
+    // graph): the chosen branch's initializers and nodes are imported in the
+    // If's place, reading outer values by name as ONNX's scoping allows, and
+    // its outputs become the If's. A condition that only the run would know
+    // is refused: graphrun has no run-time branch.
+    void import_if(const onnx::NodeProto& n) {
+        if (n.input_size() < 1 || n.input(0).empty()) return fail(n, "it has no condition input");
+        if (!folded(n.input(0)))
+            return fail(n, "its condition '" + n.input(0) +
+                               "' must be known when the model is read (a constant, or computed from constants "
+                               "and static shapes): graphrun takes an If's branch at load and has no run-time "
+                               "branch");
+        const HostValue& cond = *folded(n.input(0));
+        const std::vector<double> c = onnx_fold::doubles(cond);
+        if (c.size() != 1)
+            return fail(n, "its condition '" + n.input(0) + "' holds " + std::to_string(c.size()) +
+                               " elements; it must hold one");
+        const char* which = c[0] != 0 ? "then_branch" : "else_branch";
+        const onnx::AttributeProto* a = onnx_fold::find_attr(n, which);
+        if (!a || !a->has_g()) return fail(n, std::string("it has no ") + which + " graph");
+        const onnx::GraphProto& branch = a->g();
+        if (branch.output_size() != n.output_size())
+            return fail(n, std::string("its ") + which + " has " + std::to_string(branch.output_size()) +
+                               " outputs and the node " + std::to_string(n.output_size()));
+        std::set<std::string> unsupported;
+        for (const auto& bn : branch.node())
+            if (!((bn.domain().empty() || bn.domain() == "ai.onnx") && supported_op(bn.op_type())))
+                unsupported.insert(bn.domain().empty() ? bn.op_type() : bn.domain() + "." + bn.op_type());
+        if (!unsupported.empty()) {
+            std::string ops;
+            for (const std::string& op : unsupported) ops += (ops.empty() ? "" : ", ") + op;
+            return fail(n, std::string("its ") + which + " (the branch its condition takes) uses ops graphrun "
+                                                       "does not support: " + ops);
+        }
+        for (const auto& vi : branch.value_info()) note_type(vi);
+        for (const auto& vi : branch.output()) note_type(vi);
+        for (int i = 0; i < branch.initializer_size(); ++i) {
+            const onnx::TensorProto& t = branch.initializer(i);
+            std::string why;
+            std::optional<HostValue> hv = tensor_value(t, why);
+            if (!hv) return fail(n, std::string("its ") + which + "'s initializer '" + t.name() + "': " + why);
+            Value& v = values_[t.name()];
+            v.dtype = hv->dtype;
+            v.shape = hv->shape;
+            v.folded = std::make_shared<HostValue>(std::move(*hv));
+        }
+        for (const auto& bn : branch.node()) {
+            if (stopped()) return;
+            import_node(bn);
+            if (diag_.over_limit()) return;
+        }
+        for (int i = 0; i < n.output_size(); ++i) {
+            const std::string& from = branch.output(i).name();
+            const std::string& to = n.output(i);
+            if (to.empty()) continue;
+            auto it = values_.find(from);
+            if (it == values_.end() || (it->second.id == kNoNode && !it->second.folded))
+                return fail(n, std::string("its ") + which + "'s output '" + from + "' is not made in it");
+            if (it->second.id == kNoNode) {  // a constant: the If's output is folded too
+                const Value src = it->second;
+                values_[to] = src;
+                continue;
+            }
+            bind(to, it->second.id);
+        }
     }
 
   private:
