@@ -8,6 +8,10 @@ against NumPy in float64 under safepoint and background, the safepoint peak
 equal to check's static peak. A condition known only at run time, a
 condition of several elements, and a taken branch with an op graphrun lacks
 are refused (exit 3) naming the node; the untaken branch's ops do not matter.
+A Loop whose trip count folds is unrolled: its final carried value and its
+scan output (stacked), an early exit its body's folded condition decides, a
+trip count from a static shape; a trip count or an exit the data decides,
+and an unroll past the bound, are refused.
 
 Usage: onnx_control_test.py GRAPHRUN
 """
@@ -147,6 +151,64 @@ expect_refused("if_runtime_condition", [
 expect_refused("if_condition_of_two", [
     helper.make_node("If", ["c"], ["y"], then_branch=relu_then, else_branch=neg_else, name="pick")],
     ("If node 'pick'", "holds 2 elements; it must hold one"), inits=[const("c", np.array([True, False]))])
+
+# Loop with a trip count known at load: unrolled. The body reads its
+# iteration number (cast to float), carries x, and scans a value per iteration.
+I64, BOOL = TensorProto.INT64, TensorProto.BOOL
+
+
+def loop_body(cond_nodes, cond_out="cond"):
+    return helper.make_graph(
+        [helper.make_node("Cast", ["i"], ["fi"], to=F),
+         helper.make_node("Mul", ["x_in", "half"], ["h"]),
+         helper.make_node("Add", ["h", "fi"], ["x_out"]),
+         helper.make_node("Mul", ["x_in", "two"], ["scan"])] + cond_nodes,
+        "body", [vi("i", [], I64), vi("cond", [], BOOL), vi("x_in", [2, 3, 4])],
+        [vi(cond_out, [], BOOL), vi("x_out", [2, 3, 4]), vi("scan", [2, 3, 4])])
+
+
+def loop_ref(steps):
+    x, scans = x64, []
+    for i in range(steps):
+        scans.append(x * 2)
+        x = x * 0.5 + i
+    return x, np.stack(scans)
+
+
+loop_inits = [const("half", np.float32(0.5)), const("two", np.float32(2))]
+final, scanned = loop_ref(4)
+expect_values("loop_final", [helper.make_node("Loop", ["m", "", "x"], ["y", "s"], body=loop_body([]), name="lp")],
+              final, inits=loop_inits + [const("m", np.int64(4))])
+expect_values("loop_scan", [helper.make_node("Loop", ["m", "c", "x"], ["f", "y"], body=loop_body([]), name="lp")],
+              scanned, inits=loop_inits + [const("m", np.int64(4)), const("c", np.bool_(True))])
+# The body's condition output ends the loop early: i < 2 keeps going, so 3 of 10 iterations run.
+early = [helper.make_node("Less", ["i", "two_i"], ["go"])]
+expect_values("loop_early_exit",
+              [helper.make_node("Loop", ["m", "", "x"], ["y", "s"], body=loop_body(early, "go"), name="lp")],
+              loop_ref(3)[0], inits=loop_inits + [const("m", np.int64(10)), const("two_i", np.int64(2))])
+# The trip count from shapes: x.shape[0] (2) iterations.
+expect_values("loop_shape_count", [
+    helper.make_node("Shape", ["x"], ["sh"]),
+    helper.make_node("Gather", ["sh", "zero"], ["m"], axis=0),
+    helper.make_node("Loop", ["m", "", "x"], ["y", "s"], body=loop_body([]), name="lp")],
+    loop_ref(2)[0], inits=loop_inits + [const("zero", np.int64(0))])
+
+# Refused: a trip count or an exit the run would decide, an unroll past the bound.
+expect_refused("loop_runtime_count", [
+    helper.make_node("ReduceSum", ["x"], ["sum"], keepdims=0),
+    helper.make_node("Cast", ["sum"], ["m"], to=I64),
+    helper.make_node("Loop", ["m", "", "x"], ["y", "s"], body=loop_body([]), name="lp")],
+    ("Loop node 'lp'", "trip count 'm' must be known when the model is read"), inits=loop_inits)
+data_exit = [helper.make_node("ReduceSum", ["x_out"], ["t"], keepdims=0),
+             helper.make_node("Less", ["t", "zero_f"], ["go"])]
+expect_refused("loop_data_exit", [
+    helper.make_node("Loop", ["m", "", "x"], ["y", "s"], body=loop_body(data_exit, "go"), name="lp")],
+    ("Loop node 'lp'", "condition output 'go' must be known when the model is read"),
+    inits=loop_inits + [const("m", np.int64(3)), const("zero_f", np.float32(0))])
+expect_refused("loop_too_long", [
+    helper.make_node("Loop", ["m", "", "x"], ["y", "s"], body=loop_body([]), name="lp")],
+    ("Loop node 'lp'", "trip count 100000 times its body's 4 nodes", "65536"),
+    inits=loop_inits + [const("m", np.int64(100000))])
 
 print(f"onnx_control: {'all passed' if not failures else str(len(failures)) + ' failed'}")
 sys.exit(1 if failures else 0)

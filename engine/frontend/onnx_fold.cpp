@@ -433,7 +433,8 @@ std::optional<HostValue> binary(const std::string& op, const HostValue& a, const
     return r;
 }
 
-// Where(cond, x, y), Equal(a, b) and Expand(x, shape) (in: x and a value
+// Where(cond, x, y), Equal(a, b) (and Less, Greater, LessOrEqual,
+// GreaterOrEqual: a Loop's exit test) and Expand(x, shape) (in: x and a value
 // of the target shape, whose bytes are not read) on constants, NumPy
 // broadcasting: the
 // shape computations exporters write around a reshape's -1 (torchvision's
@@ -455,7 +456,17 @@ std::optional<HostValue> select_or_equal(const std::string& op, const std::vecto
         }
     const std::optional<int64_t> total = fold_count(out, why);
     if (!total) return std::nullopt;
-    const bool equal = op == "Equal", expand = op == "Expand";
+    const bool equal = op == "Equal" || op == "Less" || op == "Greater" || op == "LessOrEqual" ||
+                       op == "GreaterOrEqual",
+               expand = op == "Expand";
+    // -1, 0 or 1 as a is below, equal to or above b: what each comparison asks of it.
+    const auto wanted = [&op](int order) {
+        if (op == "Equal") return order == 0;
+        if (op == "Less") return order < 0;
+        if (op == "Greater") return order > 0;
+        if (op == "LessOrEqual") return order <= 0;
+        return order >= 0;
+    };
     HostValue r = make(equal ? DType::Bool : expand ? in[0]->dtype : in[1]->dtype, out, *total);
     BroadcastIndex at(out);
     auto offset = [&at](const HostValue& v) { return at.offset(v); };
@@ -464,9 +475,15 @@ std::optional<HostValue> select_or_equal(const std::string& op, const std::vecto
         at.seek(k);
         if (equal) {
             const HostValue &a = *in[0], &b = *in[1];
-            const bool integral = !is_float(a.dtype);
-            const bool same = integral ? get_int(a, offset(a)) == get_int(b, offset(b)) : get(a, offset(a)) == get(b, offset(b));
-            put(r, static_cast<size_t>(k), 0, same, true);
+            bool holds = false;
+            if (!is_float(a.dtype)) {
+                const int64_t x = get_int(a, offset(a)), y = get_int(b, offset(b));
+                holds = wanted(x < y ? -1 : x > y ? 1 : 0);
+            } else {
+                const double x = get(a, offset(a)), y = get(b, offset(b));
+                holds = x == x && y == y && wanted(x < y ? -1 : x > y ? 1 : 0);  // NaN: every comparison false
+            }
+            put(r, static_cast<size_t>(k), 0, holds, true);
             continue;
         }
         const HostValue& pick = expand ? *in[0] : get_int(*in[0], offset(*in[0])) ? *in[1] : *in[2];
@@ -1005,7 +1022,7 @@ std::optional<std::vector<HostValue>> evaluate(const onnx::NodeProto& n, const s
             }
         return one(select_or_equal(op, {&x, &target}, why));
     }
-    if (op == "Equal") {
+    if (op == "Equal" || op == "Less" || op == "Greater" || op == "LessOrEqual" || op == "GreaterOrEqual") {
         if (ins.size() < 2 || !ins[1] || ins[1]->dtype != x.dtype) return std::nullopt;
         return one(select_or_equal(op, {&x, ins[1]}, why));
     }

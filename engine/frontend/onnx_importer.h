@@ -968,6 +968,154 @@ class Importer {
         }
     }
 
+    // A Loop's iterations, each its body's nodes once, at most this many
+    // body nodes in all (a model's loops are unrolled, as RNNs are).
+    static constexpr int64_t kMaxUnrolledNodes = int64_t{1} << 16;
+
+    // Loop with a trip count that folds when the model is read: unrolled,
+    // the body imported once per iteration with its iteration number and
+    // condition as constants and the loop-carried values as the last
+    // iteration left them; scan outputs stacked along a new first axis. The
+    // body's condition output must fold too (an early exit it decides is
+    // taken when the model is read); a loop whose length only the run would
+    // know is refused.
+    void import_loop(const onnx::NodeProto& n) {
+        const onnx::AttributeProto* a = onnx_fold::find_attr(n, "body");
+        if (!a || !a->has_g()) return fail(n, "it has no body graph");
+        const onnx::GraphProto& body = a->g();
+        const int carried = n.input_size() - 2;
+        if (carried < 0 || body.input_size() != carried + 2 || body.output_size() < carried + 1 ||
+            n.output_size() != body.output_size() - 1)
+            return fail(n, "its body's inputs and outputs do not match the node's");
+        const int scans = body.output_size() - 1 - carried;
+        if (n.input(0).empty())
+            return fail(n, "it has no trip count: graphrun unrolls a Loop whose trip count is known when the "
+                           "model is read");
+        if (!folded(n.input(0)))
+            return fail(n, "its trip count '" + n.input(0) +
+                               "' must be known when the model is read (a constant, or computed from constants "
+                               "and static shapes): graphrun unrolls a Loop and has no run-time loop");
+        const std::vector<int64_t> m = onnx_fold::ints(*folded(n.input(0)));
+        if (m.size() != 1 || m[0] < 0)
+            return fail(n, "its trip count '" + n.input(0) + "' must be one non-negative integer");
+        bool go = true;
+        if (!n.input(1).empty()) {
+            if (!folded(n.input(1)))
+                return fail(n, "its condition '" + n.input(1) + "' must be known when the model is read");
+            const std::vector<double> c = onnx_fold::doubles(*folded(n.input(1)));
+            if (c.size() != 1) return fail(n, "its condition '" + n.input(1) + "' must hold one element");
+            go = c[0] != 0;
+        }
+        const int64_t per = std::max(body.node_size(), 1);
+        if (m[0] > kMaxUnrolledNodes / per)
+            return fail(n, "its trip count " + std::to_string(m[0]) + " times its body's " +
+                               std::to_string(body.node_size()) + " nodes is more than the " +
+                               std::to_string(kMaxUnrolledNodes) + " nodes graphrun unrolls a Loop into");
+        std::set<std::string> unsupported;
+        for (const auto& bn : body.node())
+            if (!((bn.domain().empty() || bn.domain() == "ai.onnx") && supported_op(bn.op_type())))
+                unsupported.insert(bn.domain().empty() ? bn.op_type() : bn.domain() + "." + bn.op_type());
+        if (!unsupported.empty()) {
+            std::string ops;
+            for (const std::string& op : unsupported) ops += (ops.empty() ? "" : ", ") + op;
+            return fail(n, "its body uses ops graphrun does not support: " + ops);
+        }
+        for (const auto& vi : body.value_info()) note_type(vi);
+        for (int i = 0; i < body.initializer_size(); ++i) {
+            std::string why;
+            std::optional<HostValue> hv = tensor_value(body.initializer(i), why);
+            if (!hv) return fail(n, "its body's initializer '" + body.initializer(i).name() + "': " + why);
+            Value& v = values_[body.initializer(i).name()];
+            v.dtype = hv->dtype;
+            v.shape = hv->shape;
+            v.folded = std::make_shared<HostValue>(std::move(*hv));
+        }
+        std::vector<Value> cur;
+        for (int k = 0; k < carried; ++k) {
+            const Value* v = value(n.input(2 + k));
+            if (!v || (v->id == kNoNode && !v->folded))
+                return fail(n, "its loop-carried input '" + n.input(2 + k) + "' is used before it is made");
+            cur.push_back(*v);
+        }
+        auto scalar_value = [](DType t, int64_t x) {
+            Value v;
+            HostValue hv;
+            hv.dtype = t;
+            hv.bytes.resize(dtype_size(t));
+            if (t == DType::Bool) hv.bytes[0] = x != 0;
+            else std::memcpy(hv.bytes.data(), &x, sizeof x);
+            v.dtype = t;
+            v.shape = Shape{};
+            v.folded = std::make_shared<HostValue>(std::move(hv));
+            return v;
+        };
+        std::vector<std::vector<Value>> scanned(static_cast<size_t>(scans));
+        for (int64_t i = 0; i < m[0] && go; ++i) {
+            if (stopped()) return;
+            // The body's values are made afresh each iteration (a name folded in
+            // one and built in the next must not keep the other's record).
+            for (const auto& bn : body.node())
+                for (const auto& out : bn.output()) values_.erase(out);
+            if (!body.input(0).name().empty()) values_[body.input(0).name()] = scalar_value(DType::I64, i);
+            if (!body.input(1).name().empty()) values_[body.input(1).name()] = scalar_value(DType::Bool, 1);
+            for (int k = 0; k < carried; ++k) values_[body.input(2 + k).name()] = cur[static_cast<size_t>(k)];
+            for (const auto& bn : body.node()) {
+                import_node(bn);
+                if (diag_.over_limit()) return;
+            }
+            if (diag_.has_errors()) return;
+            auto made = [&](const std::string& name) -> const Value* {
+                const Value* v = value(name);
+                if (!v || (v->id == kNoNode && !v->folded)) {
+                    fail(n, "its body's output '" + name + "' is not made in it");
+                    return nullptr;
+                }
+                return v;
+            };
+            const Value* c = made(body.output(0).name());
+            if (!c) return;
+            if (!c->folded)
+                return fail(n, "its body's condition output '" + body.output(0).name() +
+                                   "' must be known when the model is read (graphrun unrolls a Loop; an exit "
+                                   "decided by the data would need a run-time loop)");
+            const std::vector<double> cv = onnx_fold::doubles(*c->folded);
+            if (cv.size() != 1) return fail(n, "its body's condition output must hold one element");
+            go = cv[0] != 0;
+            for (int k = 0; k < carried; ++k) {
+                const Value* v = made(body.output(1 + k).name());
+                if (!v) return;
+                cur[static_cast<size_t>(k)] = *v;
+            }
+            for (int s = 0; s < scans; ++s) {
+                const Value* v = made(body.output(1 + carried + s).name());
+                if (!v) return;
+                scanned[static_cast<size_t>(s)].push_back(*v);
+            }
+        }
+        auto node_for = [&](Value& v) {
+            if (v.id == kNoNode) v.id = const_node(*v.folded, node_loc());
+            return v.id;
+        };
+        for (int k = 0; k < carried; ++k) {
+            const std::string& to = n.output(k);
+            if (to.empty()) continue;
+            Value& v = cur[static_cast<size_t>(k)];
+            if (v.id == kNoNode) values_[to] = v;  // a constant: the output folds too
+            else bind(to, v.id);
+        }
+        for (int s = 0; s < scans; ++s) {
+            const std::string& to = n.output(carried + s);
+            if (to.empty() || !read_anywhere(to)) continue;
+            std::vector<Value>& parts = scanned[static_cast<size_t>(s)];
+            if (parts.empty())
+                return fail(n, "its scan output '" + to + "' would be empty (no iteration ran): not supported");
+            std::vector<NodeId> rows;
+            for (Value& v : parts)
+                rows.push_back(add(OpKind::Unsqueeze, {node_for(v)}, {named("axes", int_list({0}))}));
+            bind(to, rows.size() == 1 ? rows[0] : add(OpKind::Concat, rows, {named("axis", Attr::integer(0))}));
+        }
+    }
+
   private:
     void import_node(const onnx::NodeProto& n) {
         // Folded: every input known here and the op one the folder evaluates.

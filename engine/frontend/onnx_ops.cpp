@@ -316,6 +316,8 @@ void add_core_onnx_ops(OnnxOpTable& t) {
     set("Gelu", "gelu", gelu);  // opset 20
     // If whose condition folds: the branch it takes, imported in its place.
     set("If", nullptr, [](Importer& im, const onnx::NodeProto& n) { im.import_if(n); });
+    // Loop whose trip count folds: unrolled.
+    set("Loop", nullptr, [](Importer& im, const onnx::NodeProto& n) { im.import_loop(n); });
     // Folded at load only (their inputs must be constants or static shapes);
     // later files give some of them a mapping for run-time inputs.
     for (const char* op : {"Constant", "Shape", "Gather", "Slice", "ConstantOfShape", "Range", "Mod"})
