@@ -210,5 +210,21 @@ expect_refused("loop_too_long", [
     ("Loop node 'lp'", "trip count 100000 times its body's 4 nodes", "65536"),
     inits=loop_inits + [const("m", np.int64(100000))])
 
+# Loops in loops multiply: 256 iterations of a body that is a 256-iteration
+# loop of one node pass each loop's own bound but not the model's total.
+inner_loop = helper.make_graph(
+    [helper.make_node("Loop", ["m", "", "x_in"], ["x_out"], name="inner", body=helper.make_graph(
+        [helper.make_node("Neg", ["v_in"], ["v_out"]), helper.make_node("Identity", ["c"], ["c_out"])],
+        "ib", [vi("j", [], I64), vi("c", [], BOOL), vi("v_in", [2, 3, 4])],
+        [vi("c_out", [], BOOL), vi("v_out", [2, 3, 4])])),
+     helper.make_node("Identity", ["cond"], ["cond_out"])],
+    "ob", [vi("i", [], I64), vi("cond", [], BOOL), vi("x_in", [2, 3, 4])],
+    [vi("cond_out", [], BOOL), vi("x_out", [2, 3, 4])])
+expect_refused("loop_nested_bomb", [helper.make_node("Loop", ["m", "", "x"], ["y"], body=inner_loop, name="outer")],
+               ("Loop node 'inner'", "past 65536"), inits=[const("m", np.int64(256))])
+# Within the bound, the same nesting runs: 3 x 5 negations of x.
+expect_values("loop_nested", [helper.make_node("Loop", ["m", "", "x"], ["y"], body=inner_loop, name="outer")],
+              -x64, inits=[const("m", np.int64(3))])
+
 print(f"onnx_control: {'all passed' if not failures else str(len(failures)) + ' failed'}")
 sys.exit(1 if failures else 0)

@@ -687,8 +687,13 @@ class Importer {
         if (is_onnx_identifier(onnx_name) && used_names_.insert(onnx_name).second) return onnx_name;
         const std::string base = identifier(onnx_name);
         std::string name = base;
-        for (int k = 2; used_names_.count(name) || (reserved_.count(name) && name != onnx_name); ++k)
+        // Each base's next suffix is kept: an unrolled loop names one base
+        // thousands of times, and counting up from _2 each time was quadratic.
+        int& next = next_suffix_[base];
+        for (int k = std::max(next, 2); used_names_.count(name) || (reserved_.count(name) && name != onnx_name); ++k) {
             name = base + "_" + std::to_string(k);
+            next = k + 1;
+        }
         used_names_.insert(name);
         return name;
     }
@@ -935,6 +940,7 @@ class Importer {
             return fail(n, std::string("its ") + which + " (the branch its condition takes) uses ops graphrun "
                                                        "does not support: " + ops);
         }
+        if (!take_subgraph_nodes(n, branch.node_size())) return;
         for (const auto& vi : branch.value_info()) note_type(vi);
         for (const auto& vi : branch.output()) note_type(vi);
         for (int i = 0; i < branch.initializer_size(); ++i) {
@@ -971,6 +977,20 @@ class Importer {
     // A Loop's iterations, each its body's nodes once, at most this many
     // body nodes in all (a model's loops are unrolled, as RNNs are).
     static constexpr int64_t kMaxUnrolledNodes = int64_t{1} << 16;
+
+    // Counts `count` more nodes imported from subgraphs (If branches, Loop
+    // iterations), nested ones included: a loop in a loop multiplies, so the
+    // bound is on the model's total, not one loop's. False (and the node
+    // failed) past kMaxUnrolledNodes.
+    bool take_subgraph_nodes(const onnx::NodeProto& n, int64_t count) {
+        if (subgraph_nodes_ + count > kMaxUnrolledNodes) {
+            fail(n, "its subgraph would bring the nodes imported from the model's If branches and Loop "
+                    "iterations (nested ones included) past " + std::to_string(kMaxUnrolledNodes));
+            return false;
+        }
+        subgraph_nodes_ += count;
+        return true;
+    }
 
     // Loop with a trip count that folds when the model is read: unrolled,
     // the body imported once per iteration with its iteration number and
@@ -1052,6 +1072,7 @@ class Importer {
         std::vector<std::vector<Value>> scanned(static_cast<size_t>(scans));
         for (int64_t i = 0; i < m[0] && go; ++i) {
             if (stopped()) return;
+            if (!take_subgraph_nodes(n, body.node_size())) return;
             // The body's values are made afresh each iteration (a name folded in
             // one and built in the next must not keep the other's record).
             for (const auto& bn : body.node())
@@ -1203,6 +1224,7 @@ class Importer {
     int node_index_ = 0;
     std::unordered_map<std::string, Value> values_;
     std::set<std::string> used_names_;  // graphrun identifiers given
+    std::unordered_map<std::string, int> next_suffix_;  // fresh_name: per base, the suffix to try first
     std::set<std::string> reserved_;    // ONNX names that are identifiers (each its own)
     uint64_t memory_limit_ = 0;         // the CPU's (0: none)
     static inline const OnnxReadOptions no_opts_{};
@@ -1220,6 +1242,7 @@ class Importer {
     uint64_t folded_bytes_ = 0;         // made by folds so far (kMaxFoldTotalBytes)
     uint64_t fold_over_limit_ = 0;      // the node being imported: its folded value's bytes, past the memory limit
     bool fold_budget_spent_ = false;
+    int64_t subgraph_nodes_ = 0;        // imported from If branches and Loop iterations (kMaxUnrolledNodes)
 };
 
 // The dtype of ONNX value `name` as the importer knows it (f32 when it does not).
