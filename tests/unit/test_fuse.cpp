@@ -374,3 +374,44 @@ TEST_CASE("fuse: the GELU written as ops (erf and tanh forms) becomes gelu, and 
     PrepareResult other = prepared(head + "g = h * 0.5 * (1 + erf(h / 1.5))\noutput g\n", true);
     CHECK(find(other.prepared.graph(), "g")->op == OpKind::Mul);
 }
+
+TEST_CASE("fuse: a transpose of a matmul operand's last two axes becomes its transpose flag") {
+    // q @ kᵀ as exporters write it (a transpose of k's last two axes), the
+    // transpose on a (flipping a flag already set), and a permutation that
+    // moves another axis, which stays a transpose.
+    const std::string src =
+        "q = random_uniform([2, 3, 5, 4], seed=1)\nk = random_uniform([2, 3, 6, 4], seed=2)\n"
+        "r = random_uniform([2, 3, 4, 7], seed=3)\nk2 = random_uniform([3, 2, 6, 4], seed=4)\n"
+        "s = matmul(q, transpose(k, perm=[0, 1, 3, 2]))\n"
+        "t = matmul(transpose(q, perm=[0, 1, 3, 2]), r, transpose_a=true)\n"
+        "u = matmul(q, transpose(k2, perm=[1, 0, 3, 2]))\n"
+        "output s, t, u\n";
+    PrepareResult f = prepared(src, true), u = prepared(src, false);
+    const Graph& g = f.prepared.graph();
+    size_t transposes = 0;
+    for (const Node& n : g.nodes) transposes += n.op == OpKind::Transpose;
+    CHECK(transposes == 1);  // u's: it moves the batch axes too
+    const Node* s = find(g, "s");
+    REQUIRE(s);
+    CHECK(s->op == OpKind::Matmul);
+    CHECK(g.node(s->inputs[1].id).display() == "k");
+    REQUIRE(s->find_attr("transpose_b"));
+    CHECK(s->find_attr("transpose_b")->value.b);
+    REQUIRE(g.epilogue_of(*s));
+    CHECK(g.epilogue_of(*s)->describe() == "transpose + matmul");
+    const Node* t = find(g, "t");
+    REQUIRE(t);
+    REQUIRE(t->find_attr("transpose_a"));
+    CHECK_FALSE(t->find_attr("transpose_a")->value.b);  // transposed twice: read as it is
+    CHECK(g.node(t->inputs[0].id).display() == "q");
+    // The same values as the graph as written (a gemm's transpose flag reads the
+    // same products), and the static peak holds.
+    RunResult rf = run_once(f), ru = run_once(u);
+    REQUIRE(rf.outputs.size() == 3);
+    for (size_t k = 0; k < 3; ++k) {
+        const std::vector<float> a = floats(rf.outputs[k]), b = floats(ru.outputs[k]);
+        REQUIRE(a.size() == b.size());
+        for (size_t i = 0; i < a.size(); ++i) CHECK(a[i] == doctest::Approx(b[i]).epsilon(1e-6).scale(1e-6));
+    }
+    CHECK(rf.before.at("cpu").peak == f.prepared.plan->static_peak.at("cpu"));
+}
