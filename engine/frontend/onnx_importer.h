@@ -930,29 +930,9 @@ class Importer {
         if (branch.output_size() != n.output_size())
             return fail(n, std::string("its ") + which + " has " + std::to_string(branch.output_size()) +
                                " outputs and the node " + std::to_string(n.output_size()));
-        std::set<std::string> unsupported;
-        for (const auto& bn : branch.node())
-            if (!((bn.domain().empty() || bn.domain() == "ai.onnx") && supported_op(bn.op_type())))
-                unsupported.insert(bn.domain().empty() ? bn.op_type() : bn.domain() + "." + bn.op_type());
-        if (!unsupported.empty()) {
-            std::string ops;
-            for (const std::string& op : unsupported) ops += (ops.empty() ? "" : ", ") + op;
-            return fail(n, std::string("its ") + which + " (the branch its condition takes) uses ops graphrun "
-                                                       "does not support: " + ops);
-        }
-        if (!take_subgraph_nodes(n, branch.node_size())) return;
-        for (const auto& vi : branch.value_info()) note_type(vi);
-        for (const auto& vi : branch.output()) note_type(vi);
-        for (int i = 0; i < branch.initializer_size(); ++i) {
-            const onnx::TensorProto& t = branch.initializer(i);
-            std::string why;
-            std::optional<HostValue> hv = tensor_value(t, why);
-            if (!hv) return fail(n, std::string("its ") + which + "'s initializer '" + t.name() + "': " + why);
-            Value& v = values_[t.name()];
-            v.dtype = hv->dtype;
-            v.shape = hv->shape;
-            v.folded = std::make_shared<HostValue>(std::move(*hv));
-        }
+        if (!take_subgraph_nodes(n, branch.node_size()) ||
+            !prepare_subgraph(n, branch, std::string("its ") + which + " (the branch its condition takes)"))
+            return;
         for (const auto& bn : branch.node()) {
             if (stopped()) return;
             import_node(bn);
@@ -977,6 +957,37 @@ class Importer {
     // A Loop's iterations, each its body's nodes once, at most this many
     // body nodes in all (a model's loops are unrolled, as RNNs are).
     static constexpr int64_t kMaxUnrolledNodes = int64_t{1} << 16;
+
+    // Before a subgraph `g` of node n (called `what` in messages) is imported:
+    // every op it uses must be one graphrun maps (all listed if not); its
+    // declared types are noted, its initializers become folded values.
+    bool prepare_subgraph(const onnx::NodeProto& n, const onnx::GraphProto& g, const std::string& what) {
+        std::set<std::string> unsupported;
+        for (const auto& sn : g.node())
+            if (!((sn.domain().empty() || sn.domain() == "ai.onnx") && supported_op(sn.op_type())))
+                unsupported.insert(sn.domain().empty() ? sn.op_type() : sn.domain() + "." + sn.op_type());
+        if (!unsupported.empty()) {
+            std::string ops;
+            for (const std::string& op : unsupported) ops += (ops.empty() ? "" : ", ") + op;
+            fail(n, what + " uses ops graphrun does not support: " + ops);
+            return false;
+        }
+        for (const auto& vi : g.value_info()) note_type(vi);
+        for (const auto& vi : g.output()) note_type(vi);
+        for (const auto& t : g.initializer()) {
+            std::string why;
+            std::optional<HostValue> hv = tensor_value(t, why);
+            if (!hv) {
+                fail(n, what + "'s initializer '" + t.name() + "': " + why);
+                return false;
+            }
+            Value& v = values_[t.name()];
+            v.dtype = hv->dtype;
+            v.shape = hv->shape;
+            v.folded = std::make_shared<HostValue>(std::move(*hv));
+        }
+        return true;
+    }
 
     // Counts `count` more nodes imported from subgraphs (If branches, Loop
     // iterations), nested ones included: a loop in a loop multiplies, so the
@@ -1031,25 +1042,7 @@ class Importer {
             return fail(n, "its trip count " + std::to_string(m[0]) + " times its body's " +
                                std::to_string(body.node_size()) + " nodes is more than the " +
                                std::to_string(kMaxUnrolledNodes) + " nodes graphrun unrolls a Loop into");
-        std::set<std::string> unsupported;
-        for (const auto& bn : body.node())
-            if (!((bn.domain().empty() || bn.domain() == "ai.onnx") && supported_op(bn.op_type())))
-                unsupported.insert(bn.domain().empty() ? bn.op_type() : bn.domain() + "." + bn.op_type());
-        if (!unsupported.empty()) {
-            std::string ops;
-            for (const std::string& op : unsupported) ops += (ops.empty() ? "" : ", ") + op;
-            return fail(n, "its body uses ops graphrun does not support: " + ops);
-        }
-        for (const auto& vi : body.value_info()) note_type(vi);
-        for (int i = 0; i < body.initializer_size(); ++i) {
-            std::string why;
-            std::optional<HostValue> hv = tensor_value(body.initializer(i), why);
-            if (!hv) return fail(n, "its body's initializer '" + body.initializer(i).name() + "': " + why);
-            Value& v = values_[body.initializer(i).name()];
-            v.dtype = hv->dtype;
-            v.shape = hv->shape;
-            v.folded = std::make_shared<HostValue>(std::move(*hv));
-        }
+        if (!prepare_subgraph(n, body, "its body")) return;
         std::vector<Value> cur;
         for (int k = 0; k < carried; ++k) {
             const Value* v = value(n.input(2 + k));
