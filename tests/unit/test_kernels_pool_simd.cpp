@@ -357,7 +357,8 @@ TEST_CASE("kernel softmax f32 rows: NaN, infinities and a -inf max") {
 
 TEST_CASE("matmul: a batch of products over the workers, batch dims broadcast, operands transposed") {
     // MatmulKernel runs whole products of a batch on each worker (one-thread
-    // gemms) when the batch has at least as many products as workers: every
+    // gemms) when the batch has at least as many products as workers and 2M
+    // multiply-adds in all, else one after another: every
     // product is checked against a float64 reference, at each thread count,
     // including chunks that start inside a broadcast batch dimension.
     struct M {
@@ -365,8 +366,10 @@ TEST_CASE("matmul: a batch of products over the workers, batch dims broadcast, o
         bool ta, tb;
     };
     const M cases[] = {
-        {{16, 8, 12, 5}, {16, 8, 5, 12}, false, false},  // attention's q·kᵀ shape, small
-        {{3, 1, 4, 6}, {1, 5, 6, 7}, false, false},      // both broadcast: 15 products
+        {{16, 8, 12, 5}, {16, 8, 5, 12}, false, false},  // attention's q·kᵀ shape, small: one after another
+        {{8, 4, 64, 32}, {8, 4, 32, 64}, false, false},  // 4M multiply-adds: over the workers
+        {{3, 1, 64, 64}, {1, 5, 64, 64}, false, false},  // both broadcast: 15 products over the workers
+        {{3, 1, 4, 6}, {1, 5, 6, 7}, false, false},      // both broadcast, small
         {{2, 3, 6, 4}, {3, 6, 5}, true, false},           // b broadcast over the first dim, a transposed
         {{7, 9, 6}, {7, 5, 6}, false, true},              // b transposed, an odd batch
         {{6, 4}, {3, 4, 5}, false, false},                // a one matrix against b's batch

@@ -87,6 +87,9 @@ void gemm(bool ta, bool tb, int m, int n, int k, const double* a, int lda, const
                 k, 1.0, a, lda, b, ldb, 0.0, c, ldc);
 }
 
+// Multiply-adds of a batch below which its products run one after another.
+constexpr int64_t kPerWorkerMacs = int64_t{1} << 21;
+
 bool fits_int(int64_t v) {
     return v >= 0 && v <= INT_MAX;
 }
@@ -131,7 +134,12 @@ class MatmulKernel final : public KernelBase {
                  static_cast<int>(p_.ldb), c, static_cast<int>(p_.n));
             return finish(in, out, ctx);
         }
-        const bool per_item = threads > 1 && ctx.pool != nullptr && p_.batch >= threads;
+        // Below kPerWorkerMacs in all, handing products to sleeping workers
+        // costs more than it saves (GPT-2's 8 heads of 32x32x32 at batch 1).
+        const bool per_item = threads > 1 && ctx.pool != nullptr && p_.batch >= threads &&
+                              static_cast<double>(p_.batch) * static_cast<double>(p_.m) *
+                                      static_cast<double>(p_.n) * static_cast<double>(p_.k) >=
+                                  static_cast<double>(kPerWorkerMacs);
         blas_threads(per_item ? 1 : threads);
         auto products = [&](int64_t t0, int64_t t1) {
             const std::vector<BroadcastDim>& dims = p_.batch_dims;  // innermost first
