@@ -239,7 +239,7 @@ def devices_says_why_no_gpu():
     expect("cpu:" in out and WHY_NO_GPU, out)
     # The CPU kernels chosen by the features the CPU reports (issue 25 item 6).
     cpu = [l for l in out.splitlines() if l.startswith("cpu: ")]
-    expect(len(cpu) == 1 and re.search(r"; kernels: (baseline|avx2|avx512) loops, OpenBLAS \S+ kernels, (libmvec|scalar libm) for exp/tanh/erf/log/sigmoid(, oneDNN \d+\.\d+\.\d+ \(\w+\))?$", cpu[0]),
+    expect(len(cpu) == 1 and re.search(r"; kernels: (baseline|avx2|avx512) loops, OpenBLAS \S+ kernels, (libmvec|scalar libm) for exp/tanh/erf/log/sigmoid/gelu(, oneDNN \d+\.\d+\.\d+ \(\w+\))?$", cpu[0]),
            out)
     _, version, _ = run("--version")
     if "not built in" in version:

@@ -33,6 +33,11 @@ long double exact(VecFn f, long double x) {
         case VecFn::Erf: return std::erf(x);
         case VecFn::Log: return std::log(x);
         case VecFn::Sigmoid: return 1.0L / (1.0L + std::exp(-x));
+        case VecFn::Gelu: return 0.5L * x * std::erfc(-x / std::sqrt(2.0L));
+        case VecFn::GeluTanh: {
+            const long double z = std::sqrt(2.0L / 3.14159265358979323846264338327950288L) * (x + 0.044715L * x * x * x);
+            return x / (1.0L + std::exp(-2.0L * z));
+        }
     }
     return x;
 }
@@ -44,6 +49,8 @@ const char* name(VecFn f) {
         case VecFn::Erf: return "erf";
         case VecFn::Log: return "log";
         case VecFn::Sigmoid: return "sigmoid";
+        case VecFn::Gelu: return "gelu";
+        case VecFn::GeluTanh: return "gelu (tanh)";
     }
     return "?";
 }
@@ -70,7 +77,7 @@ std::vector<float> inputs() {
 TEST_CASE("vmath: every path gives the scalar double function's f32 result, within 1 ulp of exact") {
     INFO("library ", vec_math_library(), ", detected ", isa_name(detected_isa()));
     const std::vector<float> x = inputs();
-    for (VecFn f : {VecFn::Exp, VecFn::Tanh, VecFn::Erf, VecFn::Log, VecFn::Sigmoid}) {
+    for (VecFn f : {VecFn::Exp, VecFn::Tanh, VecFn::Erf, VecFn::Log, VecFn::Sigmoid, VecFn::Gelu, VecFn::GeluTanh}) {
         std::vector<float> ref(x.size());
         for (size_t i = 0; i < x.size(); ++i) ref[i] = vec_f32_reference(f, x[i]);
         // The reference itself: the double function rounded once is the

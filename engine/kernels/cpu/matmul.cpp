@@ -70,7 +70,7 @@ std::string cpu_kernels_text() {
     select_openblas_core();
     const char* core = openblas_get_corename();
     return std::string(isa_name(active_isa())) + " loops, OpenBLAS " + (core && *core ? core : "unknown") +
-           " kernels, " + vec_math_library() + " for exp/tanh/erf/log/sigmoid";
+           " kernels, " + vec_math_library() + " for exp/tanh/erf/log/sigmoid/gelu";
 }
 
 namespace {

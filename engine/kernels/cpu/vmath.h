@@ -1,5 +1,5 @@
-// f32 rows of a libm function evaluated in double and rounded once, many
-// elements per call: glibc's vector math library (libmvec: 2, 4 or 8 doubles
+// f32 rows of a libm function (or gelu's formula around erfc or exp)
+// evaluated in double and rounded once, many elements per call: glibc's vector math library (libmvec: 2, 4 or 8 doubles
 // per call, the widest the active instruction set allows) where the build
 // found it, else the scalar double function per element.
 //
@@ -24,6 +24,8 @@ enum class VecFn : uint8_t {
     Erf,      // erf(x)
     Log,      // log(x)
     Sigmoid,  // 1 / (1 + exp(-x)), in double
+    Gelu,     // 0.5 * x * erfc(-x / sqrt 2), in double (GeluOp's formula)
+    GeluTanh, // x / (1 + exp(-2z)), z = sqrt(2/pi) * (x + 0.044715 x^3), in double
 };
 
 // y[i] = float(f(double(x[i]))) for i in [0, n); y may be x.
