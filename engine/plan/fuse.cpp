@@ -124,27 +124,10 @@ public:
         for (size_t id = 0; id < original_; ++id) try_gelu(static_cast<NodeId>(id));
         if (!gelu_parts_.empty()) recount();
         for (size_t id = 0; id < original_; ++id) try_chain(static_cast<NodeId>(id));
-        // A matmul no chain took still lists the transposes it took in.
-        for (auto& [id, parts] : absorbed_) {
-            Node& n = g_.node(id);
-            if (removed_[static_cast<size_t>(id)] || n.epilogue >= 0 || parts.empty()) continue;
-            Epilogue e;  // nothing to apply: the fused ops for the listings
-            e.fused = std::move(parts);
-            e.fused.push_back(FusedOp{n.op, std::string(n.display())});
-            n.epilogue = static_cast<int32_t>(g_.epilogues.size());
-            g_.epilogues.push_back(std::move(e));
-            ++stats_.fused;
-        }
-        // A gelu no chain took still lists the ops it replaced.
-        for (auto& [id, parts] : gelu_parts_) {
-            Node& n = g_.node(id);
-            if (removed_[static_cast<size_t>(id)] || n.epilogue >= 0 || parts.empty()) continue;
-            Epilogue e;
-            e.fused = std::move(parts);
-            n.epilogue = static_cast<int32_t>(g_.epilogues.size());
-            g_.epilogues.push_back(std::move(e));
-            ++stats_.fused;
-        }
+        // A matmul no chain took still lists the transposes it took in, and a
+        // gelu no chain took the ops it replaced.
+        list_only(absorbed_, true);
+        list_only(gelu_parts_, false);
         if (stats_.fused == 0) return stats_;
         drop_unread_constants();
         compact();
@@ -152,6 +135,21 @@ public:
     }
 
 private:
+    // Each node of `taken` that no chain took (it has no epilogue) gets one
+    // that applies nothing and lists its parts (and itself: and_self) for check.
+    void list_only(std::map<NodeId, std::vector<FusedOp>>& taken, bool and_self) {
+        for (auto& [id, parts] : taken) {
+            Node& n = g_.node(id);
+            if (removed_[static_cast<size_t>(id)] || n.epilogue >= 0 || parts.empty()) continue;
+            Epilogue e;
+            e.fused = std::move(parts);
+            if (and_self) e.fused.push_back(FusedOp{n.op, std::string(n.display())});
+            n.epilogue = static_cast<int32_t>(g_.epilogues.size());
+            g_.epilogues.push_back(std::move(e));
+            ++stats_.fused;
+        }
+    }
+
     // Readers, the block of each statement, and the values that must stay.
     void index() {
         const size_t n = g_.nodes.size();

@@ -112,6 +112,9 @@ class MatmulKernel final : public KernelBase {
                    fits_int(p_.ldb);
         fold_ = !b_batched && !p_.ta && p_.batch > 1 && blas_ok_ &&
                 p_.batch <= INT_MAX / std::max<int64_t>(p_.m, 1);
+        large_batch_ = static_cast<double>(p_.batch) * static_cast<double>(p_.m) * static_cast<double>(p_.n) *
+                           static_cast<double>(p_.k) >=
+                       static_cast<double>(kPerWorkerMacs);
     }
 
     std::string compute(const TensorRef* in, TensorRef& out, const KernelContext& ctx) override {
@@ -136,10 +139,7 @@ class MatmulKernel final : public KernelBase {
         }
         // Below kPerWorkerMacs in all, handing products to sleeping workers
         // costs more than it saves (GPT-2's 8 heads of 32x32x32 at batch 1).
-        const bool per_item = threads > 1 && ctx.pool != nullptr && p_.batch >= threads &&
-                              static_cast<double>(p_.batch) * static_cast<double>(p_.m) *
-                                      static_cast<double>(p_.n) * static_cast<double>(p_.k) >=
-                                  static_cast<double>(kPerWorkerMacs);
+        const bool per_item = threads > 1 && ctx.pool != nullptr && p_.batch >= threads && large_batch_;
         blas_threads(per_item ? 1 : threads);
         auto products = [&](int64_t t0, int64_t t1) {
             const std::vector<BroadcastDim>& dims = p_.batch_dims;  // innermost first
@@ -197,6 +197,7 @@ class MatmulKernel final : public KernelBase {
     }
 
     bool ok_ = true, fold_ = false, blas_ok_ = true;
+    bool large_batch_ = false;  // kPerWorkerMacs or more in all (the shapes are fixed when made)
     MatmulPlan p_;
     EpilogueRun<T> epilogue_;  // a fused node's; empty otherwise
 };
