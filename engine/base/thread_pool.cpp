@@ -1,16 +1,10 @@
-// The session's CPU workers (see thread_pool.h): an OpenMP parallel region
-// per job, or, in builds without OpenMP, threads of our own with job
-// hand-over through one atomic ticket, a short spin, then a condition variable.
+// The session's CPU workers (see thread_pool.h): job hand-over through one
+// atomic ticket, a short spin, then a condition variable.
 #include "engine/base/thread_pool.h"
 
 #include <algorithm>
 #include <chrono>
 #include <system_error>
-
-#if defined(GRAPHRUN_POOL_OPENMP) && defined(_OPENMP)
-#define GRAPHRUN_OPENMP_POOL 1
-#include <omp.h>
-#endif
 
 namespace graphrun {
 
@@ -19,63 +13,6 @@ namespace {
 // Chunks per thread: more than one, so that a worker that wakes up late (or
 // a core taken by another process) costs its chunks, not the whole job.
 constexpr int64_t kChunksPerThread = 4;
-
-}  // namespace
-
-int64_t ThreadPool::chunk_count(int64_t n, int64_t grain) const {
-    if (size_ <= 1) return 1;
-    const int64_t by_grain = n / std::max<int64_t>(grain, 1);
-    return std::max<int64_t>(1, std::min<int64_t>(by_grain, size_ * kChunksPerThread));
-}
-
-#ifdef GRAPHRUN_OPENMP_POOL
-
-namespace {
-
-int64_t now_ns() {
-    return std::chrono::duration_cast<std::chrono::nanoseconds>(
-               std::chrono::steady_clock::now().time_since_epoch())
-        .count();
-}
-
-// How long after our last job libgomp's threads are taken as asleep (see
-// parallel_for's cold_below): libgomp spins GOMP_SPINCOUNT turns, 300,000 by
-// default (about 10 ms here), before it sleeps; 1 ms errs towards running a
-// small job on the caller while the threads may still spin.
-constexpr int64_t kAsleepAfterNs = 1'000'000;
-
-}  // namespace
-
-// No thread of our own: libgomp starts the team at the first job and keeps it.
-ThreadPool::ThreadPool(int threads) : size_(std::clamp(threads, 1, 1024)) {}
-
-ThreadPool::~ThreadPool() = default;
-
-bool ThreadPool::all_asleep() const {
-    return now_ns() - last_end_.load(std::memory_order_relaxed) > kAsleepAfterNs;
-}
-
-bool ThreadPool::dispatch(int64_t n, int64_t chunks, Invoke invoke, const void* body) {
-    // Inside a region (a body's own parallel_for) or while another thread runs a job: inline.
-    if (size_ <= 1 || omp_in_parallel() || busy_.exchange(true, std::memory_order_acquire)) return false;
-    // Chunks are claimed from one counter, so a thread that joins the team late
-    // costs its chunks, not the job; the region's end waits for every chunk.
-    std::atomic<int64_t> next{0};
-#pragma omp parallel num_threads(size_)
-    {
-        for (int64_t c = next.fetch_add(1, std::memory_order_relaxed); c < chunks;
-             c = next.fetch_add(1, std::memory_order_relaxed))
-            invoke(body, chunk_begin(n, chunks, c), chunk_begin(n, chunks, c + 1));
-    }
-    last_end_.store(now_ns(), std::memory_order_relaxed);
-    busy_.store(false, std::memory_order_release);
-    return true;
-}
-
-#else  // threads of our own
-
-namespace {
-
 // How long an idle worker, or a caller waiting for the last chunk, spins
 // before it sleeps: long enough to span the executor's work between two
 // kernels, short enough not to keep a core from other processes for long.
@@ -105,10 +42,6 @@ bool spin_until(Done done) {
 
 }  // namespace
 
-bool ThreadPool::all_asleep() const {
-    return sleeping_.load(std::memory_order_relaxed) == static_cast<int>(workers_.size());
-}
-
 ThreadPool::ThreadPool(int threads) {
     const int want = std::clamp(threads, 1, 1024) - 1;
     try {
@@ -126,6 +59,12 @@ ThreadPool::~ThreadPool() {
     }
     wake_.notify_all();
     for (std::thread& t : workers_) t.join();
+}
+
+int64_t ThreadPool::chunk_count(int64_t n, int64_t grain) const {
+    if (size_ <= 1) return 1;
+    const int64_t by_grain = n / std::max<int64_t>(grain, 1);
+    return std::max<int64_t>(1, std::min<int64_t>(by_grain, size_ * kChunksPerThread));
 }
 
 bool ThreadPool::dispatch(int64_t n, int64_t chunks, Invoke invoke, const void* body) {
@@ -193,7 +132,5 @@ void ThreadPool::worker_loop() {
         work(w);
     }
 }
-
-#endif  // GRAPHRUN_OPENMP_POOL
 
 }  // namespace graphrun

@@ -1,16 +1,7 @@
-// The session's CPU workers: a fixed set of threads that one kernel at a
-// time splits its loop over (--threads).
-//
-// Two builds of it. Where the engine runs oneDNN (its Debian build runs on
-// OpenMP) and is compiled by GCC, a job is an OpenMP parallel region: our
-// kernels and oneDNN's then share libgomp's one set of threads. With a set of
-// our own beside libgomp's, each set spun on the cores the other needed after
-// its job (libgomp spins about 10 ms here before it sleeps): 3 threads on 2
-// cores, and a transformer's pass at batch 16 took 99 ms instead of 71.
-// Elsewhere (no oneDNN; clang's sanitizer and fuzz builds, where libgomp
-// is not instrumented) the pool starts threads of its own: idle workers spin
-// for a few tens of microseconds, so back-to-back kernels hand over without a
-// wake up, then sleep on a condition variable.
+// The session's CPU workers: a fixed set of threads, started once, that one
+// kernel at a time splits its loop over (--threads). Idle workers spin for a
+// few tens of microseconds, so back-to-back kernels hand over without a wake
+// up, then sleep on a condition variable.
 #pragma once
 #include <atomic>
 #include <condition_variable>
@@ -47,8 +38,7 @@ class ThreadPool {
     // (measured here: up to 3.5 ms before a woken worker ran), and the caller
     // then waits for the chunk it took; a job worth less than that is better
     // done alone. A longer job wakes the workers, which then spin between the
-    // jobs that follow it. (The OpenMP build cannot see libgomp's threads
-    // sleep: it takes them as asleep after 1 ms without a job of ours.)
+    // jobs that follow it.
     template <class Body>
     void parallel_for(int64_t n, int64_t grain, const Body& body, int64_t cold_below = 0) {
         if (n <= 0) return;
@@ -70,7 +60,9 @@ class ThreadPool {
     }
 
     int64_t chunk_count(int64_t n, int64_t grain) const;
-    bool all_asleep() const;
+    bool all_asleep() const {
+        return sleeping_.load(std::memory_order_relaxed) == static_cast<int>(workers_.size());
+    }
     // Runs the job on the pool; false (nothing run) when the pool is busy or has no worker.
     bool dispatch(int64_t n, int64_t chunks, Invoke invoke, const void* body);
     void work(uint64_t word);  // claims and runs chunks of the job whose ticket is `word`
@@ -89,7 +81,6 @@ class ThreadPool {
     int64_t n_ = 0, chunks_ = 0;
     std::atomic<int64_t> unfinished_{0};  // chunks of the current job not yet done
     std::atomic<bool> busy_{false};       // a parallel_for is running
-    std::atomic<int64_t> last_end_{0};    // OpenMP build: when the last job ended (steady_clock ns)
 
     std::mutex mu_;  // guards the sleeping workers' wake-up
     std::condition_variable wake_;
