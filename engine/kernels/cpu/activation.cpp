@@ -52,7 +52,7 @@ class ActivationKernel final : public KernelBase {
             const VecFn f = std::is_same_v<Op, ErfOp> ? VecFn::Erf : p_.tanh ? VecFn::GeluTanh : VecFn::Gelu;
             parallel_for(
                 ctx, out.numel, kVecGrain,
-                [f, x, o](int64_t lo, int64_t hi) { vec_f32(f, x + lo, o + lo, hi - lo); },
+                [fn = f, x, o](int64_t lo, int64_t hi) { vec_f32(fn, x + lo, o + lo, hi - lo); },
                 kVecColdBelow);
             return "";
         }
