@@ -123,134 +123,151 @@ const std::string& JsonPointerFinder::pointer_at(uint32_t offset) {
         stack_ = ahead_stack_;
     }
     scan_to(offset);
-    const auto size = static_cast<uint32_t>(std::min<size_t>(text_.size(), UINT32_MAX));
-    if (pos_ == offset && pos_ < size && !stack_.empty()) {
+    if (pos_ == offset && pos_ < text_size() && !stack_.empty()) {
         if (!stack_.back().array && stack_.back().expect && text_[pos_] == '"')
-            step();  // the member's key
+            pos_ = step(pos_);  // the member's key
         else
-            value_starts();
+            value_starts(pos_);
     }
-    out_.clear();
-    for (const Frame& f : stack_) {
+    build_pointer();
+    return out_;
+}
+
+void JsonPointerFinder::build_pointer() {
+    // Places asked one after another share most of their frames (a node, its
+    // inputs, the next node): the tokens of the frames that did not change
+    // since the last pointer are kept.
+    size_t same = 0;
+    while (same < stack_.size() && same < built_.size()) {
+        const Frame& f = stack_[same];
+        const Built& b = built_[same];
+        if (f.array != b.array || (f.array ? f.index != b.index : f.key_start != b.key_start || f.key_size != b.key_size))
+            break;
+        ++same;
+    }
+    built_.resize(same);
+    out_.resize(same == 0 ? 0 : built_.back().end);
+    for (size_t k = same; k < stack_.size(); ++k) {
+        const Frame& f = stack_[k];
         out_ += '/';
         if (f.array) {
             char digits[16];
             out_.append(digits, std::to_chars(digits, digits + sizeof digits, f.index).ptr);
-            continue;
-        }
-        const std::string_view key = text_.substr(f.key_start, f.key_size);
-        if (key.find('\\') == std::string_view::npos) {
-            append_json_pointer_token(out_, key);
         } else {
-            unescape(key, key_);
-            append_json_pointer_token(out_, key_);
+            const std::string_view key = text_.substr(f.key_start, f.key_size);
+            if (key.find('\\') == std::string_view::npos) {
+                append_json_pointer_token(out_, key);
+            } else {
+                unescape(key, key_);
+                append_json_pointer_token(out_, key_);
+            }
         }
+        built_.push_back(Built{f.array, f.index, f.key_start, f.key_size, out_.size()});
     }
-    return out_;
 }
 
 void JsonPointerFinder::scan_to(uint32_t target) {
-    const auto size = static_cast<uint32_t>(std::min<size_t>(text_.size(), UINT32_MAX));
+    const uint32_t size = text_size();
     target = std::min(target, size);
-    while (pos_ < target) {
-        const char c = text_[pos_];
+    const char* s = text_.data();
+    uint32_t p = pos_;
+    while (p < target) {
+        const char c = s[p];
         if (c == ' ' || c == '\n' || c == '\r' || c == '\t' || c == ':') {  // most of a graph's bytes between tokens
-            ++pos_;
+            ++p;
             continue;
         }
-        if (pos_ > scanned_) {
-            scanned_ = pos_;
-            // Deeper states cost more to keep: kept further apart.
+        // A state is saved at most every kCheckpointBytes of text scanned for
+        // the first time (deeper states cost more to keep: kept further apart).
+        if (p >= checkpoint_due_ && p > scanned_) {
             const uint64_t gap = uint64_t{kCheckpointBytes} * (1 + stack_.size() / 16);
             const uint64_t last = checkpoints_.empty() ? 0 : checkpoints_.back().pos;
-            if (pos_ >= last + gap) checkpoints_.push_back(Checkpoint{pos_, stack_});
+            if (p >= last + gap) {
+                checkpoints_.push_back(Checkpoint{p, stack_});
+                checkpoint_due_ = static_cast<uint64_t>(p) + kCheckpointBytes;
+            }
         }
-        step();
+        p = step(p);
     }
+    pos_ = p;
+    scanned_ = std::max(scanned_, p);
 }
 
-void JsonPointerFinder::value_starts() {
+void JsonPointerFinder::value_starts(uint32_t at) {
     if (stack_.empty()) return;
     Frame& f = stack_.back();
     if (f.array && f.expect) {
-        f.member_start = pos_;
+        f.member_start = at;
         f.expect = false;
     }
 }
 
-void JsonPointerFinder::skip_string() {
-    const size_t size = std::min<size_t>(text_.size(), UINT32_MAX);
-    size_t p = pos_ + size_t{1};
+uint32_t JsonPointerFinder::skip_string(uint32_t at) const {
+    const uint64_t size = text_size();
+    const char* s = text_.data();
+    uint64_t p = uint64_t{at} + 1;  // an escape's second byte may be past a text of 4 GiB - 1
     while (p < size) {
-        const char c = text_[p];
-        if (c == '\\') {
-            p += 2;
-            continue;
-        }
-        ++p;
-        if (c == '"') break;
+        const char c = s[p];
+        if (c == '"') return static_cast<uint32_t>(p + 1);
+        p += c == '\\' ? 2 : 1;
     }
-    pos_ = static_cast<uint32_t>(std::min(p, size));
+    return static_cast<uint32_t>(size);
 }
 
-void JsonPointerFinder::step() {
-    const char c = text_[pos_];
+uint32_t JsonPointerFinder::step(uint32_t at) {
+    const char c = text_[at];
     switch (c) {
         case ' ':
         case '\n':
         case '\r':
         case '\t':
         case ':':
-            ++pos_;
-            return;
+            return at + 1;
         case ',':
             if (!stack_.empty()) {
                 Frame& f = stack_.back();
                 f.expect = true;
                 if (f.array) ++f.index;
             }
-            ++pos_;
-            return;
+            return at + 1;
         case '}':
         case ']':
             if (!stack_.empty()) stack_.pop_back();
-            ++pos_;
-            return;
-        case '"':
+            return at + 1;
+        case '"': {
             if (!stack_.empty() && !stack_.back().array && stack_.back().expect) {
                 Frame& f = stack_.back();
-                f.member_start = pos_;
+                f.member_start = at;
                 f.expect = false;
-                f.key_start = pos_ + 1;
-                skip_string();
-                f.key_size = pos_ - f.key_start - (pos_ > f.key_start && text_[pos_ - 1] == '"' ? 1 : 0);
-                return;
+                f.key_start = at + 1;
+                const uint32_t end = skip_string(at);
+                f.key_size = end - f.key_start - (end > f.key_start && text_[end - 1] == '"' ? 1 : 0);
+                return end;
             }
-            value_starts();
-            skip_string();
-            return;
+            value_starts(at);
+            return skip_string(at);
+        }
         case '{':
         case '[': {
-            value_starts();
+            value_starts(at);
             Frame f;
             f.array = c == '[';
             stack_.push_back(f);
-            ++pos_;
-            return;
+            return at + 1;
         }
         default: {
             // A number, true, false or null.
-            value_starts();
-            const size_t size = std::min<size_t>(text_.size(), UINT32_MAX);
-            size_t p = pos_ + size_t{1};
+            value_starts(at);
+            const uint32_t size = text_size();
+            const char* s = text_.data();
+            uint32_t p = at + 1;
             while (p < size) {
-                const char d = text_[p];
+                const char d = s[p];
                 if (d == ',' || d == ']' || d == '}' || d == ' ' || d == '\n' || d == '\r' || d == '\t' || d == ':')
                     break;
                 ++p;
             }
-            pos_ = static_cast<uint32_t>(p);
-            return;
+            return p;
         }
     }
 }

@@ -4,6 +4,7 @@
 // attribute; the pointer is found only when something shows it, by scanning
 // the text up to that offset.
 #pragma once
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -53,9 +54,13 @@ class JsonPointerFinder {
     };
 
     void scan_to(uint32_t target);
-    void step();
-    void value_starts();
-    void skip_string();
+    // Reads the token at `at` (updating the stack); returns the position past it.
+    uint32_t step(uint32_t at);
+    void value_starts(uint32_t at);
+    uint32_t skip_string(uint32_t at) const;
+    // out_ = the pointer of the stack's place.
+    void build_pointer();
+    uint32_t text_size() const { return static_cast<uint32_t>(std::min<size_t>(text_.size(), UINT32_MAX)); }
     // Back to a state at or before `target`: the latest of an open member's
     // start, a checkpoint and the start of the text.
     void rewind(uint32_t target);
@@ -67,7 +72,17 @@ class JsonPointerFinder {
     uint32_t scanned_ = 0;                 // the furthest position reached
     uint32_t ahead_pos_ = 0;               // a state past pos_ kept by the last rewind
     std::vector<Frame> ahead_stack_;
+    uint64_t checkpoint_due_ = kCheckpointBytes;  // no checkpoint before this position
     std::string out_;
+    // The frames out_ was built from, with where each one's token ends in it.
+    struct Built {
+        bool array;
+        uint32_t index;
+        uint32_t key_start;
+        uint32_t key_size;
+        size_t end;
+    };
+    std::vector<Built> built_;
     std::string key_;
 };
 

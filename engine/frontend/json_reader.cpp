@@ -38,12 +38,14 @@ bool is_identifier(std::string_view s) {
 }
 
 bool is_keyword(std::string_view s) {
-    for (const char* k : {"with", "repeat", "output", "true", "false", "nan", "inf"})
-        if (s == k) return true;
+    static constexpr std::string_view kKeywords[] = {"with", "repeat", "output", "true", "false", "nan", "inf"};
+    for (std::string_view k : kKeywords)
+        if (s == k) return true;  // a size compare first: no strlen, rarely a memcmp
     return false;
 }
 
 std::optional<double> special_number(std::string_view s) {
+    if (s.size() != 3 && s.size() != 4) return std::nullopt;  // most strings here are names: no compare
     if (s == "nan") return std::numeric_limits<double>::quiet_NaN();
     if (s == "inf") return std::numeric_limits<double>::infinity();
     if (s == "-inf") return -std::numeric_limits<double>::infinity();
@@ -134,7 +136,13 @@ class JsonReader {
     // del -> {"del": [name...]} or {"del": name}
     void read_del(JVal item, const std::string& pointer);
     // node -> {"name": s, "op": s, "inputs": [...], "attrs": {...}, "device": s, value/shape/dtype}
-    void read_node(JVal item, const std::string& pointer);
+    // A node's members, told apart by read_items: the ones every node has,
+    // and whether there are others (attributes, shorthands, unknown keys).
+    struct NodeMembers {
+        std::optional<JVal> name, op, inputs, device;
+        bool others = false;
+    };
+    void read_node(JVal item, const NodeMembers& m, const std::string& pointer);
     void read_inputs(JVal inputs, const std::string& pointer, OpKind op, Inputs& out);
     // `pointer`: j's pointer, in a buffer that its items' pointers extend (and
     // that is as it was on return).
@@ -340,18 +348,27 @@ void JsonReader::read_items(JVal items, const std::string& pointer) {
                       describe(item));
             continue;
         }
+        // Each member is told apart once (a node's are then read from `m`).
+        NodeMembers m;
         bool loop = false, del = false;
         for (auto [key, value] : item.items()) {
-            const Key k = classify(key);
-            loop = loop || k == Key::Repeat || k == Key::Body;
-            del = del || k == Key::Del;
+            switch (classify(key)) {
+                case Key::Name: m.name = value; break;
+                case Key::Op: m.op = value; break;
+                case Key::Inputs: m.inputs = value; break;
+                case Key::Device: m.device = value; break;
+                case Key::Repeat:
+                case Key::Body: loop = true; break;
+                case Key::Del: del = true; break;
+                default: m.others = true; break;
+            }
         }
         if (del && !loop)
             read_del(item, p);
         else if (loop)
             read_repeat(item, p);
         else
-            read_node(item, p);
+            read_node(item, m, p);
     }
 }
 
@@ -436,18 +453,9 @@ bool JsonReader::read_node_name(JVal j, const Loc& loc, std::string& name) {
     return !name.empty();  // bound either way, so that later uses do not cascade
 }
 
-void JsonReader::read_node(JVal item, const std::string& pointer) {
+void JsonReader::read_node(JVal item, const NodeMembers& m, const std::string& pointer) {
     size_t errors_before = diag_.error_count();
-    std::optional<JVal> name_json, op_json, inputs_json, device_json;
-    for (auto [key, value] : item.items()) {
-        switch (classify(key)) {
-            case Key::Name: name_json = value; break;
-            case Key::Op: op_json = value; break;
-            case Key::Inputs: inputs_json = value; break;
-            case Key::Device: device_json = value; break;
-            default: break;
-        }
-    }
+    const std::optional<JVal>&name_json = m.name, &op_json = m.op, &inputs_json = m.inputs, &device_json = m.device;
     if (name_json && name_json->is_string()) builder_.will_assign(name_json->string());
 
     std::string name;
@@ -479,7 +487,9 @@ void JsonReader::read_node(JVal item, const std::string& pointer) {
     // Attributes in the order written: the shorthands and the entries of "attrs".
     std::vector<NamedAttr> attrs;
     std::vector<size_t> shorthand;  // indices into attrs
+    if (!item.empty() && stopped()) return;  // where a node has only those, as the loop's first turn would
     for (auto [key, value] : item.items()) {
+        if (!m.others) break;  // only name, op, inputs and device, read above
         if (stopped()) return;
         const Key k = classify(key);
         if (k == Key::Name || k == Key::Op || k == Key::Inputs || k == Key::Device) continue;
