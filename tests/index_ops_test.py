@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
-"""The index ops top_k, scatter_elements and scatter_nd (README "Ops beyond SPEC
+"""The index ops top_k, scatter_elements, scatter_nd and gather_elements (README "Ops beyond SPEC
 section 3"; issue 27 item 6) through the real binary against NumPy references:
 top_k's order (largest and smallest first, ties to the lower index, NaN above
 every number), both outputs, every axis, f16 through its compute type; the
 scatters with every reduction, negative indices, repeated indices applied in
-order, i32 and i64 indices, ScatterND's slices; the errors (an index out of
+order, i32 and i64 indices, ScatterND's slices; gather_elements against
+NumPy's take_along_axis on every axis and dtype; the errors (an index out of
 range stops the run with exit 1 naming the entry, bad attributes are exit 3 at
 file:line:col); --device=gpu soft-places them on the CPU. With python3-onnx:
 TopK (K as input and as attribute), ScatterElements and ScatterND models whose
@@ -246,6 +247,43 @@ check(p.returncode == 1 and
       "scatter_elements: no memory for its 800000-byte position workspace under the memory limit" in p.stderr,
       f"scatter_elements without room for its positions: exit {p.returncode} {p.stderr[-400:]}")
 
+# --- gather_elements ------------------------------------------------------------------------------
+# NumPy's take_along_axis (negative indices counted from the end) on every axis of a rank-3
+# tensor, indices shorter than the data on the other axes, i32 and i64 indices, every dtype.
+gdata = rng.standard_normal((3, 4, 5))
+for axis in (0, 1, 2, -1):
+    ishape = [2, 3, 4]
+    ishape[axis] = 6  # along the axis: any length, repeats allowed
+    length = gdata.shape[axis]
+    gidx = rng.integers(-length, length, size=ishape)
+    sl = tuple(slice(0, n) if d != (axis % 3) else slice(None) for d, n in enumerate(ishape))
+    for itype, dtype in (("i32", "f32"), ("i64", "f64"), ("i64", "i32"), ("i32", "i64")):
+        npd = {"f32": np.float32, "f64": np.float64, "i32": np.int32, "i64": np.int64}[dtype]
+        src = (gdata * 100).astype(npd) if dtype.startswith("i") else gdata.astype(npd)
+        path = script(f"ge_{axis}_{itype}_{dtype}", f"""
+d = input([3, 4, 5], dtype={dtype})
+i = input({ishape}, dtype={itype})
+y = gather_elements(d, i, axis={axis})
+""")
+        p, got = run_values(path, f"--input=d=@{save('gd' + dtype, src)}",
+                            f"--input=i=@{save('gi' + itype + str(axis), gidx.astype(np.int32 if itype == 'i32' else np.int64))}")
+        ref = np.take_along_axis(src[sl], np.where(gidx < 0, gidx + length, gidx), axis=axis)
+        check(p.returncode == 0 and got.get("y") is not None and got["y"].dtype == npd and
+              np.array_equal(got["y"], ref),
+              f"gather_elements axis {axis} {itype} {dtype}: exit {p.returncode} {p.stderr[-400:]}\n got {got}\n want {ref}")
+# bool data, empty indices, and --device=gpu soft-placing it on the CPU.
+p, got = run_values(script("ge_bool", "d = const([[true, false], [false, true]])\n"
+                                      "y = gather_elements(d, const([[1, 1], [0, 0]], dtype=i64), axis=1)\n"))
+check(p.returncode == 0 and np.array_equal(got.get("y"), np.array([[False, False], [False, False]])),
+      f"gather_elements bool: exit {p.returncode} {p.stderr[-400:]} {got}")
+p, got = run_values(script("ge_empty", "y = gather_elements(ones([2, 3]), zeros([2, 0], dtype=i64), axis=1)\n"))
+check(p.returncode == 0 and got.get("y") is not None and got["y"].shape == (2, 0),
+      f"gather_elements of no indices: exit {p.returncode} {p.stderr[-400:]} {got}")
+p, got = run_values(script("ge_gpu", "y = gather_elements(const([[1, 2], [3, 4]]), const([[1], [0]], dtype=i32), "
+                                     "axis=1)\n"), "--device=gpu")
+check(p.returncode == 0 and np.array_equal(got.get("y"), np.array([[2], [3]], np.float32)),
+      f"gather_elements --device=gpu: exit {p.returncode} {p.stderr[-400:]} {got}")
+
 # --- errors ---------------------------------------------------------------------------------------
 # An index out of range: exit 1, the entry and the axis named, nothing else written.
 for text, words in [
@@ -255,6 +293,10 @@ for text, words in [
      ["index -3 (entry 0 of the indices) is out of range for axis 0", "length 2"]),
     ("y = scatter_nd(zeros([2, 3]), const([[1, 0], [0, 7]], dtype=i64), ones([2]))",
      ["scatter_nd: index 7 (entry 3 of the indices) is out of range for axis 1", "length 3"]),
+    ("y = gather_elements(zeros([2, 3]), const([[0, 1], [2, 3]], dtype=i64), axis=1)",
+     ["gather_elements: index 3 (entry 3 of the indices) is out of range for axis 1 of the data [2,3]", "length 3"]),
+    ("y = gather_elements(zeros([2, 3]), const([[-3, 0]], dtype=i32))",
+     ["gather_elements: index -3 (entry 0 of the indices) is out of range for axis 0", "length 2"]),
 ]:
     p = run_binary(GRAPHRUN, ["run", script("err_run", text + "\n")], timeout=60)
     check(p.returncode == 1 and all(w in p.stderr for w in words), f"{text}: exit {p.returncode} {p.stderr[-400:]}")
@@ -279,6 +321,12 @@ for text, words in [
     ("y = scatter_nd(zeros([2, 3]), const([[0, 1, 2]], dtype=i64), ones([1]))", ["more than the rank of the data"]),
     ("y = scatter_nd(zeros([2, 3]), const([[0]], dtype=i64), ones([1, 2]))", ["must be [1,3]"]),
     ("y = scatter_nd(zeros([2, 3]), const([[0]], dtype=i64), ones([1, 3], dtype=f64))", ["dtype"]),
+    ("y = gather_elements(zeros([2, 3]), const([0, 1], dtype=i64))", ["must have the rank of its data"]),
+    ("y = gather_elements(zeros([2, 3]), const([[0, 1, 0, 1]], dtype=i64))",
+     ["is longer than the data", "on axis 1, which is not the gather's axis 0"]),
+    ("y = gather_elements(zeros([2, 3]), const([[0]], dtype=i64), axis=2)", ["axis 2 is out of range for rank 2"]),
+    ("y = gather_elements(zeros([2, 3]), const([[0.5]]))", ["indices"]),
+    ("y = gather_elements(zeros([]), const(0, dtype=i64))", ["a scalar; gather_elements needs at least 1 dimension"]),
 ]:
     path = script("err_check", text + "\n")
     p = run_binary(GRAPHRUN, ["run", path], timeout=60)
@@ -363,4 +411,4 @@ if helper is not None:
 if failures:
     print(f"FAILED: {len(failures)} index-op checks")
     sys.exit(1)
-print("OK: top_k, scatter_elements, scatter_nd")
+print("OK: top_k, scatter_elements, scatter_nd, gather_elements")

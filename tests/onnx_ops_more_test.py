@@ -160,7 +160,7 @@ expect_refused("hardmax_old", [helper.make_node("Hardmax", ["x"], ["y"], name="h
                ("hm", "before opset 13"), opset=11)
 
 # GatherElements: along each axis, negative indices, indices shorter than the data; an index out of
-# range stops the run (exit 1) instead of reading a neighbouring element.
+# range stops the run (exit 1) naming its entry of the indices, instead of reading a neighbouring element.
 g = rng.standard_normal((3, 4, 5)).astype(np.float32)
 gd = g.astype(np.float64)
 for axis in (0, 1, -1):
@@ -179,7 +179,8 @@ bad[1, 2, 3] = 4  # axis 1 has length 4
 path = model("gather_elements_bad", [helper.make_node("GatherElements", ["x", "i"], ["y"], axis=1)], g, bad.shape,
              None, [numpy_helper.from_array(bad, "i")])
 p, _ = run(path, g)
-check(p.returncode == 1 and "out of range" in p.stderr, f"GatherElements index out of range: {p.returncode} {p.stderr[-300:]}")
+check(p.returncode == 1 and "index 4 (entry 33 of the indices) is out of range for axis 1 of the data [3,4,5]" in p.stderr
+      and "length 4" in p.stderr, f"GatherElements index out of range: {p.returncode} {p.stderr[-300:]}")
 
 # NegativeLogLikelihoodLoss and SoftmaxCrossEntropyLoss (weights, ignore_index, every reduction) against
 # NumPy; a target outside [0, C) stops the run.

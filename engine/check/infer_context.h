@@ -146,6 +146,7 @@ bool infer_conv_area(NodeCheck& c);
 // infer_index.cpp
 bool infer_top_k(NodeCheck& c);
 bool infer_scatter(NodeCheck& c);  // scatter_elements, scatter_nd
+bool infer_gather_elements(NodeCheck& c);
 // Input k of an op that takes indices: i32 or i64 (a float literal written
 // in place becomes i64, as gather's does); reports with a cast hint.
 bool check_index_operand(NodeCheck& c, size_t k);

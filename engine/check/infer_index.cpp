@@ -1,7 +1,8 @@
 // Inference for the index ops (README "Ops beyond SPEC section 3"), with
 // ONNX's semantics: top_k (TopK: the k largest or smallest along an axis, as
 // values or as i64 indices) and the scatters (ScatterElements, ScatterND: a
-// copy of the data with updates written, or reduced, at run-time indices).
+// copy of the data with updates written, or reduced, at run-time indices),
+// and gather_elements (GatherElements: data read at run-time indices along an axis).
 #include "engine/check/infer_context.h"
 #include "engine/check/validate.h"
 
@@ -125,6 +126,39 @@ bool infer_scatter(NodeCheck& c) {
     }
     c.node.dtype = data.dtype;
     c.node.shape = data.shape;
+    return true;
+}
+
+// gather_elements(data, indices, axis=0): indices of data's rank, no longer
+// than data on the other axes (PyTorch's gather; ONNX's GatherElements);
+// the result has the indices' shape and the data's dtype.
+bool infer_gather_elements(NodeCheck& c) {
+    if (!c.check_input_class(0)) return false;
+    if (!check_index_operand(c, 1)) return false;
+    const Node& data = c.input(0);
+    const Node& idx = c.input(1);
+    const auto rank = static_cast<int64_t>(data.shape.size());
+    if (rank == 0) {
+        c.error(c.input_loc(0), c.operand_text(0) + ", a scalar; gather_elements needs at least 1 dimension");
+        return false;
+    }
+    const int64_t axis = c.int_attr("axis", 0);
+    if (!axis_in_range(c, axis, rank, 0)) return false;
+    const int64_t a = axis < 0 ? axis + rank : axis;
+    if (static_cast<int64_t>(idx.shape.size()) != rank) {
+        c.error(c.input_loc(1), c.operand_text(1) + ", but gather_elements' indices must have the rank of its data (" +
+                                    c.operand_text(0) + ")");
+        return false;
+    }
+    for (int64_t d = 0; d < rank; ++d)
+        if (d != a && idx.shape[static_cast<size_t>(d)] > data.shape[static_cast<size_t>(d)]) {
+            c.error(c.input_loc(1), c.operand_text(1) + " is longer than the data (" + c.operand_text(0) +
+                                        ") on axis " + std::to_string(d) + ", which is not the gather's axis " +
+                                        std::to_string(a));
+            return false;
+        }
+    c.node.dtype = data.dtype;
+    c.node.shape = idx.shape;
     return true;
 }
 

@@ -138,6 +138,8 @@ bool infer_node(NodeCheck& c) {
         case OpKind::ScatterElements:
         case OpKind::ScatterND:
             return infer_scatter(c);
+        case OpKind::GatherElements:
+            return infer_gather_elements(c);
         default:
             return false;
     }

@@ -1,14 +1,7 @@
 // GatherElements, NegativeLogLikelihoodLoss and SoftmaxCrossEntropyLoss
-// (issue 27 item 6), composed of graphrun ops. GatherElements is one gather from
-// the flattened data at linear positions
-//
-//   lin = idx' * stride(axis) + offset,  idx' = idx < 0 ? idx + len : idx
-//
-// where `offset` (a constant of the indices' shape) is the sum over the other
-// axes of coordinate * stride. An index outside [-len, len) would land on
-// another element of the flat data, a wrong answer: such an entry is sent to
-// position numel(data), one past the end, so the gather stops the run with
-// its entry named (exit 1) instead.
+// (issue 27 item 6). GatherElements is graphrun's gather_elements (an index
+// outside [-len, len) stops the run naming its entry); the losses are
+// composed of graphrun ops around it.
 #include <cstring>
 #include <optional>
 #include <string>
@@ -19,8 +12,6 @@
 namespace graphrun::onnx_import {
 
 namespace {
-
-constexpr int64_t kMaxOffsetElements = int64_t{1} << 24;  // the offset constant: at most 128 MiB
 
 // data gathered along `axis` at `idx` (integer, of shape `is`, the rank of
 // data's `ds`): GatherElements. nullopt after im.fail.
@@ -43,39 +34,7 @@ std::optional<NodeId> gather_along(Importer& im, const onnx::NodeProto& n, NodeI
                            " on axis " + std::to_string(d));
             return std::nullopt;
         }
-    const std::optional<int64_t> count = checked_numel(is), data_count = checked_numel(ds);
-    if (!count || !data_count || *count > kMaxOffsetElements) {
-        im.fail(n, "its indices " + shape_string(is) + " hold more than 2^24 elements");
-        return std::nullopt;
-    }
-    std::vector<int64_t> stride(static_cast<size_t>(rank), 1);
-    for (int64_t d = rank - 1; d > 0; --d)
-        stride[static_cast<size_t>(d - 1)] = stride[static_cast<size_t>(d)] * ds[static_cast<size_t>(d)];
-    HostValue offset;
-    offset.dtype = DType::I64;
-    offset.shape = is;
-    offset.bytes.resize(static_cast<size_t>(*count) * 8);
-    std::vector<int64_t> coord(static_cast<size_t>(rank), 0);
-    for (int64_t i = 0; i < *count; ++i) {
-        int64_t o = 0;
-        for (int64_t d = 0; d < rank; ++d)
-            if (d != axis) o += coord[static_cast<size_t>(d)] * stride[static_cast<size_t>(d)];
-        std::memcpy(&offset.bytes[static_cast<size_t>(i) * 8], &o, 8);
-        for (int64_t d = rank - 1; d >= 0; --d) {  // the next row-major coordinate
-            if (++coord[static_cast<size_t>(d)] < is[static_cast<size_t>(d)]) break;
-            coord[static_cast<size_t>(d)] = 0;
-        }
-    }
-    const int64_t len = ds[static_cast<size_t>(axis)];
-    auto i64 = [&](int64_t v) { return im.scalar(static_cast<double>(v), DType::I64); };
-    NodeId k = im.add("cast", {idx}, {im.named("dtype", Attr::ident("i64"))});
-    k = im.add("where", {im.add("less", {k, i64(0)}), im.add("add", {k, i64(len)}), k});
-    const NodeId bad = im.add("logical_or", {im.add("less", {k, i64(0)}), im.add("greater_equal", {k, i64(len)})});
-    const NodeId lin = im.add("add", {im.add("mul", {k, i64(stride[static_cast<size_t>(axis)])}),
-                                      im.const_node(std::move(offset), im.node_loc())});
-    const NodeId at = im.add("where", {bad, i64(*data_count), lin});
-    const NodeId flat = im.add("reshape", {data}, {im.named("shape", int_list(Shape{*data_count}))});
-    return im.add("gather", {flat, at}, {im.named("axis", Attr::integer(0))});
+    return im.add("gather_elements", {data, idx}, {im.named("axis", Attr::integer(axis))});
 }
 
 void gather_elements(Importer& im, const onnx::NodeProto& n) {
@@ -167,7 +126,7 @@ void softmax_cross_entropy(Importer& im, const onnx::NodeProto& n) {
 }  // namespace
 
 void add_elements_onnx_ops(OnnxOpTable& t) {
-    t["GatherElements"] = {"gather", gather_elements};
+    t["GatherElements"] = {"gather_elements", gather_elements};
     t["NegativeLogLikelihoodLoss"] = {"gather", nll_loss};
     t["SoftmaxCrossEntropyLoss"] = {"log_softmax", softmax_cross_entropy};
 }

@@ -158,6 +158,7 @@ std::vector<OpInfo> build_table() {
     add(OpKind::ScatterElements, "scatter_elements", 3, 3, C::All, F::Index, false, false,
         {{"axis", A::Int, false}, reduction});
     add(OpKind::ScatterND, "scatter_nd", 3, 3, C::All, F::Index, false, false, {reduction});
+    add(OpKind::GatherElements, "gather_elements", 2, 2, C::All, F::Index, false, false, {{"axis", A::Int, false}});
     return t;
 }
 

@@ -38,10 +38,11 @@ enum class OpKind : uint8_t {
     LayerNorm, BatchNorm, Gemm,
     // conv area (family Conv): convolutions and pools over NCW / NCHW tensors
     Conv, ConvTranspose, MaxPool, AvgPool, GlobalAvgPool, GlobalMaxPool,
-    // index ops (family Index, CPU only): top_k, and the scatters that write
-    // updates into a copy of their data at run-time indices (ONNX TopK,
-    // ScatterElements, ScatterND)
-    TopK, ScatterElements, ScatterND,
+    // index ops (family Index, CPU only): top_k, the scatters that write
+    // updates into a copy of their data at run-time indices, and the gather
+    // that reads data at them element by element (ONNX TopK,
+    // ScatterElements, ScatterND, GatherElements)
+    TopK, ScatterElements, ScatterND, GatherElements,
     // not ops a user writes: a loop-carried value inside a repeat body (its value
     // at the start of each pass, and after the loop the final one), and the
     // stand-in for an expression that failed to parse (never executed).
@@ -67,7 +68,7 @@ enum class OpFamily : uint8_t {
     Layout,     // slice gather expand split pad tile: elements moved, none computed
     Norm,       // layer_norm batch_norm
     Conv,       // conv conv_transpose max_pool avg_pool global_avg_pool global_max_pool
-    Index,      // top_k scatter_elements scatter_nd: elements chosen or placed by index
+    Index,      // top_k scatter_elements scatter_nd gather_elements: elements chosen or placed by index
     None,       // loop_param, invalid: never a kernel
 };
 

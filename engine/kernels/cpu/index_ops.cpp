@@ -7,7 +7,9 @@
 //   scatter_elements  a copy of data with updates[p] written at data's element
 //                     p with coordinate `axis` replaced by indices[p];
 //   scatter_nd        a copy of data with the slices updates[j, ...] written at
-//                     data[indices[j, 0], ..., indices[j, m-1], ...].
+//                     data[indices[j, 0], ..., indices[j, m-1], ...];
+//   gather_elements   data read at element p with coordinate `axis` replaced by
+//                     indices[p] (the result has the indices' shape).
 // The scatters check every index before writing anything; an index outside
 // [-len, len) stops the run naming its entry (negative ones count from the
 // end). Entries are applied in order, so with reduction "none" a repeated
@@ -311,6 +313,62 @@ class ScatterKernel final : public KernelBase {
     std::vector<int64_t> stride_;  // scatter_elements: the data's strides, in elements
 };
 
+// --- gather_elements ----------------------------------------------------------------
+
+// out[p] = data[p with coordinate `axis` replaced by indices[p]]; an index
+// outside [-len, len) stops the run naming its entry.
+class GatherElementsKernel final : public KernelBase {
+  public:
+    GatherElementsKernel(const Graph& g, const Node& n) : KernelBase(g, n) {
+        const Shape& ds = in_shapes_.at(0);
+        const auto rank = static_cast<int64_t>(ds.size());
+        const int64_t axis = n.find_attr("axis") ? n.find_attr("axis")->value.i : 0;
+        axis_ = axis < 0 ? axis + rank : axis;
+        stride_.assign(static_cast<size_t>(rank), 1);
+        for (int64_t d = rank - 1; d > 0; --d)
+            stride_[static_cast<size_t>(d - 1)] = stride_[static_cast<size_t>(d)] * ds[static_cast<size_t>(d)];
+    }
+
+    std::string compute(const TensorRef* in, TensorRef& out, const KernelContext&) override {
+        const Shape& ds = in_shapes_.at(0);
+        const Shape& is = in_shapes_.at(1);
+        const auto rank = static_cast<int64_t>(ds.size());
+        if (rank > kMaxRank) return "internal error: gather_elements of rank " + std::to_string(rank);
+        const int64_t a = axis_;
+        const int64_t len = ds[static_cast<size_t>(a)];
+        const int64_t step = stride_[static_cast<size_t>(a)];
+        return dispatch_dtype(out.dtype, [&](auto tag) -> std::string {
+            using T = decltype(tag);
+            const T* src = static_cast<const T*>(in[0].data);
+            T* dst = static_cast<T*>(out.data);
+            int64_t coord[kMaxRank] = {};  // the indices' coordinate of entry j
+            int64_t base = 0;              // its offset in data along the other axes
+            for (int64_t j = 0; j < out.numel; ++j) {
+                int64_t v = index_at(in[1], j);
+                if (v < -len || v >= len)
+                    return index_error("gather_elements", v, j, len,
+                                       "axis " + std::to_string(a) + " of the data " + shape_string(ds));
+                if (v < 0) v += len;
+                dst[j] = src[base + v * step];
+                for (int64_t d = rank - 1; d >= 0; --d) {  // the next coordinate of the indices
+                    const auto k = static_cast<size_t>(d);
+                    if (++coord[k] < is[k]) {
+                        if (d != a) base += stride_[k];
+                        break;
+                    }
+                    if (d != a) base -= (coord[k] - 1) * stride_[k];
+                    coord[k] = 0;
+                }
+            }
+            return "";
+        });
+    }
+
+  private:
+    int64_t axis_ = 0;
+    std::vector<int64_t> stride_;  // the data's strides, in elements
+};
+
 }  // namespace
 
 std::unique_ptr<Kernel> make_index_kernel(const Graph& g, const Node& n) {
@@ -318,6 +376,7 @@ std::unique_ptr<Kernel> make_index_kernel(const Graph& g, const Node& n) {
         case OpKind::TopK: return std::make_unique<TopKKernel>(g, n);
         case OpKind::ScatterElements:
         case OpKind::ScatterND: return std::make_unique<ScatterKernel>(g, n);
+        case OpKind::GatherElements: return std::make_unique<GatherElementsKernel>(g, n);
         default: return make_error_kernel(std::string("internal error: ") + op_name(n.op) + " is not an index op");
     }
 }
