@@ -433,3 +433,73 @@ TEST_CASE("matmul: a batch of products over the workers, batch dims broadcast, o
         }
     }
 }
+
+// max_pool's row and column passes (and the channels-last pixel pass) have
+// AVX2 and AVX-512 versions for f32: on every instruction set the result is
+// the scalar reference's, bit for bit, with NaN (propagated), infinities,
+// windows in the padding (-inf), stride 1, 2 and 3, dilation, and rows wide
+// enough for the vector loops and their tails.
+TEST_CASE("simd: max_pool gives the reference's bits on every instruction set, NaN included") {
+    struct Case {
+        int64_t h, w, k, s, d, p;
+    };
+    const Case cases[] = {{23, 41, 3, 2, 1, 1}, {19, 70, 3, 1, 1, 1}, {9, 33, 2, 2, 1, 0},
+                          {12, 50, 3, 3, 1, 2}, {15, 37, 3, 1, 2, 2}, {4, 8, 5, 2, 1, 4}};
+    for (const Case& c : cases) {
+        for (bool nhwc : {false, true}) {
+            const int64_t ch = 11;
+            const int64_t oh = (c.h + 2 * c.p - (c.k - 1) * c.d - 1) / c.s + 1;
+            const int64_t ow = (c.w + 2 * c.p - (c.k - 1) * c.d - 1) / c.s + 1;
+            Tensor x = random_tensor(DType::F32, nhwc ? Shape{2, c.h, c.w, ch} : Shape{2, ch, c.h, c.w}, -5, 5);
+            for (int64_t i = 0; i < x.n(); i += 97) x.set(i, kNaN);
+            for (int64_t i = 13; i < x.n(); i += 89) x.set(i, kInf);
+            for (int64_t i = 29; i < x.n(); i += 83) x.set(i, -kInf);
+            // The reference: each output the max of its window's elements, NaN once one is, -inf for none.
+            auto at = [&](int64_t b, int64_t cc, int64_t i, int64_t j) {
+                return nhwc ? x.get(((b * c.h + i) * c.w + j) * ch + cc) : x.get(((b * ch + cc) * c.h + i) * c.w + j);
+            };
+            std::vector<double> ref;
+            const Shape out_shape = nhwc ? Shape{2, oh, ow, ch} : Shape{2, ch, oh, ow};
+            ref.resize(static_cast<size_t>(numel(out_shape)));
+            for (int64_t b = 0; b < 2; ++b)
+                for (int64_t cc = 0; cc < ch; ++cc)
+                    for (int64_t i = 0; i < oh; ++i)
+                        for (int64_t j = 0; j < ow; ++j) {
+                            double m = -kInf;
+                            for (int64_t ki = 0; ki < c.k; ++ki)
+                                for (int64_t kj = 0; kj < c.k; ++kj) {
+                                    const int64_t ii = i * c.s + ki * c.d - c.p, jj = j * c.s + kj * c.d - c.p;
+                                    if (ii < 0 || ii >= c.h || jj < 0 || jj >= c.w) continue;
+                                    const double v = at(b, cc, ii, jj);
+                                    if (std::isnan(v) || std::isnan(m)) m = kNaN;
+                                    else m = std::max(m, v);
+                                }
+                            const int64_t o = nhwc ? ((b * oh + i) * ow + j) * ch + cc : ((b * ch + cc) * oh + i) * ow + j;
+                            ref[static_cast<size_t>(o)] = m;
+                        }
+            const std::vector<NamedAttr> attrs = {{"kernel_shape", Ints({c.k, c.k}), {}},
+                                                  {"strides", Ints({c.s, c.s}), {}},
+                                                  {"dilations", Ints({c.d, c.d}), {}},
+                                                  {"pads", Ints({c.p, c.p, c.p, c.p}), {}}};
+            for (kernels::Isa isa : isas()) {
+                IsaScope scope(isa);
+                INFO("h ", c.h, " w ", c.w, " k ", c.k, " s ", c.s, " d ", c.d, " p ", c.p, " nhwc ", nhwc,
+                     " isa ", kernels::isa_name(isa));
+                TestGraph tg;
+                // The kernel reads the NCHW shapes from the node; channels-last data flows as NHWC.
+                const NodeId in = tg.input(DType::F32, Shape{2, ch, c.h, c.w});
+                const NodeId id = tg.op(OpKind::MaxPool, {in}, attrs, DType::F32, Shape{2, ch, oh, ow});
+                tg.g.nodes[static_cast<size_t>(id)].channels_last = nhwc;
+                Result r = run_node(tg, id, {&x}, 2);
+                REQUIRE(r.error == "");
+                REQUIRE(r.out.n() == static_cast<int64_t>(ref.size()));
+                int64_t bad = 0;
+                for (int64_t o = 0; o < r.out.n(); ++o) {
+                    const double got = r.out.get(o), want = ref[static_cast<size_t>(o)];
+                    if (std::isnan(want) ? !std::isnan(got) : got != want) ++bad;
+                }
+                CHECK(bad == 0);
+            }
+        }
+    }
+}
