@@ -35,6 +35,10 @@ std::unique_ptr<Kernel> make_dnnl_gemm_kernel(const Graph& g, const Node& n, Own
 // constant 2-D b (packed once), with a fused epilogue's bias, residual and
 // activation; nullptr otherwise.
 std::unique_ptr<Kernel> make_dnnl_matmul_kernel(const Graph& g, const Node& n, OwnKernelFactory ours);
+// Whether the oneDNN kernel of a gemm or matmul node keeps a packed copy of
+// its constant b (oneDNN's choice on this CPU: AVX-512's kernels pack, AVX2's
+// gemm reads b as it is); false where no oneDNN kernel runs the node. For tests.
+bool dnnl_packs_weight(const Graph& g, const Node& n);
 // "oneDNN 2.6.3 (avx512_core)" — version and the ISA its JIT uses — or ""
 // when graphrun was built without oneDNN.
 std::string dnnl_text();
