@@ -1,5 +1,6 @@
 // `graphrun check`: parse, validate, place and plan; print nodes, outputs, the
 // static peak and the close growth.
+#include <array>
 #include <charconv>
 #include <cstdint>
 #include <cstring>
@@ -31,6 +32,59 @@ constexpr size_t kParallelListingNodes = 20000;
 // 100 MB, which one string growing by doubling would copy and hold twice
 // (a JSON graph's places, its pointers, are longer than any estimate).
 constexpr size_t kListingPiece = size_t{1} << 20;
+
+// The listing's text in pieces of about kListingPiece bytes, written through
+// a cursor into a buffer already sized: a node line is about twenty short
+// fields, and std::string's append (length and capacity checks and a
+// memcpy call for each) was most of the cost of rendering a big listing.
+class PieceWriter {
+  public:
+    explicit PieceWriter(std::vector<std::string>& pieces) : pieces_(pieces) {}
+    // `text`, spaces up to `width` bytes (left-aligned, as std::setw with
+    // std::left), then the two spaces between columns.
+    void field(std::string_view text, size_t width) {
+        const size_t pad = (text.size() < width ? width - text.size() : 0) + 2;
+        room(text.size() + pad);
+        copy(text);
+        std::memset(buf_.data() + used_, ' ', pad);
+        used_ += pad;
+    }
+    void put(std::string_view text) {
+        room(text.size());
+        copy(text);
+    }
+    // The end of a line: a full piece goes to the list.
+    void end_line() {
+        put("\n");
+        if (used_ >= kListingPiece) flush();
+    }
+    void flush() {
+        if (used_ == 0) return;
+        buf_.resize(used_);
+        pieces_.push_back(std::move(buf_));
+        buf_ = std::string();
+        used_ = 0;
+    }
+
+  private:
+    // Room for n more bytes in this piece (a line longer than the slack too).
+    void room(size_t n) {
+        if (n <= buf_.size() - used_) return;
+        std::string bigger(std::max(kListingPiece + kSlack, used_ + n), ' ');
+        std::memcpy(bigger.data(), buf_.data(), used_);
+        buf_ = std::move(bigger);
+    }
+    // Fields are short: a loop, not a memcpy call.
+    void copy(std::string_view text) {
+        char* d = buf_.data() + used_;
+        for (char c : text) *d++ = c;
+        used_ += text.size();
+    }
+    static constexpr size_t kSlack = 4096;
+    std::vector<std::string>& pieces_;
+    std::string buf_;
+    size_t used_ = 0;
+};
 
 // The header and the nodes section of the text listing: all of it that does
 // not depend on the plan, so that it can be rendered while the plan compiles.
@@ -72,19 +126,26 @@ std::vector<std::string> render_listing(const Graph& g, JsonPointerFinder& place
         }
     }
     buf += "\nnodes:\n";
-    // Lines are built in one buffer: formatting through a stream field by
+    // Lines are written into one buffer: formatting through a stream field by
     // field cost more than parsing the graph. Neighbouring nodes nearly
-    // always have one type, so its text is made again only when it changes.
-    DType last_dtype = DType::F32;
-    const Shape* last_shape = nullptr;
-    std::string type;
+    // always have one of a few types (a literal's, the value's), so the text
+    // of the last few types is kept, not made again per node.
+    struct TypeText {
+        DType dtype = DType::F32;
+        const Shape* shape = nullptr;
+        std::string text;
+    };
+    std::array<TypeText, 4> types;
+    size_t next_type = 0;  // the entry to replace next
     auto type_of = [&](const Node& n) -> const std::string& {
-        if (!last_shape || n.dtype != last_dtype || n.shape != *last_shape) {
-            type = type_string(n.dtype, n.shape);
-            last_dtype = n.dtype;
-            last_shape = &n.shape;
-        }
-        return type;
+        for (const TypeText& t : types)
+            if (t.shape && t.dtype == n.dtype && *t.shape == n.shape) return t.text;
+        TypeText& t = types[next_type];
+        next_type = (next_type + 1) % types.size();
+        t.text = type_string(n.dtype, n.shape);
+        t.dtype = n.dtype;
+        t.shape = &n.shape;
+        return t.text;
     };
     size_t wname = 4, wop = 2, wtype = 4, wdev = 6;
     for (const Node& n : g.nodes) {
@@ -96,68 +157,62 @@ std::vector<std::string> render_listing(const Graph& g, JsonPointerFinder& place
     }
     wname = std::min<size_t>(wname, 40);
     wtype = std::min<size_t>(wtype, 40);
-    buf.reserve(std::min(kListingPiece, buf.size() + count * (wname + wop + wtype + wdev + 40)) + 1024);
-    auto field = [&](std::string_view text, size_t width) {  // left-aligned, as std::setw with std::left
-        buf += text;
-        if (text.size() < width) buf.append(width - text.size(), ' ');
-    };
+    PieceWriter out(pieces);
+    out.put(buf);
     auto print_block = [&](auto& self, const std::vector<Stmt>& stmts, int depth) -> void {
         const std::string indent(2 + 2 * static_cast<size_t>(depth), ' ');
         for (const Stmt& s : stmts) {
             if (s.kind == Stmt::Kind::Repeat) {
                 const Repeat& r = g.repeats[static_cast<size_t>(s.index)];
-                buf += indent;
-                buf += "repeat " + std::to_string(r.count) + " {";
+                out.put(indent);
+                out.put("repeat " + std::to_string(r.count) + " {");
                 if (!r.carries.empty()) {
-                    buf += "  # carries";
-                    for (const Carry& c : r.carries) (buf += " ") += shown(c.name);
+                    out.put("  # carries");
+                    for (const Carry& c : r.carries) {
+                        out.put(" ");
+                        out.put(shown(c.name));
+                    }
                 }
-                buf += "\n";
+                out.end_line();
                 self(self, r.body, depth + 1);
-                buf += indent + "}\n";
+                out.put(indent);
+                out.put("}");
+                out.end_line();
                 continue;
             }
             if (s.kind == Stmt::Kind::Del) {
                 const Del& d = g.dels[static_cast<size_t>(s.index)];
                 if (d.value == kNoNode) continue;
-                buf += indent + "del ";
-                buf += shown(g.node(d.value).name);
-                buf += "\n";
+                out.put(indent);
+                out.put("del ");
+                out.put(shown(g.node(d.value).name));
+                out.end_line();
                 continue;
             }
             const Node& n = g.node(s.index);
-            buf += indent;
-            field(shown(n.display()), wname);
-            buf += "  ";
-            field(op_name(n.op), wop);
-            buf += "  ";
-            field(type_of(n), wtype);
-            buf += "  ";
-            field(n.placed, wdev);
-            buf += "  ";
+            out.put(indent);
+            out.field(shown(n.display()), wname);
+            out.field(op_name(n.op), wop);
+            out.field(type_of(n), wtype);
+            out.field(n.placed, wdev);
             if (n.loc.line) {
                 char at[32];  // two uint32 and a colon
                 char* colon = std::to_chars(at, at + 12, n.loc.line).ptr;
                 *colon = ':';
                 char* end = std::to_chars(colon + 1, at + sizeof at, n.loc.col).ptr;
-                buf.append(at, end);
+                out.put(std::string_view(at, static_cast<size_t>(end - at)));
             } else {
-                buf += places.pointer(n.loc);
+                out.put(places.pointer(n.loc));
             }
             for (size_t k = 0; k < n.inputs.size(); ++k) {
-                buf += k == 0 ? "  <- " : ", ";
-                buf += shown(g.node(n.inputs[k].id).display());
+                out.put(k == 0 ? "  <- " : ", ");
+                out.put(shown(g.node(n.inputs[k].id).display()));
             }
-            buf += "\n";
-            if (buf.size() >= kListingPiece) {
-                pieces.push_back(std::move(buf));
-                buf = std::string();
-                buf.reserve(kListingPiece + 1024);
-            }
+            out.end_line();
         }
     };
     print_block(print_block, g.top, 0);
-    pieces.push_back(std::move(buf));
+    out.flush();
     return pieces;
 }
 

@@ -2,16 +2,20 @@
 #include "engine/base/json_pointer.h"
 
 #include <algorithm>
+#include <array>
 #include <charconv>
+#include <cstring>
 
 namespace graphrun {
 
 void append_json_pointer_token(std::string& out, std::string_view key) {
-    if (key.find_first_of("~/") == std::string_view::npos) {
-        out += key;
-        return;
-    }
-    for (char c : key) {
+    // One pass that looks for both characters (find_first_of would search the
+    // set once per character of the key: a pointer is built per listed node).
+    size_t plain = 0;
+    while (plain < key.size() && key[plain] != '~' && key[plain] != '/') ++plain;
+    out.append(key.data(), plain);
+    for (size_t i = plain; i < key.size(); ++i) {
+        const char c = key[i];
         if (c == '~')
             out += "~0";
         else if (c == '/')
@@ -22,6 +26,15 @@ void append_json_pointer_token(std::string& out, std::string_view key) {
 }
 
 namespace {
+
+// Bytes between tokens, and bytes that end a number, true, false or null.
+constexpr uint8_t kBlank = 1, kEndsWord = 2;
+constexpr std::array<uint8_t, 256> kByteClass = [] {
+    std::array<uint8_t, 256> t{};
+    for (unsigned char c : std::string_view(" \n\r\t:")) t[c] = kBlank | kEndsWord;
+    for (unsigned char c : std::string_view(",]}")) t[c] = kEndsWord;
+    return t;
+}();
 
 int hex_digit(char c) {
     if (c >= '0' && c <= '9') return c - '0';
@@ -102,119 +115,7 @@ void unescape(std::string_view raw, std::string& out) {
 
 }  // namespace
 
-std::string_view JsonPointerFinder::pointer(const Loc& loc) {
-    if (!loc.pointer.empty()) return loc.pointer.view();
-    if (!loc.in_json() || text_.empty()) return {};
-    return pointer_at(loc.json_offset());
-}
-
-const std::string& JsonPointerFinder::pointer_at(uint32_t offset) {
-    if (offset < pos_) {
-        // Where the scan got to is kept: the next place asked is likely past
-        // it (check's listing asks for a node's literal input, then the node,
-        // then the next node's literal).
-        if (pos_ > ahead_pos_) {
-            ahead_pos_ = pos_;
-            ahead_stack_ = stack_;
-        }
-        rewind(offset);
-    } else if (offset >= ahead_pos_ && ahead_pos_ > pos_) {
-        pos_ = ahead_pos_;
-        stack_ = ahead_stack_;
-    }
-    scan_to(offset);
-    if (pos_ == offset && pos_ < text_size() && !stack_.empty()) {
-        if (!stack_.back().array && stack_.back().expect && text_[pos_] == '"')
-            pos_ = step(pos_);  // the member's key
-        else
-            value_starts(pos_);
-    }
-    build_pointer();
-    return out_;
-}
-
-void JsonPointerFinder::build_pointer() {
-    // Places asked one after another share most of their frames (a node, its
-    // inputs, the next node): the tokens of the frames that did not change
-    // since the last pointer are kept.
-    size_t same = 0;
-    while (same < stack_.size() && same < built_.size()) {
-        const Frame& f = stack_[same];
-        const Built& b = built_[same];
-        if (f.array != b.array || (f.array ? f.index != b.index : f.key_start != b.key_start || f.key_size != b.key_size))
-            break;
-        ++same;
-    }
-    built_.resize(same);
-    out_.resize(same == 0 ? 0 : built_.back().end);
-    for (size_t k = same; k < stack_.size(); ++k) {
-        const Frame& f = stack_[k];
-        out_ += '/';
-        if (f.array) {
-            char digits[16];
-            out_.append(digits, std::to_chars(digits, digits + sizeof digits, f.index).ptr);
-        } else {
-            const std::string_view key = text_.substr(f.key_start, f.key_size);
-            if (key.find('\\') == std::string_view::npos) {
-                append_json_pointer_token(out_, key);
-            } else {
-                unescape(key, key_);
-                append_json_pointer_token(out_, key_);
-            }
-        }
-        built_.push_back(Built{f.array, f.index, f.key_start, f.key_size, out_.size()});
-    }
-}
-
-void JsonPointerFinder::scan_to(uint32_t target) {
-    const uint32_t size = text_size();
-    target = std::min(target, size);
-    const char* s = text_.data();
-    uint32_t p = pos_;
-    while (p < target) {
-        const char c = s[p];
-        if (c == ' ' || c == '\n' || c == '\r' || c == '\t' || c == ':') {  // most of a graph's bytes between tokens
-            ++p;
-            continue;
-        }
-        // A state is saved at most every kCheckpointBytes of text scanned for
-        // the first time (deeper states cost more to keep: kept further apart).
-        if (p >= checkpoint_due_ && p > scanned_) {
-            const uint64_t gap = uint64_t{kCheckpointBytes} * (1 + stack_.size() / 16);
-            const uint64_t last = checkpoints_.empty() ? 0 : checkpoints_.back().pos;
-            if (p >= last + gap) {
-                checkpoints_.push_back(Checkpoint{p, stack_});
-                checkpoint_due_ = static_cast<uint64_t>(p) + kCheckpointBytes;
-            }
-        }
-        p = step(p);
-    }
-    pos_ = p;
-    scanned_ = std::max(scanned_, p);
-}
-
-void JsonPointerFinder::value_starts(uint32_t at) {
-    if (stack_.empty()) return;
-    Frame& f = stack_.back();
-    if (f.array && f.expect) {
-        f.member_start = at;
-        f.expect = false;
-    }
-}
-
-uint32_t JsonPointerFinder::skip_string(uint32_t at) const {
-    const uint64_t size = text_size();
-    const char* s = text_.data();
-    uint64_t p = uint64_t{at} + 1;  // an escape's second byte may be past a text of 4 GiB - 1
-    while (p < size) {
-        const char c = s[p];
-        if (c == '"') return static_cast<uint32_t>(p + 1);
-        p += c == '\\' ? 2 : 1;
-    }
-    return static_cast<uint32_t>(size);
-}
-
-uint32_t JsonPointerFinder::step(uint32_t at) {
+inline uint32_t JsonPointerFinder::step(uint32_t at) {
     const char c = text_[at];
     switch (c) {
         case ' ':
@@ -261,15 +162,136 @@ uint32_t JsonPointerFinder::step(uint32_t at) {
             const uint32_t size = text_size();
             const char* s = text_.data();
             uint32_t p = at + 1;
-            while (p < size) {
-                const char d = s[p];
-                if (d == ',' || d == ']' || d == '}' || d == ' ' || d == '\n' || d == '\r' || d == '\t' || d == ':')
-                    break;
-                ++p;
-            }
+            while (p < size && !(kByteClass[static_cast<unsigned char>(s[p])] & kEndsWord)) ++p;
             return p;
         }
     }
+}
+
+std::string_view JsonPointerFinder::pointer(const Loc& loc) {
+    if (!loc.pointer.empty()) return loc.pointer.view();
+    if (!loc.in_json() || text_.empty()) return {};
+    return pointer_at(loc.json_offset());
+}
+
+const std::string& JsonPointerFinder::pointer_at(uint32_t offset) {
+    if (offset < pos_) {
+        // The start of a member still open (check's listing asks for a node
+        // after its literal input): its pointer is the stack down to it, with
+        // no rewind and no scan.
+        for (size_t k = stack_.size(); k > 0; --k) {
+            const uint32_t start = stack_[k - 1].member_start;
+            // (Past a member's comma, its frame already counts the next one.)
+            if (start == offset && !stack_[k - 1].expect) {
+                build_pointer(k);
+                return out_;
+            }
+            if (start != kNoMember && start < offset) break;  // outer members start earlier still
+        }
+        // Where the scan got to is kept: the next place asked is likely past
+        // it (check's listing asks for a node's literal input, then the node,
+        // then the next node's literal).
+        if (pos_ > ahead_pos_) {
+            ahead_pos_ = pos_;
+            ahead_stack_ = stack_;
+        }
+        rewind(offset);
+    } else if (offset >= ahead_pos_ && ahead_pos_ > pos_) {
+        pos_ = ahead_pos_;
+        stack_ = ahead_stack_;
+    }
+    scan_to(offset);
+    if (pos_ == offset && pos_ < text_size() && !stack_.empty()) {
+        if (!stack_.back().array && stack_.back().expect && text_[pos_] == '"')
+            pos_ = step(pos_);  // the member's key
+        else
+            value_starts(pos_);
+    }
+    build_pointer(stack_.size());
+    return out_;
+}
+
+void JsonPointerFinder::build_pointer(size_t depth) {
+    // Places asked one after another share most of their frames (a node, its
+    // inputs, the next node): the tokens of the frames that did not change
+    // since the last pointer are kept.
+    size_t same = 0;
+    const size_t shared = std::min(depth, built_.size());
+    while (same < shared) {
+        const Frame& f = stack_[same];
+        const Built& b = built_[same];
+        if (f.array != b.array || (f.array ? f.index != b.index : f.key_start != b.key_start || f.key_size != b.key_size))
+            break;
+        ++same;
+    }
+    built_.resize(same);
+    out_.resize(same == 0 ? 0 : built_.back().end);
+    for (size_t k = same; k < depth; ++k) {
+        const Frame& f = stack_[k];
+        if (f.array) {
+            char digits[16];
+            digits[0] = '/';
+            out_.append(digits, std::to_chars(digits + 1, digits + sizeof digits, f.index).ptr);
+        } else {
+            out_ += '/';
+            const std::string_view key = text_.substr(f.key_start, f.key_size);
+            if (std::memchr(key.data(), '\\', key.size()) == nullptr) {
+                append_json_pointer_token(out_, key);
+            } else {
+                unescape(key, key_);
+                append_json_pointer_token(out_, key_);
+            }
+        }
+        built_.push_back(Built{f.array, f.index, f.key_start, f.key_size, out_.size()});
+    }
+}
+
+void JsonPointerFinder::scan_to(uint32_t target) {
+    const uint32_t size = text_size();
+    target = std::min(target, size);
+    const char* s = text_.data();
+    uint32_t p = pos_;
+    while (p < target) {
+        if (kByteClass[static_cast<unsigned char>(s[p])] & kBlank) {  // most of a graph's bytes between tokens
+            ++p;
+            continue;
+        }
+        // A state is saved at most every kCheckpointBytes of text scanned for
+        // the first time (deeper states cost more to keep: kept further apart).
+        if (p >= checkpoint_due_ && p > scanned_) {
+            const uint64_t gap = uint64_t{kCheckpointBytes} * (1 + stack_.size() / 16);
+            const uint64_t last = checkpoints_.empty() ? 0 : checkpoints_.back().pos;
+            if (p >= last + gap) {
+                checkpoints_.push_back(Checkpoint{p, stack_});
+                checkpoint_due_ = static_cast<uint64_t>(p) + kCheckpointBytes;
+            }
+        }
+        p = step(p);
+    }
+    pos_ = p;
+    scanned_ = std::max(scanned_, p);
+}
+
+void JsonPointerFinder::value_starts(uint32_t at) {
+    if (stack_.empty()) return;
+    Frame& f = stack_.back();
+    if (f.array && f.expect) {
+        f.member_start = at;
+        f.expect = false;
+    }
+}
+
+uint32_t JsonPointerFinder::skip_string(uint32_t at) const {
+    // (Strings in a graph are short: a loop beats memchr's call.)
+    const size_t size = text_size();
+    const char* s = text_.data();
+    size_t p = size_t{at} + 1;  // an escape's second byte may be past a text of 4 GiB - 1
+    while (p < size) {
+        const char c = s[p];
+        if (c == '"') return static_cast<uint32_t>(p + 1);
+        p += c == '\\' ? 2 : 1;
+    }
+    return static_cast<uint32_t>(size);
 }
 
 void JsonPointerFinder::rewind(uint32_t target) {

@@ -55,11 +55,11 @@ class JsonPointerFinder {
 
     void scan_to(uint32_t target);
     // Reads the token at `at` (updating the stack); returns the position past it.
-    uint32_t step(uint32_t at);
+    [[gnu::always_inline]] inline uint32_t step(uint32_t at);
     void value_starts(uint32_t at);
     uint32_t skip_string(uint32_t at) const;
-    // out_ = the pointer of the stack's place.
-    void build_pointer();
+    // out_ = the pointer of the place of the stack's first `depth` frames.
+    void build_pointer(size_t depth);
     uint32_t text_size() const { return static_cast<uint32_t>(std::min<size_t>(text_.size(), UINT32_MAX)); }
     // Back to a state at or before `target`: the latest of an open member's
     // start, a checkpoint and the start of the text.

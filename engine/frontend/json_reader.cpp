@@ -335,10 +335,16 @@ void JsonReader::read_outputs(JVal outputs, const std::string& pointer) {
 
 void JsonReader::read_items(JVal items, const std::string& pointer) {
     size_t i = 0;
+    // "POINTER/N" for each item, in one buffer (child() would allocate a
+    // string per node).
+    std::string p = pointer + '/';
+    const size_t base = p.size();
     for (auto [unused, item] : items.items()) {
         const size_t index = i++;
         if (stopped()) return;
-        std::string p = child(pointer, index);
+        char digits[24];
+        p.resize(base);
+        p.append(digits, std::to_chars(digits, digits + sizeof digits, index).ptr);
         if (too_many_nodes(p)) return;
         if (!item.is_object()) {
             error(at(p),

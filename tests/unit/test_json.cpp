@@ -942,6 +942,25 @@ TEST_CASE("json: the pointer finder names every place, in any order") {
     CHECK(b.pointer_at(item(n / 2)) == "/items/" + std::to_string(n / 2));
     CHECK(b.pointer_at(item(n / 2) + 1) == "/items/" + std::to_string(n / 2) + "/0");
     CHECK(b.pointer_at(item(10)) == "/items/10");
+    // check's listing order: a node's literal input, then the node (the start
+    // of a member still open: named without a rewind), then the next node's.
+    const std::string nodes =
+        R"({"nodes": [{"name": "a", "inputs": ["x", 1]}, {"name": "b", "inputs": [2, "a"]}, [[3], 4]]})";
+    JsonPointerFinder listing(nodes);
+    const auto at_ = [&](const char* needle, size_t from = 0) { return static_cast<uint32_t>(nodes.find(needle, from)); };
+    const uint32_t node0 = at_("{\"name\": \"a\""), node1 = at_("{\"name\": \"b\""), node2 = at_("[[3]");
+    CHECK(listing.pointer_at(at_("1]")) == "/nodes/0/inputs/1");
+    CHECK(listing.pointer_at(node0) == "/nodes/0");
+    CHECK(listing.pointer_at(at_("2,")) == "/nodes/1/inputs/0");
+    CHECK(listing.pointer_at(node1) == "/nodes/1");
+    CHECK(listing.pointer_at(at_("\"inputs\"", node1)) == "/nodes/1/inputs");
+    CHECK(listing.pointer_at(at_("3]")) == "/nodes/2/0/0");
+    CHECK(listing.pointer_at(node2 + 1) == "/nodes/2/0");
+    CHECK(listing.pointer_at(node2) == "/nodes/2");
+    CHECK(listing.pointer_at(at_("4]")) == "/nodes/2/1");
+    CHECK(listing.pointer_at(node2 + 1) == "/nodes/2/0");  // past its comma: not the open item
+    CHECK(listing.pointer_at(node0) == "/nodes/0");
+    CHECK(listing.pointer_at(at_("\"x\"")) == "/nodes/0/inputs/0");
     // Places of no JSON text: a text graph's, an unknown one.
     Loc text;
     text.line = 3;
