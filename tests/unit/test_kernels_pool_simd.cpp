@@ -1,5 +1,6 @@
 // Unit tests for the thread pool that runs the CPU kernels, the SIMD loops
 // chosen at run time, and softmax rows (helpers in kernel_test_helpers.h).
+#include <bit>
 #include <doctest/doctest.h>
 #include <algorithm>
 #include <cmath>
@@ -446,14 +447,19 @@ TEST_CASE("simd: max_pool gives the reference's bits on every instruction set, N
     const Case cases[] = {{23, 41, 3, 2, 1, 1}, {19, 70, 3, 1, 1, 1}, {9, 33, 2, 2, 1, 0},
                           {12, 50, 3, 3, 1, 2}, {15, 37, 3, 1, 2, 2}, {4, 8, 5, 2, 1, 4}};
     for (const Case& c : cases) {
-        for (bool nhwc : {false, true}) {
-            const int64_t ch = 11;
+        for (bool nhwc : {false, true})
+        for (int64_t ch : {int64_t{11}, int64_t{37}}) {  // 37: two AVX-512 channel blocks and a tail
             const int64_t oh = (c.h + 2 * c.p - (c.k - 1) * c.d - 1) / c.s + 1;
             const int64_t ow = (c.w + 2 * c.p - (c.k - 1) * c.d - 1) / c.s + 1;
             Tensor x = random_tensor(DType::F32, nhwc ? Shape{2, c.h, c.w, ch} : Shape{2, ch, c.h, c.w}, -5, 5);
             for (int64_t i = 0; i < x.n(); i += 97) x.set(i, kNaN);
             for (int64_t i = 13; i < x.n(); i += 89) x.set(i, kInf);
             for (int64_t i = 29; i < x.n(); i += 83) x.set(i, -kInf);
+            // NaNs with other payloads and signs (a window's first NaN is the
+            // one kept), and zeros of both signs (max keeps its first operand's on a tie).
+            for (int64_t i = 41; i < x.n(); i += 101) x.set(i, -kNaN);
+            for (int64_t i = 53; i < x.n(); i += 107) x.set(i, std::bit_cast<float>(0x7fc01234u));
+            for (int64_t i = 7; i < x.n(); i += 11) x.set(i, (i / 11) % 2 ? 0.0f : -0.0f);
             // The reference: each output the max of its window's elements, NaN once one is, -inf for none.
             auto at = [&](int64_t b, int64_t cc, int64_t i, int64_t j) {
                 return nhwc ? x.get(((b * c.h + i) * c.w + j) * ch + cc) : x.get(((b * ch + cc) * c.h + i) * c.w + j);
@@ -481,10 +487,11 @@ TEST_CASE("simd: max_pool gives the reference's bits on every instruction set, N
                                                   {"strides", Ints({c.s, c.s}), {}},
                                                   {"dilations", Ints({c.d, c.d}), {}},
                                                   {"pads", Ints({c.p, c.p, c.p, c.p}), {}}};
+            std::vector<uint32_t> baseline_bits;  // the scalar path's output, the first ISA's
             for (kernels::Isa isa : isas()) {
                 IsaScope scope(isa);
                 INFO("h ", c.h, " w ", c.w, " k ", c.k, " s ", c.s, " d ", c.d, " p ", c.p, " nhwc ", nhwc,
-                     " isa ", kernels::isa_name(isa));
+                     " ch ", ch, " isa ", kernels::isa_name(isa));
                 TestGraph tg;
                 // The kernel reads the NCHW shapes from the node; channels-last data flows as NHWC.
                 const NodeId in = tg.input(DType::F32, Shape{2, ch, c.h, c.w});
@@ -499,6 +506,12 @@ TEST_CASE("simd: max_pool gives the reference's bits on every instruction set, N
                     if (std::isnan(want) ? !std::isnan(got) : got != want) ++bad;
                 }
                 CHECK(bad == 0);
+                // Bit for bit the scalar path's (NaN payloads and signed zeros included).
+                std::vector<uint32_t> bits(static_cast<size_t>(r.out.n()));
+                for (int64_t o = 0; o < r.out.n(); ++o)
+                    bits[static_cast<size_t>(o)] = std::bit_cast<uint32_t>(static_cast<float>(r.out.get(o)));
+                if (baseline_bits.empty()) baseline_bits = bits;
+                CHECK(bits == baseline_bits);
             }
         }
     }
