@@ -1,5 +1,6 @@
 // `graphrun check`: parse, validate, place and plan; print nodes, outputs, the
 // static peak and the close growth.
+#include <algorithm>
 #include <array>
 #include <charconv>
 #include <cstdint>
@@ -67,10 +68,12 @@ class PieceWriter {
     }
 
   private:
-    // Room for n more bytes in this piece (a line longer than the slack too).
+    // Room for n more bytes in this piece (a line longer than the slack
+    // too: a node of a million inputs is one line, so the piece at least
+    // doubles, or such a line would be copied once per input).
     void room(size_t n) {
         if (n <= buf_.size() - used_) return;
-        std::string bigger(std::max(kListingPiece + kSlack, used_ + n), ' ');
+        std::string bigger(std::max({kListingPiece + kSlack, 2 * buf_.size(), used_ + n}), ' ');
         std::memcpy(bigger.data(), buf_.data(), used_);
         buf_ = std::move(bigger);
     }

@@ -167,6 +167,20 @@ def a_20mb_name_is_not_echoed_whole():
         expect(re.search(rb"\.\.\.\(200000\d\d bytes\)\.\.\.", err), f"{f}: the cut does not say the length: {err[:600]!r}")
 
 
+@test
+def a_node_line_of_megabytes_is_listed_in_linear_time():
+    # check's listing writes a node's inputs on its one line: 300,000 inputs
+    # of 16-byte names make a 5.4 MB line, more than a listing piece, which
+    # must grow by doubling (growing it per input took minutes).
+    n = 300_000
+    name = "abcdefghijklmnop"
+    write("wide.graph", f"{name} = ones([1])\ny = concat({', '.join([name] * n)}, axis=0)\noutput y\n")
+    code, out, err = run("check", "wide.graph", timeout=60)
+    expect(code == 0, f"exit {code}: {err[-300:]!r}")
+    line = next((l for l in out.split(b"\n") if l.lstrip().startswith(b"y ")), b"")
+    expect(line.count(name.encode()) == n, f"the concat's line lists {line.count(name.encode())} inputs, not {n}")
+
+
 # --- ONNX names with any bytes, and the warning cap ---
 
 def onnx_model(name, nodes, inputs, outputs, replace=()):
