@@ -38,6 +38,15 @@ bool layout_free(const Graph& g, const Node& n) {
 
 size_t mark_channels_last(Graph& g, RunsChannelsLast runs_channels_last) {
     const size_t n = g.nodes.size();
+    // Without a conv there is no chain to keep, and most graphs end here,
+    // before the passes below (18M instructions for 100,000 nodes of
+    // `x = x + 1`, on the way to check's first byte out).
+    bool any_conv = false;
+    for (Node& v : g.nodes) {
+        any_conv = any_conv || v.op == OpKind::Conv;
+        v.channels_last = false;
+    }
+    if (!runs_channels_last || !any_conv) return 0;
     NodeBlocks blocks = node_blocks(g);
     const std::vector<int32_t>& block = blocks.block;
     const std::vector<bool>& pinned = blocks.pinned;
