@@ -8,6 +8,7 @@
 #include <exception>
 #include <iomanip>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <ostream>
 #include <sstream>
 #include <string>
@@ -33,6 +34,88 @@ constexpr size_t kParallelListingNodes = 20000;
 // 100 MB, which one string growing by doubling would copy and hold twice
 // (a JSON graph's places, its pointers, are longer than any estimate).
 constexpr size_t kListingPiece = size_t{1} << 20;
+
+// The JSON pointers of a big JSON graph's nodes, found on a second core while
+// this one validates, places and fuses the graph. Found by the listing, they
+// cost about as much as the plan that runs beside it (80M instructions per
+// 100,000 nodes), so they were on the path to the first byte out, and made
+// a JSON graph slower to check than the same graph as text. A node whose
+// place is not in the table (one made after parsing, or one whose index
+// changed) is found by the finder, as before.
+class PlaceTable {
+  public:
+    PlaceTable() = default;
+    PlaceTable(const PlaceTable&) = delete;
+    PlaceTable& operator=(const PlaceTable&) = delete;
+    ~PlaceTable() { wait(); }
+
+    // Reads the places of lg's nodes, for a well-formed JSON graph of
+    // kParallelListingNodes nodes or more, and finds their pointers on a
+    // thread of its own. lg must outlive the table.
+    void start(const LoadedGraph& lg) {
+        if (!lg.json || lg.diag.has_errors() || lg.graph.nodes.size() < kParallelListingNodes) return;
+        try {
+            offsets_.reserve(lg.graph.nodes.size());
+            for (const Node& n : lg.graph.nodes)
+                offsets_.push_back(n.loc.in_json() && n.loc.pointer.empty() ? n.loc.json_offset() : kNone);
+            worker_ = std::jthread([this, text = std::string_view(lg.source)] { find(text); });
+        } catch (...) {
+            // No memory or no thread for it: the listing finds them.
+            offsets_.clear();
+        }
+    }
+
+    // Node `id`'s pointer, when the table holds its place `loc`.
+    std::optional<std::string_view> pointer(size_t id, const Loc& loc) {
+        wait();
+        if (!found_ || id >= offsets_.size() || !loc.in_json() || !loc.pointer.empty() ||
+            offsets_[id] != loc.json_offset())
+            return std::nullopt;
+        const uint32_t begin = id == 0 ? 0 : ends_[id - 1];
+        return std::string_view(text_).substr(begin, ends_[id] - begin);
+    }
+
+  private:
+    static constexpr uint32_t kNone = UINT32_MAX;
+
+    // In the nodes' order: a node, then the literal input it made, is the
+    // order the finder scans forward in (json_pointer.h).
+    void find(std::string_view text) {
+        try {
+            JsonPointerFinder finder(text);
+            ends_.reserve(offsets_.size());
+            text_.reserve(offsets_.size() * 18);  // "/nodes/123456" and "/nodes/123456/inputs/1"
+            for (uint32_t off : offsets_) {
+                if (off != kNone) text_ += finder.pointer_at(off);
+                if (text_.size() > UINT32_MAX) return;  // deep places' pointers: the finder finds them
+                ends_.push_back(static_cast<uint32_t>(text_.size()));
+            }
+            found_ = true;
+        } catch (...) {
+            found_ = false;  // no memory: the listing finds them
+        }
+    }
+
+    void wait() {
+        if (worker_.joinable()) worker_.join();
+    }
+
+    std::vector<uint32_t> offsets_;  // each node's place as parsed, kNone for none in the text
+    std::vector<uint32_t> ends_;     // where each node's pointer ends in text_
+    std::string text_;
+    bool found_ = false;
+    std::jthread worker_;
+};
+
+// A node's place: from the table, else from the finder. Valid until the next call.
+struct Places {
+    PlaceTable& table;
+    JsonPointerFinder& finder;
+    std::string_view pointer(size_t id, const Loc& loc) {
+        if (std::optional<std::string_view> p = table.pointer(id, loc)) return *p;
+        return finder.pointer(loc);
+    }
+};
 
 // The listing's text in pieces of about kListingPiece bytes, written through
 // a cursor into a buffer already sized: a node line is about twenty short
@@ -92,7 +175,7 @@ class PieceWriter {
 // The header and the nodes section of the text listing: all of it that does
 // not depend on the plan, so that it can be rendered while the plan compiles.
 // In pieces of about kListingPiece bytes, written one after the other.
-std::vector<std::string> render_listing(const Graph& g, JsonPointerFinder& places) {
+std::vector<std::string> render_listing(const Graph& g, Places& places) {
     std::vector<std::string> pieces;
     // Names may hold any bytes: shown as a terminal may show them (output_text.h).
     std::string scratch;
@@ -205,7 +288,7 @@ std::vector<std::string> render_listing(const Graph& g, JsonPointerFinder& place
                 char* end = std::to_chars(colon + 1, at + sizeof at, n.loc.col).ptr;
                 out.put(std::string_view(at, static_cast<size_t>(end - at)));
             } else {
-                out.put(places.pointer(n.loc));
+                out.put(places.pointer(static_cast<size_t>(s.index), n.loc));
             }
             for (size_t k = 0; k < n.inputs.size(); ++k) {
                 out.put(k == 0 ? "  <- " : ", ");
@@ -269,7 +352,7 @@ void print_text_tail(const Graph& g, const Plan& plan, std::ostream& out) {
     }
 }
 
-void print_json(const Graph& g, const Plan& plan, JsonPointerFinder& places, std::ostream& out) {
+void print_json(const Graph& g, const Plan& plan, Places& places, std::ostream& out) {
     nlohmann::ordered_json doc;
     doc["file"] = g.file;
     doc["format"] = g.from_onnx ? "onnx" : g.from_json ? "json" : "text";
@@ -301,7 +384,7 @@ void print_json(const Graph& g, const Plan& plan, JsonPointerFinder& places, std
             j["column"] = n.loc.col;
         } else {
             j["line"] = nullptr;
-            j["pointer"] = places.pointer(n.loc);
+            j["pointer"] = places.pointer(i, n.loc);
         }
         if (n.repeat >= 0) j["repeat"] = n.repeat;
         nodes.push_back(std::move(j));
@@ -364,6 +447,8 @@ int check_command(const CheckOptions& opts, std::ostream& out, std::ostream& err
     };
     PrepareOptions engine = opts.engine;
     engine.refuse_over_limit = false;  // check lists the static peak; only run refuses it
+    PlaceTable table;
+    engine.on_parsed = [&table](const LoadedGraph& lg) { table.start(lg); };
     PrepareResult pr = load_and_place(opts.file, engine, err);
     if (pr.error) {
         // A --fetch mistake is reported on stderr only, as a usage error.
@@ -372,7 +457,8 @@ int check_command(const CheckOptions& opts, std::ostream& out, std::ostream& err
     }
     Prepared& p = pr.prepared;
     const Graph& g = p.graph();
-    JsonPointerFinder places = json_places(*p.loaded);
+    JsonPointerFinder finder = json_places(*p.loaded);
+    Places places{table, finder};
     std::optional<Error> plan_error;
     std::vector<std::string> listing;
     if (opts.format == Format::Text) {

@@ -155,6 +155,54 @@ def check_listing_of_a_large_graph_matches_its_json():
 
 
 @test
+def check_lists_the_places_of_a_large_json_graph():
+    # From 20,000 nodes on, a JSON graph's pointers are found on a second
+    # thread while the graph is validated, and the listing takes them from
+    # that table. Each listed place must be the one written here: nodes in
+    # repeat bodies, literal inputs (numbers and "inf"), members in an
+    # unusual order, the spacing of two indents.
+    nodes, want = [], []
+    body_ops = [("add", 1), ("mul", 2.5), ("sub", "inf")]
+    for i in range(2400):
+        if i % 7 == 3:
+            body = []
+            for j, (op, lit) in enumerate(body_ops):
+                body.append({"inputs": ["x", lit], "op": op, "name": "x"})
+                want += [f"/nodes/{i}/body/{j}/inputs/1", f"/nodes/{i}/body/{j}"]
+            nodes.append({"body": body, "repeat": 2})
+        elif i == 0:
+            nodes.append({"name": "x", "op": "zeros", "attrs": {"shape": [2]}})
+            want.append("/nodes/0")
+        else:
+            lit = i % 5 + 0.5 if i % 2 else -1
+            nodes.append({"op": "add", "inputs": [lit, "x"], "name": "x"})
+            want += [f"/nodes/{i}/inputs/0", f"/nodes/{i}"]
+    doc = {"graphrun": 1, "nodes": nodes, "outputs": ["x"]}
+    # Several nodes share each array: 2400 items are over 20,000 nodes only
+    # with the repeats' literals, so pad with single-node items until then.
+    pad = (20500 - len(want) + 1) // 2
+    for k in range(pad):
+        i = len(nodes)
+        nodes.append({"name": "x", "op": "add", "inputs": ["x", k % 3]})
+        want += [f"/nodes/{i}/inputs/1", f"/nodes/{i}"]
+    text = json.dumps(doc, indent=1 if pad % 2 else None, separators=(",", ": "))
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "big.json")
+        with open(path, "w") as f:
+            f.write(text)
+        code, out, err = run("check", path)
+        expect(code == 0, err)
+        listing = out.split("\nnodes:\n", 1)[1].split("\n\noutputs:\n", 1)[0].splitlines()
+        got = [line.split()[4] for line in listing if line.split()[0] not in ("repeat", "}")]
+        expect(len(got) == len(want) and len(want) > 20000, (len(got), len(want)))
+        bad = [(k, g, w) for k, (g, w) in enumerate(zip(got, want)) if g != w]
+        expect(not bad, bad[:5])
+        js = check_json(path)
+        got = [n["pointer"] for n in js["nodes"]]
+        expect(sorted(got) == sorted(want), "the JSON report's pointers differ from the nodes' places")
+
+
+@test
 def convert_round_trips_through_the_binary():
     with tempfile.TemporaryDirectory() as tmp:
         for path in examples(".graph"):

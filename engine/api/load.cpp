@@ -66,7 +66,8 @@ void refuse_bindings(LoadedGraph& lg, const ShapeBindings& shapes) {
 
 void parse_and_validate(LoadedGraph& lg, const InputLimits& limits = {},
                         const std::vector<PredeclaredName>& predeclared = {}, std::string_view bare_name = {},
-                        uint32_t first_line = 1, const ShapeBindings& shapes = {}) {
+                        uint32_t first_line = 1, const ShapeBindings& shapes = {},
+                        const OnParsed& on_parsed = {}) {
     // A binary model has no lines to show under a message.
     lg.diag = Diagnostics(lg.display, lg.onnx ? std::string_view() : std::string_view(lg.source));
     lg.diag.set_first_line(first_line);
@@ -97,6 +98,7 @@ void parse_and_validate(LoadedGraph& lg, const InputLimits& limits = {},
     // Constants held in a side file (const(file=, key=)), relative to the script.
     if (!lg.onnx) resolve_const_files(lg.graph, lg.diag, lg.path, limits.memory_limit, &lg.side_files);
     if (stop_requested(lg)) return;
+    if (on_parsed) on_parsed(lg);
     validate(lg.graph, lg.diag);
     stop_requested(lg);
 }
@@ -127,7 +129,7 @@ std::unique_ptr<LoadedGraph> load_statements(const std::string& display, std::st
 }
 
 std::unique_ptr<LoadedGraph> load_graph(const std::string& path, const InputLimits& limits,
-                                        const ShapeBindings& shapes) {
+                                        const ShapeBindings& shapes, const OnParsed& on_parsed) {
     auto lg = std::make_unique<LoadedGraph>();
     lg->path = path;
     lg->display = path == "-" ? "<stdin>" : path;
@@ -180,7 +182,7 @@ std::unique_ptr<LoadedGraph> load_graph(const std::string& path, const InputLimi
     }
     lg->onnx = onnx;
     lg->json = !lg->onnx && looks_like_json(path, lg->source);
-    parse_and_validate(*lg, limits, {}, {}, 1, shapes);
+    parse_and_validate(*lg, limits, {}, {}, 1, shapes, on_parsed);
     return lg;
 }
 

@@ -1,5 +1,6 @@
 // Reads a graph file (or standard input), picks the front end, and validates.
 #pragma once
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -40,12 +41,18 @@ bool looks_like_json(const std::string& path, const std::string& source);
 // A file is an ONNX model when its name ends in .onnx.
 bool looks_like_onnx(const std::string& path);
 
+// Called on the loading thread once the file is parsed, before validation
+// (check starts finding a big JSON graph's places on a second core then). The
+// graph's nodes and places and the source may be read, not kept: validation
+// goes on to change the nodes.
+using OnParsed = std::function<void(const LoadedGraph&)>;
+
 // Reads, parses and validates `path`. Never throws; errors are in the result's
 // diagnostics. Returned by pointer so that the diagnostics' view of the
 // source stays valid. `shapes` binds an ONNX model's free input dimensions;
 // binding one a file does not have is a usage error (LoadedGraph::diag.usage()).
 std::unique_ptr<LoadedGraph> load_graph(const std::string& path, const InputLimits& limits = {},
-                                        const ShapeBindings& shapes = {});
+                                        const ShapeBindings& shapes = {}, const OnParsed& on_parsed = {});
 // The same for text already in memory (tests, fuzzing).
 std::unique_ptr<LoadedGraph> load_graph_source(const std::string& display, std::string source, bool json,
                                                const InputLimits& limits = {});

@@ -70,7 +70,7 @@ void add_feed_shapes(PrepareOptions& opts, const FeedOptions& feeds) {
 }
 
 PrepareResult load_and_place(const std::string& path, const PrepareOptions& opts, std::ostream& err) {
-    return load_and_place(load_graph(path, {}, opts.shapes), opts, err);
+    return load_and_place(load_graph(path, {}, opts.shapes, opts.on_parsed), opts, err);
 }
 
 PrepareResult load_and_place(std::unique_ptr<LoadedGraph> loaded, const PrepareOptions& opts, std::ostream& err) {
@@ -154,7 +154,7 @@ PrepareResult prepare(const std::string& path, const PrepareOptions& opts, std::
     // A const's array file is read within the memory limit the run will have.
     InputLimits limits;
     if (opts.refuse_over_limit) limits.memory_limit = opts.memory_limit ? opts.memory_limit : default_cpu_memory_limit();
-    return prepare(load_graph(path, limits, opts.shapes), opts, err);
+    return prepare(load_graph(path, limits, opts.shapes, opts.on_parsed), opts, err);
 }
 
 PrepareResult prepare(std::unique_ptr<LoadedGraph> lg, const PrepareOptions& opts, std::ostream& err) {

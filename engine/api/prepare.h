@@ -38,6 +38,8 @@ struct PrepareOptions {
     uint64_t memory_limit = 0;  // per device; 0: the default (90% of available memory on the CPU)
     // The devices placement may use; null: what the CUDA plugin offers (device_availability()).
     const DeviceAvailability* devices = nullptr;
+    // Called once the file is parsed, before validation (load.h's OnParsed).
+    OnParsed on_parsed;
 };
 
 // A loaded, placed and planned graph.
