@@ -175,6 +175,8 @@ class JVal {
     JRange items() const;
 
     const Document& doc() const { return *doc_; }
+    // Its record in doc().values (a Redirect's target).
+    uint32_t index() const { return index_; }
 
   private:
     const Document* doc_;
