@@ -66,7 +66,7 @@ class StridedCopyKernel final : public KernelBase {
                     return;
                 }
                 for (int64_t j = b; j < e; ++j) copy(1, src + j * stride_[0], dst + j * block_[0]);
-            });
+            }, cold_rows(in[0], size_[0]));
             return "";
         });
     }

@@ -105,7 +105,7 @@ class LayerNormKernel final : public KernelBase {
                 for (int64_t r = lo; r < hi; ++r)
                     normalize_row(x + r * len, scale, bias, o + r * len, len, eps);
             });
-        });
+        }, cold_rows(in[0], p.rows));
         return "";
     }
 

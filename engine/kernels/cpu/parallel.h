@@ -14,6 +14,16 @@ namespace graphrun::kernels {
 // nanoseconds. body must not throw.
 // cold_below: a job of fewer elements does not wake sleeping workers
 // (ThreadPool::parallel_for); 0 for a job that always does.
+// The cold_below for a job of `items` over input `x`: all of them when x is
+// under kColdBytes (it then runs on the caller alone if the workers sleep),
+// none otherwise. Between two BLAS or oneDNN calls the workers have gone to
+// sleep while the library's own threads still spin: a woken worker of ours
+// shares a core with one of them, slower than the caller alone.
+constexpr int64_t kColdBytes = int64_t{2} << 20;
+inline int64_t cold_rows(const TensorRef& x, int64_t items) {
+    return x.numel * static_cast<int64_t>(dtype_size(x.dtype)) < kColdBytes ? items + 1 : 0;
+}
+
 template <class Body>
 inline void parallel_for(const KernelContext& ctx, int64_t n, int64_t grain, const Body& body,
                          int64_t cold_below = 0) {

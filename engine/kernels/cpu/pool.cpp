@@ -174,9 +174,6 @@ void max_row(T* o, const T* r, int64_t n, int64_t stride) {
     max_into(o, r, n, stride);
 }
 
-// A pool reading fewer bytes runs on the calling thread when the workers sleep.
-constexpr int64_t kColdBytes = int64_t{2} << 20;
-
 // The window pixels max_pool's channels-last pass gathers before it folds them.
 constexpr int kMaxWindow = 64;
 
@@ -218,18 +215,17 @@ class PoolKernel final : public KernelBase {
         T* y = static_cast<T*>(out.data);
         const int64_t planes = g_.batch * g_.channels, ip = g_.in_plane(), op = g_.out_plane();
         const int64_t grain = std::max<int64_t>(1, 16384 / std::max<int64_t>(ip, 1));
-        // An input under kColdBytes wakes no sleeping worker, as a concat or
-        // a cheap elementwise op: a pool between two oneDNN convs found the
-        // workers asleep and oneDNN's OpenMP thread still spinning, and the
-        // woken worker shared a core with it.
-        const bool cold = in[0].numel * static_cast<int64_t>(sizeof(T)) < kColdBytes;
+        // An input under kColdBytes wakes no sleeping worker (parallel.h), as a
+        // concat or a cheap elementwise op: a pool between two oneDNN convs
+        // found the workers asleep and oneDNN's OpenMP thread still spinning,
+        // and the woken worker shared a core with it.
         if (nhwc_) {
             // Channels-last (the layout pass): one output row of pixels per task.
             const int64_t rows = g_.batch * g_.out[0];
             const int64_t row_elems = std::max<int64_t>(1, g_.out[1] * g_.channels);
             parallel_for(ctx, rows, std::max<int64_t>(1, 16384 / row_elems), [&](int64_t b, int64_t e) {
                 for (int64_t r = b; r < e; ++r) max_row_nhwc(x, y, r);
-            }, cold ? rows + 1 : 0);
+            }, cold_rows(in[0], rows));
             return "";
         }
         parallel_for(ctx, planes, grain, [&](int64_t b, int64_t e) {
@@ -243,7 +239,7 @@ class PoolKernel final : public KernelBase {
                     for (int64_t i = b; i < e; ++i) plane(x + i * ip, y + i * op);
                 });
             }
-        }, cold ? planes + 1 : 0);
+        }, cold_rows(in[0], planes));
         return "";
     }
 

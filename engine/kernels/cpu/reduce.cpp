@@ -462,7 +462,7 @@ class SoftmaxKernel final : public KernelBase {
                              [=](int64_t lo, int64_t hi) {
                                  for (int64_t row = lo; row < hi; ++row)
                                      contiguous_slice(x + row * len, o + row * len, len, log);
-                             });
+                             }, cold_rows(in[0], s_.outer));
                 return "";
             }
         }
