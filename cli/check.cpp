@@ -21,6 +21,7 @@
 #include "engine/api/output_text.h"
 #include "engine/api/prepare.h"
 #include "engine/api/units.h"
+#include "engine/base/interrupt.h"
 
 namespace graphrun::cli {
 
@@ -86,6 +87,8 @@ class PlaceTable {
             ends_.reserve(offsets_.size());
             text_.reserve(offsets_.size() * 18);  // "/nodes/123456" and "/nodes/123456/inputs/1"
             for (uint32_t off : offsets_) {
+                // A signal stops check while it validates: this thread is joined on the way out.
+                if ((ends_.size() & 4095) == 0 && interrupted()) return;
                 if (off != kNone) text_ += finder.pointer_at(off);
                 if (text_.size() > UINT32_MAX) return;  // deep places' pointers: the finder finds them
                 ends_.push_back(static_cast<uint32_t>(text_.size()));
