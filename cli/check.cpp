@@ -18,10 +18,10 @@
 
 #include "cli/app.h"
 #include "cli/commands.h"
+#include "engine/api/interrupt.h"
 #include "engine/api/output_text.h"
 #include "engine/api/prepare.h"
 #include "engine/api/units.h"
-#include "engine/base/interrupt.h"
 
 namespace graphrun::cli {
 
