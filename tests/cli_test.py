@@ -876,6 +876,31 @@ def openmp_workers_spin_briefly_unless_the_user_says():
 
 
 @test
+def a_cpu_only_run_does_not_load_the_cuda_plugin():
+    """With --device=cpu and no node naming a GPU, placement asks nothing about
+    GPUs, so the CUDA plugin (and cuBLAS behind it) is not loaded: glibc's
+    LD_DEBUG=files lists every object the loader opens. A node that names a GPU
+    still has it probed, and the default device (auto) still looks for one."""
+    def loads_plugin(args, source=None):
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "g.graph")
+            with open(path, "w") as f:
+                f.write(source or "x = ones([2])\ny = x + 1\n")
+            p = subprocess.run([BIN, "run", *args, path], capture_output=True, text=True, timeout=60,
+                               env=dict(os.environ, LD_DEBUG="files"))
+            expect(p.returncode == 0, p.stderr)
+            expect("[2. 2.]" in p.stdout, p.stdout)
+            return "libgraphrun_cuda" in p.stderr
+    if not loads_plugin([]):
+        print("     (skipped: the default run loads no CUDA plugin here: built without CUDA)")
+        return
+    expect(not loads_plugin(["--device=cpu"]), "--device=cpu loaded the CUDA plugin")
+    expect(not loads_plugin(["--device=cpu:0"]), "--device=cpu:0 loaded the CUDA plugin")
+    expect(loads_plugin(["--device=cpu"], 'x = ones([2])\nwith device("gpu") {\n  y = x + 1\n}\n'),
+           "a node in a with device(\"gpu\") block did not have the GPU probed")
+
+
+@test
 def cmake_install_puts_the_man_page_where_man_finds_it():
     build = os.path.dirname(os.path.abspath(BIN))
     if not os.path.exists(os.path.join(build, "CMakeCache.txt")) or \
