@@ -41,8 +41,8 @@ void add_fuse_option(CLI::App* cmd, PrepareOptions& p) {
     cmd->add_flag_function(
         "--no-fuse", [&p](int64_t) { p.fuse = false; },
         "do not fuse conv/matmul/gemm with the batch_norm, bias, residual add and activation after them "
-        "(default: fused into one CPU kernel each; graph mode only), nor keep conv outputs channels-last "
-        "between oneDNN convs");
+        "(default: fused into one CPU kernel each; graph mode only), nor take apart a concat that only a pool "
+        "or conv reads, nor keep conv outputs channels-last between oneDNN convs");
 }
 
 // --dim=NAME=N and --input-shape=NAME=AxBxC bind an ONNX model's free input

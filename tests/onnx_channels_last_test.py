@@ -91,8 +91,9 @@ def build_fire():
     cat = net.op("Concat", [e1, e3, e5], lambda a, b, c: np.concatenate([a, b, c], axis=1), axis=1)
     p2 = net.op("MaxPool", [cat], lambda a: pool_ref(a, 2, 2, 0, ceil=True), kernel_shape=[2, 2],
                 strides=[2, 2], ceil_mode=1)
-    y = net.relu(net.conv(p2, 45, 16, 1, pad=0, bias=True))
-    names.update(stem=stem, p1=p1, pb=pb, sq=sq, e1=e1, e3=e3, e5=e5, cat=cat, p2=p2, y=y)
+    last = net.conv(p2, 45, 16, 1, pad=0, bias=True)
+    y = net.relu(last)
+    names.update(stem=stem, p1=p1, pb=pb, sq=sq, e1=e1, e3=e3, e5=e5, cat=cat, p2=p2, last=last, y=y)
     return net.model([y], "channels_last_fire"), names, net.vals
 
 
@@ -102,7 +103,12 @@ def fire_main(dnnl):
     onnx.save(model.proto, path)
     np.save(os.path.join(TMP, "fire_x.npy"), model.feeds["x"])
     feeds = [f"--input=x=@{os.path.join(TMP, 'fire_x.npy')}"]
-    everything = [names[k] for k in ("stem", "p1", "pb", "sq", "e1", "e3", "e5", "cat", "p2")]
+    # The fusion pass takes the concat apart (engine/plan/fuse.h): the pool
+    # pools each of its three inputs, and the last conv is a conv of each
+    # pooled part, summed (the first sum a conv with the residual of its own).
+    # All of it stays channels-last.
+    everything = [names[k] for k in ("stem", "p1", "pb", "sq", "e1", "e3", "e5")] + \
+        [f"{names['p2']}.part{i}" for i in range(3)] + [f"{names['last']}.part1", f"{names['last']}.part1_sum"]
     runs = [("fire default", (), None, everything),
             ("fire --no-fuse", ("--no-fuse",), None, []),
             ("fire GRAPHRUN_NO_DNNL=1", (), NO_DNNL, []),

@@ -111,7 +111,7 @@ public:
         for (const Node& n : g_.nodes) {
             const OpKind k = n.op;
             any |= k == OpKind::Conv || k == OpKind::Matmul || k == OpKind::Gemm || k == OpKind::Erf ||
-                   k == OpKind::Tanh;
+                   k == OpKind::Tanh || k == OpKind::MaxPool || k == OpKind::AvgPool;
         }
         if (!any) return stats_;
         index();
@@ -123,12 +123,17 @@ public:
         // gelu node, which a matmul chain can then take as its activation.
         for (size_t id = 0; id < original_; ++id) try_gelu(static_cast<NodeId>(id));
         if (!gelu_parts_.empty()) recount();
-        for (size_t id = 0; id < original_; ++id) try_chain(static_cast<NodeId>(id));
+        // A pool of a concat along the channels pools each input instead, and
+        // a conv of such a concat becomes a conv of each input, summed: the
+        // concat leaves (SqueezeNet's fire modules; Inception's blocks).
+        const bool split = split_concats();
+        if (split) recount();
+        for (size_t id = 0; id < g_.nodes.size(); ++id) try_chain(static_cast<NodeId>(id));
         // A matmul no chain took still lists the transposes it took in, and a
         // gelu no chain took the ops it replaced.
         list_only(absorbed_, true);
         list_only(gelu_parts_, false);
-        if (stats_.fused == 0) return stats_;
+        if (stats_.fused == 0 && !split) return stats_;
         drop_unread_constants();
         compact();
         return stats_;
@@ -224,29 +229,189 @@ private:
                         NodeId before) {
         Node n;
         n.op = OpKind::Const;
-        n.generated = true;
-        n.valid = true;
+        make_generated_like(n, like, std::move(name));
         n.host_literal = true;
         n.dtype = like.dtype;
-        n.repeat = like.repeat;
         n.shape = shape;
-        n.placed = like.placed;
-        n.name = std::move(name);
-        n.loc = like.loc;
         std::vector<Attr> dims;
         for (int64_t d : shape) dims.push_back(Attr::integer(d));
         n.attrs.push_back(NamedAttr{"shape", Attr::make_list(std::move(dims)), {}});
         n.attrs.push_back(NamedAttr{"dtype", Attr::ident(dtype_name(like.dtype)), {}});
         n.literal = std::move(bytes);
+        return add_node(std::move(n), before);
+    }
+
+    // A new node, placed in the program just before `before` (or before the
+    // node that one was made to precede, when it is new too).
+    NodeId add_node(Node n, NodeId before) {
+        if (static_cast<size_t>(before) >= original_) before = anchor_[static_cast<size_t>(before) - original_];
         const auto id = static_cast<NodeId>(g_.nodes.size());
+        const int32_t block = block_[static_cast<size_t>(before)];
         g_.nodes.push_back(std::move(n));
         readers_.push_back(0);
         reader_.push_back(kNoNode);
-        block_.push_back(block_[static_cast<size_t>(before)]);
+        block_.push_back(block);
         pinned_.push_back(false);
         removed_.push_back(false);
         inserted_.emplace_back(id, before);
+        anchor_.push_back(before);
         return id;
+    }
+
+    // A node like `like` (its dtype, device, repeat and location) computing
+    // `op` of `inputs`, of `shape`, named `name`, just before `before`.
+    NodeId add_like(const Node& like, OpKind op, std::vector<NamedAttr> attrs, Inputs inputs, Shape shape,
+                    std::string name, NodeId before) {
+        Node n;
+        n.op = op;
+        make_generated_like(n, like, std::move(name));
+        n.dtype = like.dtype;
+        n.attrs = std::move(attrs);
+        n.inputs = std::move(inputs);
+        n.shape = std::move(shape);
+        return add_node(std::move(n), before);
+    }
+
+    static int64_t int_attr(const Node& n, std::string_view name, int64_t def) {
+        const NamedAttr* a = n.find_attr(name);
+        return a && a->value.kind == Attr::Kind::Number && a->value.is_int ? a->value.i : def;
+    }
+
+    // Whether `k` is a concat along axis 1 (the channels) of two or more
+    // inputs, of rank 3 or more, that `reader` alone reads, in its block, and
+    // that may leave the graph: it is no output and no carried value.
+    bool channel_concat(NodeId k, NodeId reader) const {
+        const auto i = static_cast<size_t>(k);
+        const Node& c = g_.node(k);
+        const size_t rank = c.shape.size();
+        if (c.op != OpKind::Concat || pinned_[i] || removed_[i] || readers_[i] != 1 || reader_[i] != reader ||
+            block_[i] != block_[static_cast<size_t>(reader)] || !fusable(c) || rank < 3 || c.inputs.size() < 2 ||
+            c.inputs.size() > kMaxConcatParts)
+            return false;
+        const int64_t axis = int_attr(c, "axis", 0);
+        if (axis != 1 && axis != 1 - static_cast<int64_t>(rank)) return false;
+        int64_t channels = 0;
+        for (const Input& in : c.inputs) {
+            if (in.id < 0) return false;
+            const Node& a = g_.node(in.id);
+            if (!a.valid || a.dtype != c.dtype || a.shape.size() != rank || a.shape[1] <= 0) return false;
+            for (size_t d = 0; d < rank; ++d)
+                if (d != 1 && a.shape[d] != c.shape[d]) return false;
+            channels += a.shape[1];
+        }
+        return channels == c.shape[1];
+    }
+
+    // Concats the pool and conv rewrites below take apart, at most this many inputs each.
+    static constexpr size_t kMaxConcatParts = 16;
+
+    // Returns whether it changed the graph (then the readers are stale).
+    bool split_concats() {
+        bool changed = false;
+        // pool(concat(a, b, ...)) -> concat(pool(a), pool(b), ...): a pool works
+        // channel by channel, and the concat then copies the pooled (smaller) values.
+        for (size_t id = 0; id < original_; ++id) {
+            const auto p_id = static_cast<NodeId>(id);
+            const Node& p = g_.node(p_id);
+            if ((p.op != OpKind::MaxPool && p.op != OpKind::AvgPool) || p.inputs.size() != 1 ||
+                block_[id] == kNoBlock || removed_[id] || !fusable(p) || p.inputs[0].id < 0 ||
+                !channel_concat(p.inputs[0].id, p_id))
+                continue;
+            const NodeId k_id = p.inputs[0].id;
+            const Node like = p;  // add_like grows the node list
+            const Node concat = g_.node(k_id);
+            Inputs parts;
+            for (size_t j = 0; j < concat.inputs.size(); ++j) {
+                const Input& in = concat.inputs[j];
+                Shape shape = like.shape;
+                shape[1] = g_.node(in.id).shape[1];
+                Inputs x;
+                x.push_back(Input{in.id, like.inputs[0].loc});
+                const NodeId q = add_like(like, like.op, like.attrs, std::move(x), std::move(shape),
+                                          std::string(like.display()) + ".part" + std::to_string(j), p_id);
+                parts.push_back(Input{q, in.loc});
+            }
+            Node& n = g_.node(p_id);
+            n.op = OpKind::Concat;
+            n.attrs = concat.attrs;
+            n.inputs = std::move(parts);
+            n.weak = false;
+            removed_[static_cast<size_t>(k_id)] = true;
+            changed = true;
+        }
+        if (changed) recount();
+        // conv(concat(a, b, ...), w, bias) -> conv(a, w_a) + conv(b, w_b, bias) + ...,
+        // w_a, w_b the slices of w along its input channels: the sum fuses as
+        // the residual of the next conv. Not where the conv's output is larger
+        // than the concat (the partial sums would hold more than the concat
+        // did), nor before a batch_norm that folds into the whole conv.
+        for (size_t id = 0; id < original_; ++id) {
+            const auto c_id = static_cast<NodeId>(id);
+            const Node& c = g_.node(c_id);
+            if (c.op != OpKind::Conv || (c.inputs.size() != 2 && c.inputs.size() != 3) || block_[id] == kNoBlock ||
+                removed_[id] || !fusable(c) || int_attr(c, "group", 1) != 1 || c.inputs[0].id < 0 ||
+                !channel_concat(c.inputs[0].id, c_id))
+                continue;
+            const NodeId k_id = c.inputs[0].id, w_id = c.inputs[1].id;
+            const Node& k = g_.node(k_id);
+            const Node& w = g_.node(w_id);
+            const std::optional<int64_t> wn = checked_numel(w.shape), cn = checked_numel(c.shape),
+                                         kn = checked_numel(k.shape);
+            if (!wn || !cn || !kn || *cn > *kn || *wn == 0 || w.shape.size() != c.shape.size() ||
+                w.shape[1] != k.shape[1] || !is_constant(w_id, c.dtype, *wn))
+                continue;
+            if (const NodeId nx = next_of(c_id); nx != kNoNode && folds(c, g_.node(nx), c_id)) continue;
+            const Node like = c;  // add_like grows the node list
+            const Node concat = k;
+            const std::vector<uint8_t> weights = w.literal;
+            const Shape w_shape = w.shape;
+            const auto m = static_cast<size_t>(w_shape[0]);
+            const size_t elem = dtype_size(like.dtype);
+            const size_t window = static_cast<size_t>(*wn) / m / static_cast<size_t>(w_shape[1]) * elem;
+            const size_t row = static_cast<size_t>(w_shape[1]) * window;  // one output channel's weights
+            const std::string base(like.display());
+            NodeId acc = kNoNode;
+            size_t offset = 0;  // in input channels
+            for (size_t j = 0; j < concat.inputs.size(); ++j) {
+                const NodeId a = concat.inputs[j].id;
+                const auto ci = static_cast<size_t>(g_.node(a).shape[1]);
+                std::vector<uint8_t> slice(m * ci * window);
+                for (size_t o = 0; o < m; ++o)
+                    std::memcpy(slice.data() + o * ci * window, weights.data() + o * row + offset * window,
+                                ci * window);
+                offset += ci;
+                Shape ws = w_shape;
+                ws[1] = static_cast<int64_t>(ci);
+                const std::string part = base + ".part" + std::to_string(j);
+                const NodeId wj = add_constant(like, part + "_weight", ws, std::move(slice), c_id);
+                const bool last = j + 1 == concat.inputs.size();
+                Inputs in;
+                in.push_back(Input{a, like.inputs[0].loc});
+                in.push_back(Input{wj, like.inputs[1].loc});
+                if (last && like.inputs.size() == 3) in.push_back(like.inputs[2]);
+                const NodeId cj = add_like(like, OpKind::Conv, like.attrs, std::move(in), like.shape, part, c_id);
+                if (acc == kNoNode) {
+                    acc = cj;
+                    continue;
+                }
+                Inputs sum;
+                sum.push_back(Input{cj, {}});
+                sum.push_back(Input{acc, {}});
+                if (!last) {
+                    acc = add_like(like, OpKind::Add, {}, std::move(sum), like.shape, part + "_sum", c_id);
+                    continue;
+                }
+                Node& n = g_.node(c_id);  // the last sum keeps the conv's id, name and place
+                n.op = OpKind::Add;
+                n.attrs.clear();
+                n.inputs = std::move(sum);
+                n.weak = false;
+            }
+            unread_.push_back(w_id);
+            removed_[static_cast<size_t>(k_id)] = true;
+            changed = true;
+        }
+        return changed;
     }
 
     void try_chain(NodeId head_id) {
@@ -571,7 +736,8 @@ private:
     // the node that reads it, the rest in their order.
     void compact() {
         std::vector<std::vector<NodeId>> before(original_);
-        for (const auto& [id, at] : inserted_) before[static_cast<size_t>(at)].push_back(id);
+        for (const auto& [id, at] : inserted_)
+            if (!removed_[static_cast<size_t>(id)]) before[static_cast<size_t>(at)].push_back(id);
         stats_.removed += renumber_nodes(g_, original_, before, removed_);
     }
 
@@ -582,7 +748,8 @@ private:
     std::vector<int32_t> block_;    // per node: -1 top level, r repeat r's body, kNoBlock none
     std::vector<bool> pinned_;      // outputs and carried values
     std::vector<bool> removed_;
-    std::vector<std::pair<NodeId, NodeId>> inserted_;  // new constant, the node it goes before
+    std::vector<std::pair<NodeId, NodeId>> inserted_;  // new node, the original node it goes before
+    std::vector<NodeId> anchor_;    // per new node (id - original_): that original node
     std::vector<NodeId> unread_;    // constants a fold or a gelu stopped reading
     std::map<NodeId, std::vector<FusedOp>> gelu_parts_;  // per gelu node made of ops, those ops
     std::map<NodeId, std::vector<FusedOp>> absorbed_;    // per matmul, the transposes it took in

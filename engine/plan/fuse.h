@@ -10,6 +10,17 @@
 // (x/√2 -> erf -> +1 -> ·x·0.5, or the tanh form with 0.044715 and √(2/π))
 // becomes one gelu node, which such a chain can then take as its activation.
 //
+// Before the chains, a concat along the channels (axis 1) that only a pool
+// or a conv reads leaves the graph: max_pool/avg_pool(concat(a, b, ...))
+// becomes concat(pool(a), pool(b), ...) (a pool works channel by channel), and
+// conv(concat(a, b, ...), w, bias) becomes conv(a, w_a) + conv(b, w_b, bias)
+// + ..., w_a, w_b the slices of the constant w along its input channels
+// (group 1), each sum then the residual of the next conv's chain. Not where
+// the conv's output holds more elements than the concat, nor where a
+// batch_norm that folds into the whole conv follows it. The conv's values
+// differ from the unsplit one's by the order of the sums (within the op's
+// tolerance); the pool's are the same.
+//
 // A batch_norm after a conv is folded into new constant weights and bias
 // (w·s and (b − mean)·s + beta, s = scale / sqrt(var + epsilon), computed in
 // double); the old constants that nothing else reads leave the graph, so the

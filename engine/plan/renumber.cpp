@@ -45,4 +45,15 @@ size_t renumber_nodes(Graph& g, size_t original, const std::vector<std::vector<N
     return gone;
 }
 
+void make_generated_like(Node& n, const Node& like, std::string name) {
+    n.generated = true;
+    n.valid = true;
+    n.repeat = like.repeat;
+    n.placed = like.placed;
+    n.device = like.device;
+    n.device_loc = like.device_loc;
+    n.loc = like.loc;
+    n.name = std::move(name);
+}
+
 }  // namespace graphrun

@@ -17,4 +17,8 @@ namespace graphrun {
 size_t renumber_nodes(Graph& g, size_t original, const std::vector<std::vector<NodeId>>& before,
                       const std::vector<bool>& removed);
 
+// Marks `n`, a node a pass made, as generated, valid and named `name`, in
+// `like`'s repeat, on its device (placed and as written) and at its location.
+void make_generated_like(Node& n, const Node& like, std::string name);
+
 }  // namespace graphrun

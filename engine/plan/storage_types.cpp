@@ -46,14 +46,7 @@ class Widener {
 
     // A generated node like `like` (device, block, location) inserted before `at`.
     NodeId add(Node n, const Node& like, NodeId at, std::string name) {
-        n.generated = true;
-        n.valid = true;
-        n.repeat = like.repeat;
-        n.placed = like.placed;
-        n.device = like.device;
-        n.device_loc = like.device_loc;
-        n.loc = like.loc;
-        n.name = std::move(name);
+        make_generated_like(n, like, std::move(name));
         const auto id = static_cast<NodeId>(g_.nodes.size());
         g_.nodes.push_back(std::move(n));
         before_[static_cast<size_t>(at)].push_back(id);

@@ -415,3 +415,104 @@ TEST_CASE("fuse: a transpose of a matmul operand's last two axes becomes its tra
     }
     CHECK(rf.before.at("cpu").peak == f.prepared.plan->static_peak.at("cpu"));
 }
+
+namespace {
+
+// A constant of `shape` whose values vary (not random_uniform: the split
+// takes a conv's weights only from a const).
+std::string const_of(const std::vector<int64_t>& shape, double scale) {
+    int64_t n = 1;
+    std::string dims = "[";
+    for (int64_t d : shape) {
+        n *= d;
+        dims += (dims.size() > 1 ? ", " : "") + std::to_string(d);
+    }
+    std::string v = "[";
+    for (int64_t i = 0; i < n; ++i) v += (i ? ", " : "") + std::to_string(scale * ((i * 7) % 11 - 5));
+    return "const(" + v + "], shape=" + dims + "])";
+}
+
+// SqueezeNet's fire module: two convs of x concatenated along the channels,
+// max-pooled, then the next 1x1 conv (out_channels of them) with a bias and relu.
+std::string fire(int64_t out_channels, const std::string& after_concat = "", const std::string& tail = "y = relu(conv(p, w, cb))\noutput y\n") {
+    return "x = random_uniform([2, 4, 9, 9], seed=1)\n"
+           "a = relu(conv(x, " + const_of({3, 4, 1, 1}, 0.1) + "))\n"
+           "b = relu(conv(x, " + const_of({5, 4, 3, 3}, 0.05) + ", pads=1))\n"
+           "c = concat(a, b, axis=1)\n" + after_concat +
+           "p = max_pool(c, kernel_shape=[3, 3], strides=[2, 2])\n"
+           "w = " + const_of({out_channels, 8, 1, 1}, 0.1) + "\n"
+           "cb = " + const_of({out_channels}, 0.02) + "\n" + tail;
+}
+
+size_t count_op(const Graph& g, OpKind op) {
+    size_t k = 0;
+    for (const Node& n : g.nodes) k += n.op == op;
+    return k;
+}
+
+}  // namespace
+
+TEST_CASE("fuse: a pool of a concat pools each input, and a conv of a concat sums a conv of each input") {
+    const std::string src = fire(6);
+    PrepareResult f = prepared(src, true), u = prepared(src, false);
+    const Graph& g = f.prepared.graph();
+    CHECK(count_op(u.prepared.graph(), OpKind::Concat) == 1);
+    CHECK(count_op(g, OpKind::Concat) == 0);  // the concat left
+    CHECK(count_op(g, OpKind::MaxPool) == 2);  // a pool per input
+    CHECK(count_op(g, OpKind::Conv) == 4);     // a, b, and the split conv's two halves
+    for (const Node& n : g.nodes)
+        if (n.op == OpKind::MaxPool) CHECK((n.shape == Shape{2, 3, 4, 4} || n.shape == Shape{2, 5, 4, 4}));
+    const Node* y = find(g, "y");
+    REQUIRE(y);
+    const Epilogue* e = g.epilogue_of(*y);
+    REQUIRE(e);
+    CHECK(e->describe() == "conv + add + relu");
+    CHECK(e->residual >= 0);
+    // The weights split along the input channels: 3 + 5 of the 8.
+    const Node& w0 = g.node(y->inputs[1].id);
+    CHECK(w0.op == OpKind::Const);
+    CHECK((w0.shape == Shape{6, 3, 1, 1} || w0.shape == Shape{6, 5, 1, 1}));
+    for (size_t i = 0; i < g.nodes.size(); ++i)
+        for (const Input& in : g.nodes[i].inputs) CHECK(static_cast<size_t>(in.id) < i);
+    // The split weights are the same bytes as the whole (each buffer rounded up to 64).
+    CHECK(f.prepared.plan->weights.at("cpu") <= u.prepared.plan->weights.at("cpu") + 64);
+    RunResult rf = run_once(f), ru = run_once(u);
+    CHECK(rf.before.at("cpu").peak == f.prepared.plan->static_peak.at("cpu"));
+    const std::vector<float> a = floats(rf.outputs[0]), c = floats(ru.outputs[0]);
+    REQUIRE(a.size() == 2 * 6 * 16);
+    REQUIRE(c.size() == a.size());
+    int positive = 0;
+    for (size_t i = 0; i < a.size(); ++i) {
+        CHECK(a[i] == doctest::Approx(c[i]).epsilon(1e-5).scale(1e-5));
+        positive += a[i] > 0;
+    }
+    CHECK(positive > 20);
+}
+
+TEST_CASE("fuse: a concat stays where its conv's output is larger, a batch_norm folds, or another node reads it") {
+    SUBCASE("the conv's output holds more than the concat: the pools split, the conv does not") {
+        PrepareResult f = prepared(fire(12), true);
+        const Graph& g = f.prepared.graph();
+        CHECK(count_op(g, OpKind::Concat) == 1);  // the pooled values', before the whole conv
+        CHECK(count_op(g, OpKind::MaxPool) == 2);
+        CHECK(count_op(g, OpKind::Conv) == 3);
+    }
+    SUBCASE("a batch_norm after the conv folds into the whole conv") {
+        const std::string bn = "s = " + const_of({6}, 0.1) + "\nm = " + const_of({6}, 0.01) +
+                               "\nv = const([1, 2, 0.5, 1, 1, 2], shape=[6])\n"
+                               "y = relu(batch_norm(conv(p, w, cb), s, cb, m, v))\noutput y\n";
+        PrepareResult f = prepared(fire(6, "", bn), true);
+        const Graph& g = f.prepared.graph();
+        CHECK(count_op(g, OpKind::Conv) == 3);
+        CHECK(count_op(g, OpKind::BatchNorm) == 0);
+        CHECK(g.epilogue_of(*find(g, "y"))->describe() == "conv + batch_norm + relu");
+    }
+    SUBCASE("the concat is fetched, or read twice") {
+        PrepareResult f = prepared(fire(6, "", "y = relu(conv(p, w, cb))\noutput y, c\n"), true);
+        CHECK(count_op(f.prepared.graph(), OpKind::Concat) == 1);
+        CHECK(count_op(f.prepared.graph(), OpKind::MaxPool) == 1);
+        PrepareResult t = prepared(fire(6, "d = relu(c)\n", "y = relu(conv(p, w, cb))\noutput y, d\n"), true);
+        CHECK(count_op(t.prepared.graph(), OpKind::Concat) == 1);
+        CHECK(count_op(t.prepared.graph(), OpKind::MaxPool) == 1);
+    }
+}
