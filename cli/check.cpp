@@ -322,8 +322,10 @@ void print_text_tail(const Graph& g, const Plan& plan, std::ostream& out) {
     bool any_cl = false;  // the layout pass's values (engine/plan/channels_last.h)
     for (const Node& n : g.nodes) {
         if (!n.channels_last) continue;
-        out << (any_cl ? ", " : "\nchannels-last (NHWC between oneDNN convs, max_pools and concats; --no-fuse keeps NCHW):\n  ")
+        out << (any_cl ? ", " : "\nchannels-last (NHWC between oneDNN convs, max_pools and concats, or oneDNN's blocked "
+                                "nChw8c/nChw16c, marked [8]/[16], between convs only; --no-fuse keeps NCHW):\n  ")
             << terminal_text(n.display());
+        if (n.channel_block) out << " [" << int{n.channel_block} << "]";
         any_cl = true;
     }
     if (any_cl) out << "\n";
@@ -403,11 +405,17 @@ void print_json(const Graph& g, const Plan& plan, Places& places, std::ostream& 
         fused.push_back({{"node", n.display()}, {"op", op_name(n.op)}, {"fused", std::move(parts)}});
     }
     doc["fused"] = std::move(fused);
-    // The values held channels-last (NHWC) between the nodes that write and read them (channels_last.h).
+    // The values held channels-last between the nodes that write and read them
+    // (channels_last.h), and each one's layout: "nhwc", "nChw8c" or "nChw16c".
     auto cl = nlohmann::ordered_json::array();
+    auto layouts = nlohmann::ordered_json::object();
     for (const Node& n : g.nodes)
-        if (n.channels_last) cl.push_back(n.display());
+        if (n.channels_last) {
+            cl.push_back(n.display());
+            layouts[n.display()] = n.channel_block == 16 ? "nChw16c" : n.channel_block == 8 ? "nChw8c" : "nhwc";
+        }
     doc["channels_last"] = std::move(cl);
+    doc["channel_layouts"] = std::move(layouts);
     auto ins = nlohmann::ordered_json::array();
     for (const Node& n : g.nodes)
         if (n.op == OpKind::Input)

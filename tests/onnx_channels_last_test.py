@@ -2,11 +2,13 @@
 """The layout pass (issue 25 item 3, engine/plan/channels_last.h) end to end:
 a chain of convs that oneDNN runs channels-last (NHWC) — a 3x3 stem, 1x1 ->
 depthwise 3x3 (stride 2) -> 1x1, a block with a residual add, a strided 3x3,
-20 and 36 channels (not multiples of 16), batch 2, odd sizes — matches the
+20 and 36 channels, batch 2, odd sizes — matches the
 NumPy float64 reference, --no-fuse and GRAPHRUN_NO_DNNL=1 (both NCHW
 throughout); `check` lists the channels-last values (text and JSON), none
 with --no-fuse or without oneDNN; a --fetch'ed value inside the chain stays
-NCHW (and right); each safepoint run peaks at check's static peak, leaks
+NCHW (and right); with channels that are multiples of 8 (24 and 48) or 16
+(16 and 32) the chain is held in one of oneDNN's blocked layouts (nChw8c,
+nChw16c; `check` says which); each safepoint run peaks at check's static peak, leaks
 nothing and holds nothing after teardown.
 
 Usage: onnx_channels_last_test.py GRAPHRUN
@@ -45,19 +47,19 @@ def graphrun(*args, env=None):
     return run_binary(GRAPHRUN, args, env=env, timeout=300)
 
 
-def build():
-    """The chain, the names of its values and every value's float64 reference."""
+def build(c1=20, c2=36):
+    """The chain (c1 and c2 channels), the names of its values and every value's float64 reference."""
     net = onnx_models.Net(seed=7)
     x = net.input("x", net.rng.standard_normal((2, 20, 17, 17)).astype(np.float32))
     names = {}
-    stem = net.relu(net.bn(net.conv(x, 20, 20, 3), 20))
-    a = net.relu6(net.bn(net.conv(stem, 20, 36, 1), 36))
-    b = net.relu6(net.bn(net.conv(a, 36, 36, 3, stride=2, group=36), 36))
-    c = net.bn(net.conv(b, 36, 20, 1), 20)
-    d = net.relu6(net.bn(net.conv(c, 20, 36, 1), 36))
-    e = net.relu6(net.bn(net.conv(d, 36, 36, 3, group=36), 36))
-    f = net.add(net.bn(net.conv(e, 36, 20, 1), 20), c)  # the residual: c is read twice
-    y = net.relu(net.conv(f, 20, 24, 3, stride=2, bias=True))
+    stem = net.relu(net.bn(net.conv(x, 20, c1, 3), c1))
+    a = net.relu6(net.bn(net.conv(stem, c1, c2, 1), c2))
+    b = net.relu6(net.bn(net.conv(a, c2, c2, 3, stride=2, group=c2), c2))
+    c = net.bn(net.conv(b, c2, c1, 1), c1)
+    d = net.relu6(net.bn(net.conv(c, c1, c2, 1), c2))
+    e = net.relu6(net.bn(net.conv(d, c2, c2, 3, group=c2), c2))
+    f = net.add(net.bn(net.conv(e, c2, c1, 1), c1), c)  # the residual: c is read twice
+    y = net.relu(net.conv(f, c1, 24, 3, stride=2, bias=True))
     names.update(stem=stem, a=a, b=b, c=c, d=d, e=e, f=f, y=y)
     return net.model([y], "channels_last_chain"), names, net.vals
 
@@ -155,16 +157,17 @@ def rel_error(got, want):
     return float(np.max(np.abs(got.astype(np.float64) - want)) / max(np.max(np.abs(want)), 1e-30))
 
 
-def main():
-    model, names, refs = build()
-    path = os.path.join(TMP, "chain.onnx")
+def chain_main(dnnl, c1, c2, layouts):
+    """The chain with c1 and c2 channels; layouts: the layouts its channels-last values may be held in."""
+    model, names, refs = build(c1, c2)
+    path = os.path.join(TMP, f"chain{c1}_{c2}.onnx")
     onnx.save(model.proto, path)
     np.save(os.path.join(TMP, "x.npy"), model.feeds["x"])
     feeds = [f"--input=x=@{os.path.join(TMP, 'x.npy')}"]
-    dnnl = "oneDNN" in graphrun("devices").stdout
     want = model.expected[names["y"]]
     runs = [("default", (), None), ("--no-fuse", ("--no-fuse",), None), ("GRAPHRUN_NO_DNNL=1", (), NO_DNNL),
             ("--fetch", (f"--fetch={names['e']}", f"--fetch={names['y']}"), None)]
+    runs = [(f"{c1}/{c2} channels, {how}", extra, env) for how, extra, env in runs]
     results = {}
     for how, extra, env in runs:
         plan = plan_of(path, *extra, env=env)
@@ -172,15 +175,24 @@ def main():
         if plan is None or got is None:
             continue
         cl = plan["channels_last"]
-        if how == "default":
-            # Every conv output but the script's output y; the fused nodes keep their chains' last names.
-            check(len(cl) == (7 if dnnl else 0), f"{how}: channels-last values {cl} (oneDNN: {dnnl})")
+        held = sorted(set(plan["channel_layouts"].values()))
+        check(sorted(plan["channel_layouts"]) == sorted(cl), f"{how}: layouts {plan['channel_layouts']} for {cl}")
+        # One layout for the whole chain: its convs join every value (channels_last.h).
+        check(len(held) <= 1 and set(held) <= set(layouts), f"{how}: layouts {held}, expected one of {layouts}")
+        # Every conv output but the script's output y (the fused nodes keep their chains'
+        # last names) and, where it has fewer channels than x's 20, the stem's: converting
+        # x would cost more than it saves.
+        marked = 7 if c1 >= 20 else 6
+        if how.endswith("default"):
+            check(len(cl) == (marked if dnnl else 0), f"{how}: channels-last values {cl} (oneDNN: {dnnl})")
             check(names["y"] not in cl, f"{how}: the output {names['y']} is channels-last")
             text = graphrun("check", path).stdout
             check(("channels-last (NHWC between oneDNN convs" in text) == dnnl, f"{how}: check's text: {text[-1500:]}")
-        elif how == "--fetch":
+            block = {"nChw8c": " [8]", "nChw16c": " [16]"}.get(held[0] if held else "", "")
+            check(not dnnl or f"{names['a']}{block}," in text, f"{how}: check's text does not mark {names['a']}{block}")
+        elif how.endswith("--fetch"):
             check(names["e"] not in cl, f"--fetch={names['e']} left it channels-last: {cl}")
-            check(len(cl) == (6 if dnnl else 0), f"{how}: channels-last values {cl}")
+            check(len(cl) == (marked - 1 if dnnl else 0), f"{how}: channels-last values {cl}")
         else:
             check(cl == [], f"{how}: channels-last values {cl}")
         mem = doc["memory"]["before_teardown"]["cpu"]
@@ -194,13 +206,23 @@ def main():
             e = rel_error(value, ref)
             check(value.shape == ref.shape and e <= RTOL, f"{how}: {oname} {value.shape} differs from NumPy by {e:.3g}")
         results[how] = got
-        print(f"{how}: {len(cl)} channels-last values, peak {mem['peak']} = static peak; "
+        print(f"{how}: {len(cl)} channels-last values ({', '.join(held) or 'none'}), peak {mem['peak']} = static peak; "
               f"y error vs NumPy {rel_error(got[names['y']], want):.2e}")
-    base = results.get("default")
+    base = results.get(runs[0][0])
     for how, got in results.items():
-        if base is not None and how != "default":
+        if base is not None and how != runs[0][0]:
             e = rel_error(base[names["y"]], got[names["y"]].astype(np.float64))
             check(e <= RTOL, f"default differs from {how} by {e:.3g}")
+
+
+def main():
+    dnnl = "oneDNN" in graphrun("devices").stdout
+    # 20 and 36 channels (no multiple of 8): NHWC. 24 and 48: oneDNN's nChw8c where its
+    # convs run fast in it (AVX2 and AVX-512 have such code), and 16 and 32 nChw16c
+    # (AVX-512) or nChw8c; NHWC where oneDNN has neither.
+    chain_main(dnnl, 20, 36, ["nhwc"])
+    chain_main(dnnl, 24, 48, ["nChw8c", "nhwc"])
+    chain_main(dnnl, 16, 32, ["nChw16c", "nChw8c", "nhwc"])
     fire_main(dnnl)
     if failures:
         print(f"onnx_channels_last: {len(failures)} failed")

@@ -77,9 +77,12 @@ struct Node {
     // set by the front end, its attrs are shape and dtype, it has no value.
     bool host_literal = false;
     // (layout pass, engine/plan/channels_last.h) the output is held channels-last
-    // (NHWC, the same bytes as NCHW) between the oneDNN convs, max_pools and
-    // concats that write and read it.
-    bool channels_last = false;
+    // between the oneDNN convs, max_pools and concats that write and read it:
+    // NHWC (channel_block 0), or, between convs only, oneDNN's blocked nChw8c
+    // or nChw16c (channel_block 8 or 16, the channels a multiple of it). Each
+    // has the bytes of NCHW, in another order. (One byte for both: Node may not grow.)
+    bool channels_last : 1 = false;
+    uint8_t channel_block : 7 = 0;
     DType dtype = DType::F32;  // (validation)
     int32_t repeat = -1;  // innermost repeat whose body holds it (-1: top level)
     int32_t epilogue = -1;  // (fusion) index into Graph::epilogues, -1: none (Graph::epilogue_of)

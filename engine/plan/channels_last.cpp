@@ -1,5 +1,6 @@
 #include "engine/plan/channels_last.h"
 
+#include <algorithm>
 #include <vector>
 
 #include "engine/ir/device_name.h"
@@ -34,6 +35,89 @@ bool layout_free(const Graph& g, const Node& n) {
     return true;
 }
 
+// The group of each marked value (union-find over value ids).
+struct Groups {
+    std::vector<int32_t> parent;
+    explicit Groups(size_t n) : parent(n) {
+        for (size_t i = 0; i < n; ++i) parent[i] = static_cast<int32_t>(i);
+    }
+    int32_t find(int32_t v) {
+        while (parent[static_cast<size_t>(v)] != v) {
+            parent[static_cast<size_t>(v)] = parent[static_cast<size_t>(parent[static_cast<size_t>(v)])];
+            v = parent[static_cast<size_t>(v)];
+        }
+        return v;
+    }
+    void join(int32_t a, int32_t b) {
+        a = find(a);
+        b = find(b);
+        if (a != b) parent[static_cast<size_t>(std::max(a, b))] = std::min(a, b);
+    }
+};
+
+// The values one conv, max_pool or concat reads or writes channels-last:
+// every marked one of its x, residual (a conv's) or inputs (the others) and
+// its output.
+template <class F>
+void each_touched(const Graph& g, NodeId self, bool free_op, const std::vector<bool>& cl, F f) {
+    const Node& r = g.node(self);
+    const Epilogue* e = g.epilogue_of(r);
+    for (size_t k = 0; k < r.inputs.size(); ++k) {
+        const NodeId v = r.inputs[k].id;
+        const bool slot = free_op || (r.op == OpKind::Conv && (k == 0 || (e && e->residual == static_cast<int8_t>(k))));
+        if (v >= 0 && slot && cl[static_cast<size_t>(v)]) f(v);
+    }
+    if (cl[static_cast<size_t>(self)]) f(self);
+}
+
+// Node::channel_block for each marked value, one per group (channels_last.h).
+void choose_blocks(Graph& g, const std::vector<bool>& cl, const std::vector<bool>& free_op,
+                   RunsChannelsLast runs_channels_last) {
+    const size_t n = g.nodes.size();
+    Groups groups(n);
+    std::vector<bool> touches(n, false);  // a conv, max_pool or concat next to a marked value
+    for (size_t i = 0; i < n; ++i) {
+        const Node& r = g.nodes[i];
+        if (!free_op[i] && r.op != OpKind::Conv) continue;
+        NodeId first = -1;
+        each_touched(g, static_cast<NodeId>(i), free_op[i], cl, [&](NodeId v) {
+            touches[i] = true;
+            if (first < 0) first = v;
+            else groups.join(first, v);
+        });
+    }
+    // Per group (at its root): the blocks every value's channels allow, and whether our
+    // max_pool or concat reads it (NHWC only).
+    constexpr uint8_t kAllow16 = 1, kAllow8 = 2;
+    std::vector<uint8_t> allow(n, kAllow16 | kAllow8);
+    for (size_t i = 0; i < n; ++i) {
+        if (!cl[i]) continue;
+        const Node& v = g.nodes[i];
+        const int64_t c = v.shape.size() == 4 ? v.shape[1] : 0;
+        uint8_t& a = allow[static_cast<size_t>(groups.find(static_cast<NodeId>(i)))];
+        if (c <= 0 || c % 16 != 0) a &= static_cast<uint8_t>(~kAllow16);
+        if (c <= 0 || c % 8 != 0) a &= static_cast<uint8_t>(~kAllow8);
+    }
+    for (size_t i = 0; i < n; ++i)
+        if (touches[i] && free_op[i])
+            each_touched(g, static_cast<NodeId>(i), true, cl, [&](NodeId v) { allow[static_cast<size_t>(groups.find(v))] = 0; });
+    // A block is dropped for the group when one of its convs has no fast code in it.
+    for (const uint8_t bit : {kAllow16, kAllow8})
+        for (size_t i = 0; i < n; ++i) {
+            if (!touches[i] || free_op[i]) continue;
+            NodeId some = -1;
+            each_touched(g, static_cast<NodeId>(i), false, cl, [&](NodeId v) { some = v; });
+            uint8_t& a = allow[static_cast<size_t>(groups.find(some))];
+            if ((a & bit) && !runs_channels_last(g, g.nodes[i], bit == kAllow16 ? 16 : 8))
+                a &= static_cast<uint8_t>(~bit);
+        }
+    for (size_t i = 0; i < n; ++i) {
+        if (!cl[i]) continue;
+        const uint8_t a = allow[static_cast<size_t>(groups.find(static_cast<NodeId>(i)))];
+        g.nodes[i].channel_block = (a & kAllow16) ? 16 : (a & kAllow8) ? 8 : 0;
+    }
+}
+
 }  // namespace
 
 size_t mark_channels_last(Graph& g, RunsChannelsLast runs_channels_last) {
@@ -45,6 +129,7 @@ size_t mark_channels_last(Graph& g, RunsChannelsLast runs_channels_last) {
     for (Node& v : g.nodes) {
         any_conv = any_conv || v.op == OpKind::Conv;
         v.channels_last = false;
+        v.channel_block = 0;
     }
     if (!runs_channels_last || !any_conv) return 0;
     NodeBlocks blocks = node_blocks(g);
@@ -58,7 +143,7 @@ size_t mark_channels_last(Graph& g, RunsChannelsLast runs_channels_last) {
             const Node& c = g.node(id);
             r = runs_channels_last && c.op == OpKind::Conv && c.valid && c.dtype == DType::F32 &&
                         c.shape.size() == 4 && device_kind(c.placed) == DeviceKind::Cpu &&
-                        runs_channels_last(g, c)
+                        runs_channels_last(g, c, 0)
                     ? 1
                     : 0;
         }
@@ -124,6 +209,7 @@ size_t mark_channels_last(Graph& g, RunsChannelsLast runs_channels_last) {
         g.nodes[i].channels_last = cl[i];
         marked += cl[i] ? 1 : 0;
     }
+    if (marked) choose_blocks(g, cl, free_op, runs_channels_last);
     return marked;
 }
 

@@ -45,10 +45,10 @@ const char* kChain =
     "e = conv(r, w2, pads=1, group=4)\n"
     "output e\n";
 
-bool every_conv(const Graph&, const Node&) {
+bool every_conv(const Graph&, const Node&, int) {
     return true;
 }
-bool not_c(const Graph&, const Node& n) {
+bool not_c(const Graph&, const Node& n, int) {
     return n.display() != "c";
 }
 
@@ -130,7 +130,7 @@ TEST_CASE(
         CHECK(marks(true, 0) == std::vector<std::string>{"a", "b", "c", "r"});
 }
 
-bool not_e2(const Graph&, const Node& n) {
+bool not_e2(const Graph&, const Node& n, int) {
     return n.display() != "e2";
 }
 
@@ -184,4 +184,76 @@ TEST_CASE(
         mark_channels_last(g, every_conv);
         CHECK(marked(g) == std::vector<std::string>{"a", "p"});
     }
+}
+
+// The marked values with their layouts ("a:16": nChw16c, "a:0": NHWC).
+std::vector<std::string> blocks(const Graph& g) {
+    std::vector<std::string> v;
+    for (const Node& n : g.nodes)
+        if (n.channels_last) v.emplace_back(std::string(n.display()) + ":" + std::to_string(n.channel_block));
+    return v;
+}
+
+bool no_block16(const Graph&, const Node&, int block) {
+    return block != 16;
+}
+bool nhwc_only(const Graph&, const Node&, int block) {
+    return block == 0;
+}
+// b runs NHWC and nChw8c only.
+bool b_not_16(const Graph&, const Node& n, int block) {
+    return n.display() != "b" || block != 16;
+}
+
+TEST_CASE(
+    "channels_last: each group of values joined by convs gets one layout, blocked where every "
+    "channel count allows it and every conv runs it") {
+    PrepareResult q = prepared_unfused(
+        "x = random_uniform([1, 8, 6, 6], seed=1)\n"
+        "w1 = random_uniform([16, 8, 1, 1], seed=2)\n"
+        "w2 = random_uniform([32, 16, 1, 1], seed=3)\n"
+        "w3 = random_uniform([24, 32, 1, 1], seed=4)\n"
+        "w4 = random_uniform([24, 24, 1, 1], seed=5)\n"
+        "w5 = random_uniform([16, 24, 1, 1], seed=6)\n"
+        "a = conv(x, w1)\n"
+        "b = conv(a, w2)\n"
+        "t = conv(b, w3)\n"
+        "r = relu(t)\n"
+        "c = conv(r, w4)\n"
+        "d = conv(c, w5)\n"
+        "output d\n");
+    Graph& h = q.prepared.graph();
+    // a, b (16 and 32 channels) form one group; t is read by relu, so NCHW; c (24) alone.
+    CHECK(mark_channels_last(h, every_conv) == 3);
+    CHECK(blocks(h) == std::vector<std::string>{"a:16", "b:16", "c:8"});
+    CHECK(mark_channels_last(h, no_block16) == 3);
+    CHECK(blocks(h) == std::vector<std::string>{"a:8", "b:8", "c:8"});
+    // One conv of the group without nChw16c takes the whole group to nChw8c.
+    CHECK(mark_channels_last(h, b_not_16) == 3);
+    CHECK(blocks(h) == std::vector<std::string>{"a:8", "b:8", "c:8"});
+    CHECK(mark_channels_last(h, nhwc_only) == 3);
+    CHECK(blocks(h) == std::vector<std::string>{"a:0", "b:0", "c:0"});
+    // Channels that are no multiple of 8 (kChain's 4 and 3): NHWC.
+    PrepareResult k = prepared_unfused(kChain);
+    Graph& kg = k.prepared.graph();
+    CHECK(mark_channels_last(kg, every_conv) == 3);
+    CHECK(blocks(kg) == std::vector<std::string>{"a:0", "b:0", "c:0"});
+    // Marks of an earlier call are cleared, the block too.
+    CHECK(mark_channels_last(h, nullptr) == 0);
+    for (const Node& n : h.nodes) CHECK(n.channel_block == 0);
+}
+
+TEST_CASE("channels_last: a group our max_pool or concat reads or writes stays NHWC") {
+    // kFire with 16 channels everywhere: the pools and the concat read NHWC only.
+    std::string s = fire_with_axis("1");
+    for (const char* from : {"[1, 4, 8, 8]", "[4, 4, 1, 1]", "[4, 8, 1, 1]"}) {
+        const std::string to = std::string(from) == "[1, 4, 8, 8]"   ? "[1, 16, 8, 8]"
+                               : std::string(from) == "[4, 4, 1, 1]" ? "[16, 16, 1, 1]"
+                                                                     : "[16, 32, 1, 1]";
+        s.replace(s.find(from), std::string(from).size(), to);
+    }
+    PrepareResult p = prepared_unfused(s);
+    Graph& g = p.prepared.graph();
+    CHECK(mark_channels_last(g, every_conv) == 6);
+    CHECK(blocks(g) == std::vector<std::string>{"a:0", "p:0", "e1:0", "e2:0", "c:0", "q:0"});
 }

@@ -186,14 +186,22 @@ class PackedWeight {
     const void* src_ = nullptr;
 };
 
+// The layout a value is held in (Node::channels_last, channel_block).
+tag value_tag(const Node& v) {
+    if (!v.channels_last) return tag::nchw;
+    return v.channel_block == 16 ? tag::nChw16c : v.channel_block == 8 ? tag::nChw8c : tag::nhwc;
+}
+
 class ConvKernel final : public KernelBase {
   public:
     // post_ops: a fused node's epilogue as oneDNN post-ops (else our code after the primitive).
-    // channels_last: the primitive on NHWC src and dst (the layout pass's mode);
-    // x, the residual and the output are then read and written in the layout
-    // the layout pass gave each value (Node::channels_last), reordered where it differs.
+    // block: the primitive on channels-last src and dst (the layout pass's
+    // mode): NHWC (0), nChw8c (8) or nChw16c (16); -1: NCHW or oneDNN's pick.
+    // x, the residual and the output are read and written in the layout the
+    // layout pass gave each value (Node::channels_last, channel_block),
+    // reordered where it differs.
     ConvKernel(const Graph& g, const Node& n, const WindowGeometry& geo, std::unique_ptr<Kernel> ours,
-               bool post_ops = true, bool channels_last = false)
+               bool post_ops = true, int block = -1)
         : KernelBase(g, n),
           g_(geo),
           const_w_(const_input(g, n, 1)),
@@ -209,11 +217,19 @@ class ConvKernel final : public KernelBase {
                                     g_.kernel[1]},
                                    dt::f32, tag::goihw);
         blocked_ = g_.kernel_plane() > 1;
-        cl_ = channels_last;
-        x_cl_ = g.node(n.inputs[0].id).channels_last;
+        cl_ = block >= 0;
+        io_ = block == 16 ? tag::nChw16c : block == 8 ? tag::nChw8c : tag::nhwc;
+        const Node& x = g.node(n.inputs[0].id);
+        x_cl_ = x.channels_last;
+        x_tag_ = value_tag(x);
         y_cl_ = n.channels_last;
+        y_tag_ = value_tag(n);
         const Epilogue* e = g.epilogue_of(n);
-        r_cl_ = e && e->residual >= 0 && g.node(n.inputs[static_cast<size_t>(e->residual)].id).channels_last;
+        if (e && e->residual >= 0) {
+            const Node& r = g.node(n.inputs[static_cast<size_t>(e->residual)].id);
+            r_cl_ = r.channels_last;
+            r_tag_ = value_tag(r);
+        }
     }
 
     // Whether oneDNN has a fast implementation for this conv (the factory asks once).
@@ -248,15 +264,23 @@ class ConvKernel final : public KernelBase {
 
   private:
     dnnl::convolution_forward::primitive_desc primitive_desc() const {
-        return primitive_desc(cl_ ? tag::nhwc : blocked_ ? tag::any : tag::nchw);
+        if (!cl_) return primitive_desc(blocked_ ? tag::any : tag::nchw);
+        dnnl::convolution_forward::primitive_desc pd = primitive_desc(io_);
+        // A chain's first conv, x in NCHW: a blocked conv's fast code may want
+        // another src layout (with 3 channels, oneDNN's is for src in NCHW).
+        if (io_ != tag::nhwc && !x_cl_ && !fast_impl(pd.impl_info_str())) {
+            dnnl::convolution_forward::primitive_desc any = primitive_desc(tag::any, io_);
+            if (fast_impl(any.impl_info_str())) return any;
+        }
+        return pd;
     }
-    // The primitive with src and dst in layout io (tag::any: the one oneDNN picks).
-    dnnl::convolution_forward::primitive_desc primitive_desc(tag io) const {
+    // The primitive with src in layout src and dst in dst (tag::any: the one oneDNN picks).
+    dnnl::convolution_forward::primitive_desc primitive_desc(tag src, tag dst) const {
         const dims w_dims = w_user_.dims();
         dnnl::convolution_forward::desc d(
-            dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, md(src_d_, dt::f32, io),
+            dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, md(src_d_, dt::f32, src),
             md(w_dims, dt::f32, tag::any), bias_ ? md({g_.out_channels}, dt::f32, tag::x) : md(),
-            md(dst_d_, dt::f32, io), {g_.stride[0], g_.stride[1]}, {g_.dilation[0] - 1, g_.dilation[1] - 1},
+            md(dst_d_, dt::f32, dst), {g_.stride[0], g_.stride[1]}, {g_.dilation[0] - 1, g_.dilation[1] - 1},
             {g_.pad_begin[0], g_.pad_begin[1]}, {g_.pad_end[0], g_.pad_end[1]});
         dnnl::primitive_attr attr;
         attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
@@ -268,12 +292,13 @@ class ConvKernel final : public KernelBase {
         }
         return dnnl::convolution_forward::primitive_desc(d, attr, cpu_engine());
     }
+    dnnl::convolution_forward::primitive_desc primitive_desc(tag io) const { return primitive_desc(io, io); }
 
     // The primitive for `threads` (oneDNN sizes its blocking by OpenMP's threads when made).
     void prepare(int threads) {
         use_threads(threads);
         pd_ = primitive_desc();
-        if (cl_ && blocked_ && std::string_view(pd_.impl_info_str()).rfind("jit:", 0) == 0) {
+        if (cl_ && io_ == tag::nhwc && blocked_ && std::string_view(pd_.impl_info_str()).rfind("jit:", 0) == 0) {
             // oneDNN's direct conv ("jit:avx2": what a windowed conv gets on NHWC
             // where the CPU has no AVX-512, so no brgconv) is written for its
             // blocked layout: on an AVX2 Zen 3, ResNet-18's 3x3 convs took 2.1 to
@@ -285,8 +310,7 @@ class ConvKernel final : public KernelBase {
         prim_ = dnnl::convolution_forward(pd_);
         threads_ = threads;
         packed_.release();  // the layout may differ with the threads
-        const md src_user(src_d_, dt::f32, x_cl_ ? tag::nhwc : tag::nchw),
-            dst_user(dst_d_, dt::f32, y_cl_ ? tag::nhwc : tag::nchw);
+        const md src_user(src_d_, dt::f32, x_tag_), dst_user(dst_d_, dt::f32, y_tag_);
         src_ = dnnl::memory(src_user, cpu_engine(), DNNL_MEMORY_NONE);
         dst_ = dnnl::memory(dst_user, cpu_engine(), DNNL_MEMORY_NONE);
         reorder_src_ = pd_.src_desc() != src_user;
@@ -301,7 +325,7 @@ class ConvKernel final : public KernelBase {
         if (reorder_dst_) from_blocked_ = dnnl::reorder(dst_b_, dst_);
         if (epilogue_ && epilogue_->residual >= 0) {
             // The residual in its own layout; copied into the primitive's output where that is the same.
-            const md r_user(dst_d_, dt::f32, r_cl_ ? tag::nhwc : tag::nchw);
+            const md r_user(dst_d_, dt::f32, r_tag_);
             residual_ = dnnl::memory(r_user, cpu_engine(), DNNL_MEMORY_NONE);
             copy_residual_ = r_user == pd_.dst_desc();
             if (!copy_residual_) to_dst_b_ = dnnl::reorder(residual_, reorder_dst_ ? dst_b_ : dst_);
@@ -378,8 +402,10 @@ class ConvKernel final : public KernelBase {
     const Epilogue* epilogue_;  // a fused node's (the graph's) as post-ops, or nullptr
     EpilogueRun<float> after_;  // the epilogue when it is not post-ops (empty when the node has none)
     bool bias_, blocked_ = false;
-    bool cl_ = false;                              // the primitive runs on NHWC
-    bool x_cl_ = false, y_cl_ = false, r_cl_ = false;  // x, the output, the residual held NHWC
+    bool cl_ = false;                              // the primitive runs channels-last, in io_
+    tag io_ = tag::nhwc;
+    bool x_cl_ = false, y_cl_ = false, r_cl_ = false;  // x, the output, the residual held channels-last
+    tag x_tag_ = tag::nchw, y_tag_ = tag::nchw, r_tag_ = tag::nchw;  // ... in these layouts
     bool copy_residual_ = false;                   // the residual is in the primitive's output layout
     std::unique_ptr<Kernel> ours_;
     dims src_d_, dst_d_;
@@ -638,12 +664,12 @@ std::unique_ptr<Kernel> make_product(const Graph& g, const Node& n, int64_t rows
 
 }  // namespace
 
-bool dnnl_conv_runs_channels_last(const Graph& g, const Node& n) {
+bool dnnl_conv_runs_channels_last(const Graph& g, const Node& n, int block) {
     std::optional<WindowGeometry> geo = dnnl_conv_geometry(g, n);
     if (!geo || n.shape.size() != 4) return false;
     // MobileNet-v2 on NHWC: a 1x1 conv is brgconv_1x1 (0.05 to 0.2 ms, its post-ops
     // as fast), where NCHW has only the im2col + GEMM path; a depthwise conv brdgmm_dw.
-    ConvKernel k(g, n, *geo, nullptr, true, true);
+    ConvKernel k(g, n, *geo, nullptr, true, block);
     return k.supported() && !k.gemm_based();
 }
 
@@ -651,11 +677,14 @@ std::unique_ptr<Kernel> make_dnnl_conv_kernel(const Graph& g, const Node& n, Own
     std::optional<WindowGeometry> geo = dnnl_conv_geometry(g, n);
     if (!geo) return nullptr;
     const Epilogue* e = g.epilogue_of(n);
-    // A node next to a channels-last value runs channels-last, as the layout pass
-    // asked of it (dnnl_conv_runs_channels_last): nothing else reads that layout.
-    const bool cl = n.channels_last || g.node(n.inputs[0].id).channels_last ||
-                    (e && e->residual >= 0 && g.node(n.inputs[static_cast<size_t>(e->residual)].id).channels_last);
-    if (cl) return std::make_unique<ConvKernel>(g, n, *geo, ours ? ours(g, n) : nullptr, true, true);
+    // A node next to a channels-last value runs channels-last, in the layout the
+    // layout pass chose for them all, as it asked of it (dnnl_conv_runs_channels_last):
+    // nothing else reads that layout.
+    int block = -1;
+    for (const Node* v : {&n, &g.node(n.inputs[0].id),
+                          e && e->residual >= 0 ? &g.node(n.inputs[static_cast<size_t>(e->residual)].id) : nullptr})
+        if (v && v->channels_last) block = v->channel_block;
+    if (block >= 0) return std::make_unique<ConvKernel>(g, n, *geo, ours ? ours(g, n) : nullptr, true, block);
     auto k = std::make_unique<ConvKernel>(g, n, *geo, ours ? ours(g, n) : nullptr);
     if (!e) return k->supported() ? std::move(k) : nullptr;
     if (k->supported() && !k->gemm_based()) return k;

@@ -23,11 +23,12 @@ using OwnKernelFactory = std::unique_ptr<Kernel> (*)(const Graph& g, const Node&
 // post-ops for (dnnl_kernels.cpp maps it onto post-ops), or a
 // shape oneDNN has only its reference code for) runs our kernel.
 std::unique_ptr<Kernel> make_dnnl_conv_kernel(const Graph& g, const Node& n, OwnKernelFactory ours);
-// Whether the conv node n runs in oneDNN on channels-last (NHWC) input and
-// output, with its epilogue as post-ops (the layout pass,
-// engine/plan/channels_last.h, asks it of every conv; make_dnnl_conv_kernel then
-// makes such a kernel for a node that reads or writes a channels-last value).
-bool dnnl_conv_runs_channels_last(const Graph& g, const Node& n);
+// Whether the conv node n runs in oneDNN's fast code on channels-last input and
+// output in layout `block` (0 NHWC, 8 nChw8c, 16 nChw16c), with its epilogue
+// as post-ops (the layout pass, engine/plan/channels_last.h, asks it of every
+// conv; make_dnnl_conv_kernel then makes such a kernel for a node that reads
+// or writes a channels-last value, in the layout the pass chose).
+bool dnnl_conv_runs_channels_last(const Graph& g, const Node& n, int block);
 // A oneDNN matmul for a plain f32 gemm whose b is a constant (packed once) and
 // whose c, if any, is a bias row (beta 1, alpha 1); nullptr otherwise.
 std::unique_ptr<Kernel> make_dnnl_gemm_kernel(const Graph& g, const Node& n, OwnKernelFactory ours);
