@@ -15,6 +15,10 @@ CpuAllocator::~CpuAllocator() {
 }
 
 void* CpuAllocator::obtain_locked(uint64_t bytes) {
+    if (bytes >= kArenaBytes) {
+        drain_returned();
+        return arena_take(bytes);
+    }
     if (void* p = take_cached(bytes)) return p;
     // Keep what the allocator holds from the system within the limit too.
     if (reserved_ + bytes > limit()) trim_locked();
@@ -29,7 +33,87 @@ void* CpuAllocator::obtain_locked(uint64_t bytes) {
 }
 
 void CpuAllocator::give_back_locked(void* p, uint64_t bytes) {
-    list_for(bytes).push_back(p);
+    if (bytes >= kArenaBytes) arena_give_back(p);
+    else list_for(bytes).push_back(p);
+}
+
+// What the reclaimer returned, to the free lists and the segments.
+void CpuAllocator::drain_returned() {
+    for (const Block& b : returned_) give_back_locked(b.p, b.bytes);
+    returned_.clear();
+}
+
+// The smallest free range of at least `bytes` (split when the rest is
+// kArenaBytes or more), else a new segment of `bytes`; nullptr when the
+// system has no memory.
+void* CpuAllocator::arena_take(uint64_t bytes) {
+    auto fit = free_ranges_.lower_bound({bytes, nullptr});
+    if (fit == free_ranges_.end()) {
+        if (reserved_ + bytes > limit()) trim_locked();
+        void* p = std::aligned_alloc(64, bytes);
+        if (!p) {
+            trim_locked();
+            p = std::aligned_alloc(64, bytes);
+            if (!p) return nullptr;
+        }
+        reserved_ += bytes;
+        const uint32_t id = next_segment_++;
+        segments_.emplace(id, std::make_pair(static_cast<char*>(p), bytes));
+        ranges_.emplace(static_cast<char*>(p), Range{bytes, id, false});
+        return p;
+    }
+    char* p = fit->second;
+    free_ranges_.erase(fit);
+    Range& r = ranges_.at(p);
+    r.free = false;
+    if (r.bytes - bytes >= kArenaBytes) {  // the rest stays free
+        const uint64_t rest = r.bytes - bytes;
+        r.bytes = bytes;
+        ranges_.emplace(p + bytes, Range{rest, r.segment, true});
+        free_ranges_.emplace(rest, p + bytes);
+    }
+    return p;
+}
+
+// A range handed out by arena_take is free again, merged with a free range
+// on either side within its segment.
+void CpuAllocator::arena_give_back(void* ptr) {
+    auto it = ranges_.find(static_cast<char*>(ptr));
+    if (it == ranges_.end() || it->second.free) return;  // not the arena's: nothing to do
+    it->second.free = true;
+    auto next = std::next(it);
+    if (next != ranges_.end() && next->second.free && next->second.segment == it->second.segment) {
+        free_ranges_.erase({next->second.bytes, next->first});
+        it->second.bytes += next->second.bytes;
+        ranges_.erase(next);
+    }
+    if (it != ranges_.begin()) {
+        auto prev = std::prev(it);
+        if (prev->second.free && prev->second.segment == it->second.segment) {
+            free_ranges_.erase({prev->second.bytes, prev->first});
+            prev->second.bytes += it->second.bytes;
+            ranges_.erase(it);
+            it = prev;
+        }
+    }
+    free_ranges_.emplace(it->second.bytes, it->first);
+}
+
+// Every segment that is one free range goes back to the system.
+void CpuAllocator::arena_trim() {
+    for (auto s = segments_.begin(); s != segments_.end();) {
+        auto [base, size] = s->second;
+        auto r = ranges_.find(base);
+        if (r != ranges_.end() && r->second.free && r->second.bytes == size) {
+            free_ranges_.erase({size, base});
+            ranges_.erase(r);
+            std::free(base);
+            reserved_ -= size;
+            s = segments_.erase(s);
+        } else {
+            ++s;
+        }
+    }
 }
 
 void CpuAllocator::release_batch(const PendingRelease* items, size_t n) {
@@ -58,8 +142,7 @@ void CpuAllocator::release_batch(const PendingRelease* items, size_t n) {
 void* CpuAllocator::take_cached(uint64_t bytes) {
     std::vector<void*>* list = &list_for(bytes);
     if (list->empty() && !returned_.empty()) {
-        for (const Block& b : returned_) list_for(b.bytes).push_back(b.p);
-        returned_.clear();
+        drain_returned();
         list = &list_for(bytes);
     }
     if (list->empty()) return nullptr;
@@ -80,17 +163,14 @@ std::vector<void*>& CpuAllocator::list_for(uint64_t bytes) {
 }
 
 void CpuAllocator::trim_locked() {
-    for (const Block& b : returned_) {
-        std::free(b.p);
-        reserved_ -= b.bytes;
-    }
-    returned_.clear();
+    drain_returned();
     for (auto& [size, blocks] : cache_) {
         for (void* p : blocks) std::free(p);
         reserved_ -= size * blocks.size();
     }
     cache_.clear();
     last_list_ = nullptr;
+    arena_trim();
 }
 
 uint64_t default_cpu_memory_limit() {

@@ -3,6 +3,8 @@
 #pragma once
 #include <algorithm>
 #include <atomic>
+#include <map>
+#include <set>
 #include <cstdint>
 #include <mutex>
 #include <string>
@@ -300,8 +302,18 @@ private:
     bool peaks_frozen_ = false;  // freeze_peaks(): teardown has begun
 };
 
-// Host memory: 64-byte aligned, freed blocks cached by size for reuse (that
-// is what `reserved` shows), everything returned to the system by trim().
+// Host memory: 64-byte aligned, freed blocks kept for reuse (that is what
+// `reserved` shows), everything returned to the system by trim().
+//   - A buffer under kArenaBytes: free blocks cached by size, each reused for
+//     its own size only (a run asks for the same sizes again and again).
+//   - A larger one: the best fit among the free ranges of the segments taken
+//     from the system so far, split where the rest is large enough, merged
+//     with its free neighbours when released (as PyTorch's caching allocator
+//     does with its large blocks); a new segment, of the buffer's size, only
+//     when none fits. A graph of many tensor sizes then reuses what its early,
+//     larger tensors freed: with a block kept per size, MobileNet-v2 at batch
+//     16 held 289 MiB for a safepoint peak of 91 MiB.
+// A segment wholly free is given back by trim().
 class CpuAllocator final : public CountingAllocator<CpuAllocator> {
 public:
     explicit CpuAllocator(uint64_t limit_bytes) : CountingAllocator(limit_bytes) {}
@@ -319,6 +331,16 @@ private:
 
     void* take_cached(uint64_t bytes);
     std::vector<void*>& list_for(uint64_t bytes);
+    // The segments' part (buffers of kArenaBytes or more).
+    void* arena_take(uint64_t bytes);
+    void arena_give_back(void* p);
+    void arena_trim();
+    void drain_returned();
+
+  public:
+    static constexpr uint64_t kArenaBytes = uint64_t{256} << 10;
+
+  private:
 
     uint64_t reserved_ = 0;  // from aligned_alloc, not yet freed
     // Free blocks by size. A size's list keeps its capacity when emptied, so
@@ -336,6 +358,17 @@ private:
     std::vector<Block> returned_;
     std::mutex incoming_mu_;
     std::vector<Block> incoming_;
+    // The segments: each range of a segment, by address (free or handed
+    // out), and the free ones by size for the best fit.
+    struct Range {
+        uint64_t bytes;
+        uint32_t segment;  // ranges merge only within their segment
+        bool free;
+    };
+    std::map<char*, Range> ranges_;
+    std::set<std::pair<uint64_t, char*>> free_ranges_;
+    std::map<uint32_t, std::pair<char*, uint64_t>> segments_;  // id: base, size
+    uint32_t next_segment_ = 0;
 };
 
 // 90% of the memory the system has available (MemAvailable), the default

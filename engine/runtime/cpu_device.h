@@ -18,7 +18,7 @@ public:
     std::string copy_from_host(void* dst, const void* src, uint64_t bytes) override;
     std::string copy_to_host(void* dst, const void* src, uint64_t bytes) override;
     std::string synchronize() override { return {}; }
-    void close() override { alloc_.trim(); }
+    void close() override;
     void set_allocation_retry(AllocationRetry retry) override { scratch_.retry = std::move(retry); }
     ScratchMemory* kernel_scratch() override { return &scratch_; }
 

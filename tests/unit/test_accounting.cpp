@@ -253,3 +253,73 @@ TEST_CASE("device kind: one enum, and the kind of a canonical name") {
     REQUIRE(parsed);
     CHECK(parsed->kind == DeviceKind::Gpu);
 }
+
+TEST_CASE("accounting: a large buffer takes the best free range of the segments, split and merged again") {
+    constexpr uint64_t K = 1024, M = 1024 * 1024;
+    static_assert(CpuAllocator::kArenaBytes == 256 * K);
+    CpuAllocator a(uint64_t{1} << 30);
+    char* seg = static_cast<char*>(a.allocate(M));
+    REQUIRE(seg != nullptr);
+    a.release(seg, M);
+    // Two smaller buffers share the freed segment: no new memory from the system.
+    char* b = static_cast<char*>(a.allocate(384 * K));
+    char* c = static_cast<char*>(a.allocate(512 * K));
+    CHECK(b == seg);
+    CHECK(c == seg + 384 * K);
+    MemoryStats s = a.stats();
+    CHECK(s.in_use == 896 * K);  // what was asked for, not the ranges' sizes
+    CHECK(s.reserved == M);
+    // The last 128 KiB is less than kArenaBytes: c took it with its range, and
+    // the next buffer needs a segment of its own.
+    char* d = static_cast<char*>(a.allocate(256 * K));
+    REQUIRE(d != nullptr);
+    CHECK((d < seg || d >= seg + M));
+    CHECK(a.stats().reserved == M + 256 * K);
+    // b and c go back and merge: the whole segment serves a buffer of its size again.
+    a.release(c, 512 * K);
+    a.release(b, 384 * K);
+    CHECK(a.allocate(M) == seg);
+    a.release(seg, M);
+    a.release(d, 256 * K);
+    // The best fit: the 256 KiB segment for a 256 KiB buffer, not the larger one.
+    CHECK(a.allocate(256 * K) == d);
+    // trim gives back the segments wholly free, and only those.
+    a.trim();
+    CHECK(a.stats().reserved == 256 * K);
+    a.release(d, 256 * K);
+    a.trim();
+    s = a.stats();
+    CHECK(s.reserved == 0);
+    CHECK(s.in_use == 0);
+    CHECK(s.live == 0);
+}
+
+TEST_CASE("accounting: free ranges of two segments do not merge, and the reclaimer's batches reach the segments") {
+    constexpr uint64_t M = 1024 * 1024;
+    CpuAllocator a(uint64_t{1} << 30);
+    void* p = a.allocate(M);
+    void* q = a.allocate(M);
+    REQUIRE(p != nullptr);
+    REQUIRE(q != nullptr);
+    const PendingRelease items[] = {{p, M, &a}, {q, M, &a}};
+    a.add_pending(2 * M);
+    a.release_batch(items, 2);  // the background reclaimer's way back
+    MemoryStats s = a.stats();
+    CHECK(s.in_use == 0);
+    CHECK(s.pending == 0);
+    CHECK(s.reserved == 2 * M);
+    // Even where the system placed the two segments side by side, a buffer of
+    // both their sizes is a new segment.
+    void* r = a.allocate(2 * M);
+    REQUIRE(r != nullptr);
+    CHECK(r != p);
+    CHECK(r != q);
+    CHECK(a.stats().reserved == 4 * M);
+    // Each freed segment still serves a buffer of its own size.
+    void* t = a.allocate(M);
+    CHECK((t == p || t == q));
+    a.release(t, M);
+    a.release(r, 2 * M);
+    a.trim();
+    CHECK(a.stats().reserved == 0);
+}
