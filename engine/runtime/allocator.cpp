@@ -20,6 +20,13 @@ void* CpuAllocator::obtain_locked(uint64_t bytes) {
         return arena_take(bytes);
     }
     if (void* p = take_cached(bytes)) return p;
+    return from_system_locked(bytes);
+}
+
+// `bytes` more from the system (counted in reserved_), the cache trimmed
+// first where that would take reserved_ past the limit or the system has no
+// memory; nullptr when it still has none.
+void* CpuAllocator::from_system_locked(uint64_t bytes) {
     // Keep what the allocator holds from the system within the limit too.
     if (reserved_ + bytes > limit()) trim_locked();
     void* p = std::aligned_alloc(64, bytes);
@@ -49,14 +56,8 @@ void CpuAllocator::drain_returned() {
 void* CpuAllocator::arena_take(uint64_t bytes) {
     auto fit = free_ranges_.lower_bound({bytes, nullptr});
     if (fit == free_ranges_.end()) {
-        if (reserved_ + bytes > limit()) trim_locked();
-        void* p = std::aligned_alloc(64, bytes);
-        if (!p) {
-            trim_locked();
-            p = std::aligned_alloc(64, bytes);
-            if (!p) return nullptr;
-        }
-        reserved_ += bytes;
+        void* p = from_system_locked(bytes);
+        if (!p) return nullptr;
         const uint32_t id = next_segment_++;
         segments_.emplace(id, std::make_pair(static_cast<char*>(p), bytes));
         ranges_.emplace(static_cast<char*>(p), Range{bytes, id, false});

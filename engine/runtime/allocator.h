@@ -325,6 +325,7 @@ public:
 private:
     friend class CountingAllocator<CpuAllocator>;
     void* obtain_locked(uint64_t bytes);
+    void* from_system_locked(uint64_t bytes);
     void give_back_locked(void* p, uint64_t bytes);
     void trim_locked();
     uint64_t reserved_locked() const { return reserved_; }
