@@ -56,11 +56,9 @@ void CpuAllocator::drain_returned() {
 void* CpuAllocator::arena_take(uint64_t bytes) {
     auto fit = free_ranges_.lower_bound({bytes, nullptr});
     if (fit == free_ranges_.end()) {
-        void* p = from_system_locked(bytes);
+        char* p = static_cast<char*>(from_system_locked(bytes));
         if (!p) return nullptr;
-        const uint32_t id = next_segment_++;
-        segments_.emplace(id, std::make_pair(static_cast<char*>(p), bytes));
-        ranges_.emplace(static_cast<char*>(p), Range{bytes, id, false});
+        ranges_.emplace(p, Range{bytes, p, false});
         return p;
     }
     char* p = fit->second;
@@ -100,20 +98,20 @@ void CpuAllocator::arena_give_back(void* ptr) {
     free_ranges_.emplace(it->second.bytes, it->first);
 }
 
-// Every segment that is one free range goes back to the system.
+// Every segment that is one free range (free ranges merge, so: a free range
+// where its segment starts, with no range of that segment after it) goes back
+// to the system.
 void CpuAllocator::arena_trim() {
-    for (auto s = segments_.begin(); s != segments_.end();) {
-        auto [base, size] = s->second;
-        auto r = ranges_.find(base);
-        if (r != ranges_.end() && r->second.free && r->second.bytes == size) {
-            free_ranges_.erase({size, base});
+    for (auto r = ranges_.begin(); r != ranges_.end();) {
+        const auto next = std::next(r);
+        const Range& range = r->second;
+        if (range.free && range.segment == r->first && (next == ranges_.end() || next->second.segment != range.segment)) {
+            free_ranges_.erase({range.bytes, r->first});
+            reserved_ -= range.bytes;
+            std::free(r->first);
             ranges_.erase(r);
-            std::free(base);
-            reserved_ -= size;
-            s = segments_.erase(s);
-        } else {
-            ++s;
         }
+        r = next;
     }
 }
 

@@ -363,13 +363,11 @@ private:
     // out), and the free ones by size for the best fit.
     struct Range {
         uint64_t bytes;
-        uint32_t segment;  // ranges merge only within their segment
+        char* segment;  // where its segment starts: ranges merge only within one
         bool free;
     };
     std::map<char*, Range> ranges_;
     std::set<std::pair<uint64_t, char*>> free_ranges_;
-    std::map<uint32_t, std::pair<char*, uint64_t>> segments_;  // id: base, size
-    uint32_t next_segment_ = 0;
 };
 
 // 90% of the memory the system has available (MemAvailable), the default
