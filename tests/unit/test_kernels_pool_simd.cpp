@@ -224,7 +224,7 @@ TEST_CASE("simd: the f32 row primitives give the same bits on every instruction 
         double esum0 = 0;
         for (kernels::Isa isa : isas()) {
             IsaScope scope(isa);
-            INFO("n=", n, " isa ", kernels::isa_name(isa));
+            INFO("n=", n, " isa ", std::string(kernels::isa_name(isa)));
             REQUIRE(kernels::active_isa() == isa);
             const double sum = kernels::sum_f32(x.data(), n);
             const float mx = kernels::max_f32(x.data(), n);
@@ -324,7 +324,7 @@ TEST_CASE("simd: kernels give the same bytes on every instruction set") {
             IsaScope scope(isa);
             for (int threads : {1, 3}) {
                 INFO(op_name(c.op), " ", dtype_name(c.t), " ", shape_string(c.a), " isa ",
-                     kernels::isa_name(isa), " threads ", threads);
+                     std::string(kernels::isa_name(isa)), " threads ", threads);
                 Result r = binary ? run_op(c.op, {&a, &b}, c.attrs, c.t, c.out, threads)
                                   : run_op(c.op, {&a}, c.attrs, c.t, c.out, threads);
                 REQUIRE(r.error == "");
@@ -448,7 +448,9 @@ TEST_CASE("simd: max_pool gives the reference's bits on every instruction set, N
                           {12, 50, 3, 3, 1, 2}, {15, 37, 3, 1, 2, 2}, {4, 8, 5, 2, 1, 4}};
     for (const Case& c : cases) {
         for (bool nhwc : {false, true})
-        for (int64_t ch : {int64_t{11}, int64_t{37}}) {  // 37: two AVX-512 channel blocks and a tail
+        // 37: two AVX-512 channel blocks and a tail; 85: the four-block
+        // loop (64 channels with AVX-512, 2 x 32 with AVX2), then a block and a tail.
+        for (int64_t ch : {int64_t{11}, int64_t{37}, int64_t{85}}) {
             const int64_t oh = (c.h + 2 * c.p - (c.k - 1) * c.d - 1) / c.s + 1;
             const int64_t ow = (c.w + 2 * c.p - (c.k - 1) * c.d - 1) / c.s + 1;
             Tensor x = random_tensor(DType::F32, nhwc ? Shape{2, c.h, c.w, ch} : Shape{2, ch, c.h, c.w}, -5, 5);
@@ -491,7 +493,7 @@ TEST_CASE("simd: max_pool gives the reference's bits on every instruction set, N
             for (kernels::Isa isa : isas()) {
                 IsaScope scope(isa);
                 INFO("h ", c.h, " w ", c.w, " k ", c.k, " s ", c.s, " d ", c.d, " p ", c.p, " nhwc ", nhwc,
-                     " ch ", ch, " isa ", kernels::isa_name(isa));
+                     " ch ", ch, " isa ", std::string(kernels::isa_name(isa)));
                 TestGraph tg;
                 // The kernel reads the NCHW shapes from the node; channels-last data flows as NHWC.
                 const NodeId in = tg.input(DType::F32, Shape{2, ch, c.h, c.w});

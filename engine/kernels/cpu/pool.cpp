@@ -121,27 +121,65 @@ void max_pixels_into(T* o, const T* const* px, int count, int64_t c_n, int64_t c
 }
 
 #if defined(GRAPHRUN_X86_VARIANTS)
+// m = nan_max(m, v) on 16 lanes: the vector max, then the lanes where m was NaN kept.
+GRAPHRUN_TARGET_AVX512 inline __m512 nan_max16(__m512 m, __m512 v) {
+    return _mm512_mask_mov_ps(_mm512_max_ps(m, v), _mm512_cmp_ps_mask(m, m, _CMP_UNORD_Q), m);
+}
+
+// Each running max is a chain of dependent steps (about 5 cycles each) over
+// the window: four blocks of 16 channels are folded side by side, so that
+// four chains overlap (a 3x3 window over 64 channels ran at a third of the
+// speed one block at a time).
 GRAPHRUN_TARGET_AVX512 void max_pixels_avx512(float* o, const float* const* px, int count, int64_t c_n) {
+    const __m512 lowest = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
     int64_t c = 0;
-    for (; c + 16 <= c_n; c += 16) {
-        __m512 m = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
+    for (; c + 64 <= c_n; c += 64) {
+        __m512 m0 = lowest, m1 = lowest, m2 = lowest, m3 = lowest;
         for (int k = 0; k < count; ++k) {
-            const __m512 t = _mm512_max_ps(m, _mm512_loadu_ps(px[k] + c));
-            m = _mm512_mask_mov_ps(t, _mm512_cmp_ps_mask(m, m, _CMP_UNORD_Q), m);
+            const float* p = px[k] + c;
+            m0 = nan_max16(m0, _mm512_loadu_ps(p));
+            m1 = nan_max16(m1, _mm512_loadu_ps(p + 16));
+            m2 = nan_max16(m2, _mm512_loadu_ps(p + 32));
+            m3 = nan_max16(m3, _mm512_loadu_ps(p + 48));
         }
+        _mm512_storeu_ps(o + c, m0);
+        _mm512_storeu_ps(o + c + 16, m1);
+        _mm512_storeu_ps(o + c + 32, m2);
+        _mm512_storeu_ps(o + c + 48, m3);
+    }
+    for (; c + 16 <= c_n; c += 16) {
+        __m512 m = lowest;
+        for (int k = 0; k < count; ++k) m = nan_max16(m, _mm512_loadu_ps(px[k] + c));
         _mm512_storeu_ps(o + c, m);
     }
     max_pixels_into(o, px, count, c_n, c);  // the last c_n % 16 channels
 }
 
+GRAPHRUN_TARGET_AVX2 inline __m256 nan_max8(__m256 m, __m256 v) {
+    return _mm256_blendv_ps(_mm256_max_ps(m, v), m, _mm256_cmp_ps(m, m, _CMP_UNORD_Q));
+}
+
+// Four blocks of 8 channels side by side, as the AVX-512 version.
 GRAPHRUN_TARGET_AVX2 void max_pixels_avx2(float* o, const float* const* px, int count, int64_t c_n) {
+    const __m256 lowest = _mm256_set1_ps(-std::numeric_limits<float>::infinity());
     int64_t c = 0;
-    for (; c + 8 <= c_n; c += 8) {
-        __m256 m = _mm256_set1_ps(-std::numeric_limits<float>::infinity());
+    for (; c + 32 <= c_n; c += 32) {
+        __m256 m0 = lowest, m1 = lowest, m2 = lowest, m3 = lowest;
         for (int k = 0; k < count; ++k) {
-            const __m256 t = _mm256_max_ps(m, _mm256_loadu_ps(px[k] + c));
-            m = _mm256_blendv_ps(t, m, _mm256_cmp_ps(m, m, _CMP_UNORD_Q));
+            const float* p = px[k] + c;
+            m0 = nan_max8(m0, _mm256_loadu_ps(p));
+            m1 = nan_max8(m1, _mm256_loadu_ps(p + 8));
+            m2 = nan_max8(m2, _mm256_loadu_ps(p + 16));
+            m3 = nan_max8(m3, _mm256_loadu_ps(p + 24));
         }
+        _mm256_storeu_ps(o + c, m0);
+        _mm256_storeu_ps(o + c + 8, m1);
+        _mm256_storeu_ps(o + c + 16, m2);
+        _mm256_storeu_ps(o + c + 24, m3);
+    }
+    for (; c + 8 <= c_n; c += 8) {
+        __m256 m = lowest;
+        for (int k = 0; k < count; ++k) m = nan_max8(m, _mm256_loadu_ps(px[k] + c));
         _mm256_storeu_ps(o + c, m);
     }
     max_pixels_into(o, px, count, c_n, c);  // the last c_n % 8 channels
