@@ -325,6 +325,66 @@ if helper is not None:
           np.abs(got.astype(np.int32) - want).max() <= 1 and (got == want).mean() > 0.97,
           f"QLinearConv: {proc.stderr[-500:]}")
 
+    # The integer products run in f32 where the constant weights bound every
+    # partial sum below 2^24 (oneDNN's conv, sgemm), else in f64: exact either
+    # way. `check` shows which; the values are the int64 reference's.
+    def listed_type(path, op):
+        proc = run_binary(GRAPHRUN, ["check", path])
+        m = re.search(r"^\s*\S+\s+" + op + r"\s+(f32|f64)\[", proc.stdout, re.M)
+        return m.group(1) if m else f"no {op} in: {proc.stdout[-600:]} {proc.stderr[-300:]}"
+
+    check(listed_type(os.path.join(TMP, "convi.onnx"), "conv") == "f32",
+          f"ConvInteger's conv runs in f32 (27 products of at most 228 * 128): {listed_type(os.path.join(TMP, 'convi.onnx'), 'conv')}")
+    check(listed_type(os.path.join(TMP, "qlconv.onnx"), "conv") == "f32", "QLinearConv's conv runs in f32")
+    check(listed_type(os.path.join(TMP, "mmi.onnx"), "matmul") == "f32", "MatMulInteger's matmul runs in f32 (K 64)")
+    # K = 2048 products of up to 255 * 128: past 2^24, so f64; u8 weights with a zero point, per column.
+    A2 = rng.integers(0, 256, (3, 2048), dtype=np.uint8)
+    B2 = rng.integers(0, 256, (2048, 5), dtype=np.uint8)
+    bz2 = np.array([0, 128, 255, 7, 200], np.uint8)
+    path = onnx_model("mmi_f64", [helper.make_node("MatMulInteger", ["a", "b", "az", "bz"], ["y"])],
+                      [("a", A2)], [("y", np.int32, (3, 5))],
+                      [numpy_helper.from_array(B2, "b"), numpy_helper.from_array(np.array(0, np.uint8), "az"),
+                       numpy_helper.from_array(bz2, "bz")])
+    proc, v = onnx_run(path, [("a", A2)])
+    acc = A2.astype(np.int64) @ (B2.astype(np.int64) - bz2.astype(np.int64))
+    check(proc.returncode == 0 and np.array_equal(v.get("y"), acc), f"MatMulInteger past 2^24: {proc.stderr[-500:]}")
+    check(listed_type(path, "matmul") == "f64", f"MatMulInteger past 2^24 runs in f64: {listed_type(path, 'matmul')}")
+    # The same product with the zero point computed (not a constant): f64, as nothing bounds it.
+    path = onnx_model("mmi_zp_input", [helper.make_node("MatMulInteger", ["a", "b", "az"], ["y"])],
+                      [("a", A[:, :8]), ("az", np.array(3, np.uint8))], [("y", np.int32, (5, 7))],
+                      [numpy_helper.from_array(B[:8], "b")])
+    proc, v = onnx_run(path, [("a", A[:, :8]), ("az", np.array(3, np.uint8))])
+    acc = (A[:, :8].astype(np.int64) - 3) @ B[:8].astype(np.int64)
+    check(proc.returncode == 0 and np.array_equal(v.get("y"), acc), f"MatMulInteger, zero point fed: {proc.stderr[-500:]}")
+    check(listed_type(path, "matmul") == "f64", "MatMulInteger with a fed zero point runs in f64")
+    # QLinearConv, 64 channels of 3x3 (K 576) with per-channel u8 weights and
+    # zero points, conv in f32; a bias near 2^24 takes the sum to f64 for the add.
+    X3 = rng.integers(0, 256, (1, 64, 6, 6), dtype=np.uint8)
+    W3 = rng.integers(100, 156, (8, 64, 3, 3), dtype=np.uint8)
+    wz3 = rng.integers(120, 136, 8, dtype=np.uint8)
+    for big_bias in (False, True):
+        bias3 = rng.integers(-1000, 1000, 8, dtype=np.int32)
+        if big_bias:
+            bias3[3] = 16000000
+        wsc3 = (rng.random(8) * 0.001 + 0.0001).astype(np.float32)
+        inits = [numpy_helper.from_array(np.array(0.02, np.float32), "xs"), numpy_helper.from_array(np.array(128, np.uint8), "xz"),
+                 numpy_helper.from_array(W3, "w"), numpy_helper.from_array(wsc3, "ws"), numpy_helper.from_array(wz3, "wz"),
+                 numpy_helper.from_array(np.array(0.25, np.float32), "ys"), numpy_helper.from_array(np.array(100, np.uint8), "yz"),
+                 numpy_helper.from_array(bias3, "bias")]
+        path = onnx_model(f"qlconv64_{big_bias}", [helper.make_node("QLinearConv", ["x", "xs", "xz", "w", "ws", "wz", "ys", "yz", "bias"],
+                                                                    ["y"], pads=[1, 1, 1, 1])],
+                          [("x", X3)], [("y", np.uint8, (1, 8, 6, 6))], inits)
+        proc, v = onnx_run(path, [("x", X3)])
+        acc64 = conv_ref(X3.astype(np.int64) - 128, W3.astype(np.int64) - wz3.astype(np.int64)[:, None, None, None])
+        acc = (acc64 + bias3[None, :, None, None]).astype(np.float32)  # one rounding to f32, as ONNX Runtime
+        mult = (np.float32(0.02) * wsc3 / np.float32(0.25)).astype(np.float32)[None, :, None, None]
+        want = np.clip(np.rint(acc * mult) + 100, 0, 255).astype(np.uint8)
+        check(proc.returncode == 0 and np.array_equal(v.get("y"), want),
+              f"QLinearConv K 576, bias {'past' if big_bias else 'within'} 2^24: {proc.stderr[-500:]}")
+        check(listed_type(path, "conv") == "f32", "QLinearConv K 576 runs its conv in f32")
+        check(listed_type(path, "add") == ("f64" if big_bias else "f32"),
+              f"QLinearConv's bias is added in {'f64' if big_bias else 'f32'}: {listed_type(path, 'add')}")
+
     # A QDQ-quantized CNN (as ONNX Runtime's quantizer writes it): Q/DQ around Conv, Relu, pooling, Gemm.
     xc = rng.standard_normal((2, 3, 8, 8)).astype(np.float32)
     w1 = (rng.standard_normal((8, 3, 3, 3)) * 0.3).astype(np.float32)
