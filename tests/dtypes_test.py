@@ -259,6 +259,26 @@ if helper is not None:
     want = (wq.astype(np.int32) - wz[:, None]).astype(np.float32) * ws[:, None]
     check(proc.returncode == 0 and np.array_equal(v.get("y"), want), f"per-axis DequantizeLinear: {proc.stderr[-500:]}")
 
+    # The same of constants (a QDQ model's weights) is folded when the model is
+    # read: one f32 constant, the same values; per axis 0 and 1, i8 and u8.
+    for axis, wt in ((0, np.int8), (1, np.uint8)):
+        wc = rng.integers(np.iinfo(wt).min, np.iinfo(wt).max + 1, (4, 6), dtype=wt)
+        sc = (rng.random(wc.shape[axis]) * 0.1 + 0.01).astype(np.float32)
+        zc = rng.integers(0 if wt == np.uint8 else -3, 4, wc.shape[axis], dtype=wt)
+        path = onnx_model(f"dq_const_{axis}", [helper.make_node("DequantizeLinear", ["w", "s", "z"], ["d"], axis=axis),
+                                               helper.make_node("Add", ["d", "x"], ["y"])],
+                          [("x", np.zeros((4, 6), np.float32))], [("y", np.float32, (4, 6))],
+                          [numpy_helper.from_array(wc, "w"), numpy_helper.from_array(sc, "s"),
+                           numpy_helper.from_array(zc, "z")])
+        proc, v = onnx_run(path, [("x", np.zeros((4, 6), np.float32))])
+        shape = (4, 1) if axis == 0 else (1, 6)
+        want = (wc.astype(np.int32) - zc.reshape(shape).astype(np.int32)).astype(np.float32) * sc.reshape(shape)
+        check(proc.returncode == 0 and np.array_equal(v.get("y"), want),
+              f"DequantizeLinear of constants, axis {axis}: {proc.stderr[-500:]}")
+        listing = run_binary(GRAPHRUN, ["check", path]).stdout
+        check(re.search(r"^\s*d\s+const\s+f32\[4,6\]", listing, re.M) is not None and " cast " not in listing,
+              f"DequantizeLinear of constants is one f32 constant: {listing[-800:]}")
+
     # MatMulInteger and QLinearMatMul against exact integer arithmetic.
     A = rng.integers(0, 256, (5, 64), dtype=np.uint8)
     B = rng.integers(-128, 128, (64, 7), dtype=np.int8)

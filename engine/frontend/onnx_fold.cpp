@@ -888,6 +888,49 @@ std::optional<Shape> reshape_target(const onnx::NodeProto& n, const std::optiona
     return std::nullopt;
 }
 
+// DequantizeLinear of constant 8-bit values (a QDQ model's weights): f32,
+// as the graph computes it (onnx_ops_quant.cpp): (x - zp) exact, then one f32
+// multiply by the scale, per tensor or along `axis`. A weight is folded
+// whatever its size (up to the model's fold budget, which the importer
+// checks): it is then one constant, placed once, that the conv or matmul
+// reads as weights, instead of a dequantization on every pass. nullopt
+// (built as nodes) for anything else: another x or scale type, a scale or
+// zero point that is not a scalar or one per element along the axis.
+std::optional<HostValue> dequantize(const onnx::NodeProto& n, const std::vector<const HostValue*>& ins,
+                                    std::string& why) {
+    if (ins.size() < 2 || !ins[0] || !ins[1]) return std::nullopt;
+    const HostValue& x = *ins[0];
+    const HostValue& scale = *ins[1];
+    const HostValue* zp = ins.size() > 2 ? ins[2] : nullptr;
+    if ((x.dtype != DType::U8 && x.dtype != DType::I8) || scale.dtype != DType::F32) return std::nullopt;
+    if (zp && zp->dtype != x.dtype) return std::nullopt;
+    const int64_t count = static_cast<int64_t>(x.bytes.size());
+    if (count > static_cast<int64_t>(kMaxFoldTotalBytes / 4)) return std::nullopt;
+    const auto rank = static_cast<int64_t>(x.shape.size());
+    int64_t axis = attr_int(n, "axis", 1);
+    if (axis < 0) axis += rank;
+    const int64_t scales = static_cast<int64_t>(count_of(scale)), zps = zp ? static_cast<int64_t>(count_of(*zp)) : 1;
+    int64_t len = 1, inner = 1;
+    if (scales > 1 || zps > 1) {
+        if (axis < 0 || axis >= rank) return std::nullopt;
+        len = x.shape[static_cast<size_t>(axis)];
+        for (int64_t d = axis + 1; d < rank; ++d) inner *= x.shape[static_cast<size_t>(d)];
+    }
+    if ((scales != 1 && scales != len) || (zps != 1 && zps != len) || inner <= 0) return std::nullopt;
+    HostValue r = make(DType::F32, x.shape, count);
+    for (int64_t i = 0; i < count; ++i) {
+        if (stop_requested(i, why)) return std::nullopt;
+        const int64_t a = len > 1 ? (i / inner) % len : 0;
+        const auto xi = static_cast<int32_t>(get_int(x, static_cast<size_t>(i)));
+        const auto zi = zp ? static_cast<int32_t>(get_int(*zp, static_cast<size_t>(zps == 1 ? 0 : a))) : 0;
+        float s_a;
+        std::memcpy(&s_a, scale.bytes.data() + static_cast<size_t>(scales == 1 ? 0 : a) * 4, 4);
+        const float y = static_cast<float>(xi - zi) * s_a;
+        std::memcpy(r.bytes.data() + static_cast<size_t>(i) * 4, &y, 4);
+    }
+    return r;
+}
+
 std::optional<std::vector<HostValue>> evaluate(const onnx::NodeProto& n, const std::vector<const HostValue*>& ins,
                                                const std::optional<Shape>& in_shape, int64_t opset, std::string& why) {
     const std::string& op = n.op_type();
@@ -973,6 +1016,7 @@ std::optional<std::vector<HostValue>> evaluate(const onnx::NodeProto& n, const s
                 wrap_add(istart, wrap_mul(i, idelta)), integral);
         return one(r);
     }
+    if (op == "DequantizeLinear") return one(dequantize(n, ins, why));
     // Each op below makes a result of x's size at most (Gather and Concat check theirs).
     if (x_count > kMaxFoldElements) return std::nullopt;
     if (op == "Identity") return one(x);

@@ -39,6 +39,13 @@ NodeId cast_to(Importer& im, NodeId x, DType t) {
     return im.add("cast", {x}, {im.named("dtype", Attr::ident(dtype_name(t)))});
 }
 
+// Input i's node (`x`) in type t: cast where its ONNX type is another (a cast
+// to its own type would copy it on every pass).
+NodeId input_as(Importer& im, const onnx::NodeProto& n, int i, NodeId x, DType t) {
+    const Value* v = im.value(n.input(i));
+    return v && v->dtype && *v->dtype == t ? x : cast_to(im, x, t);
+}
+
 // A scale or zero point shaped to broadcast along `axis` of a value of rank
 // `rank`: a scalar (or one element) as it is, a 1-D tensor reshaped to
 // [1, .., len, .., 1]. nullopt (after fail) when its shape is neither.
@@ -207,7 +214,7 @@ void dequantize_linear(Importer& im, const onnx::NodeProto& n) {
         if (!z) return;
         d = im.add("sub", {d, *z});
     }
-    auto scale = along_axis(im, n, 1, cast_to(im, *s, DType::F32), axis, rank, "scale");
+    auto scale = along_axis(im, n, 1, input_as(im, n, 1, *s, DType::F32), axis, rank, "scale");
     if (!scale) return;
     NodeId y = im.add("mul", {cast_to(im, d, DType::F32), *scale});
     if (st != DType::F32) y = cast_to(im, y, st);
@@ -222,9 +229,9 @@ void quantize_linear(Importer& im, const onnx::NodeProto& n) {
     if (present(n, 2) && !eight_bit(im, n, 2, "zero point")) return;
     const size_t rank = rank_of(im, n, 0);
     const int64_t axis = attr_int(n, "axis", 1);
-    auto scale = along_axis(im, n, 1, cast_to(im, *s, DType::F32), axis, rank, "scale");
+    auto scale = along_axis(im, n, 1, input_as(im, n, 1, *s, DType::F32), axis, rank, "scale");
     if (!scale) return;
-    const NodeId x = cast_to(im, *xin, DType::F32);
+    const NodeId x = input_as(im, n, 0, *xin, DType::F32);
     std::optional<NodeId> zp;
     if (present(n, 2)) {
         auto zin = input(im, n, 2);
@@ -289,15 +296,15 @@ std::optional<NodeId> multiplier(Importer& im, const onnx::NodeProto& n, int s1,
                                  int64_t axis2, int sy, size_t rank) {
     auto i1 = input(im, n, s1), i2 = input(im, n, s2), iy = input(im, n, sy);
     if (!i1 || !i2 || !iy) return std::nullopt;
-    auto a = along_axis(im, n, s1, cast_to(im, *i1, DType::F32), axis1, rank, "scale");
-    auto b = along_axis(im, n, s2, cast_to(im, *i2, DType::F32), axis2, rank, "scale");
+    auto a = along_axis(im, n, s1, input_as(im, n, s1, *i1, DType::F32), axis1, rank, "scale");
+    auto b = along_axis(im, n, s2, input_as(im, n, s2, *i2, DType::F32), axis2, rank, "scale");
     if (!a || !b) return std::nullopt;
     const std::optional<Shape> ys = im.static_shape(n.input(sy));
     if (!ys || !(ys->empty() || (ys->size() == 1 && (*ys)[0] == 1))) {
         im.fail(n, "its y_scale must be a scalar");
         return std::nullopt;
     }
-    return im.add("div", {im.add("mul", {*a, *b}), cast_to(im, *iy, DType::F32)});
+    return im.add("div", {im.add("mul", {*a, *b}), input_as(im, n, sy, *iy, DType::F32)});
 }
 
 void qlinear_matmul(Importer& im, const onnx::NodeProto& n) {
