@@ -405,6 +405,52 @@ if helper is not None:
         check(listed_type(path, "add") == ("f64" if big_bias else "f32"),
               f"QLinearConv's bias is added in {'f64' if big_bias else 'f32'}: {listed_type(path, 'add')}")
 
+    # i8 x with a zero point, stride 2; then 2 groups (oneDNN's grouped int8
+    # conv here is its s8 GEMM, not named VNNI: left to the f32 conv).
+    X4 = rng.integers(-128, 128, (1, 4, 7, 7), dtype=np.int8)
+    for groups in (1, 2):
+        W4 = rng.integers(-128, 128, (6, 4 // groups, 3, 3), dtype=np.int8)
+        path = onnx_model(f"qlconv_i8_g{groups}", [helper.make_node("ConvInteger", ["x", "w", "xz"], ["y"],
+                                                                    pads=[1, 1, 1, 1], strides=[2, 2], group=groups)],
+                          [("x", X4)], [("y", np.int32, (1, 6, 4, 4))],
+                          [numpy_helper.from_array(W4, "w"), numpy_helper.from_array(np.array(-3, np.int8), "xz")])
+        proc, v = onnx_run(path, [("x", X4)])
+        c_in, c_out = 4 // groups, 6 // groups
+        acc = np.concatenate([conv_ref(X4[:, c_in * g:c_in * (g + 1)].astype(np.int64) + 3,
+                                       W4[c_out * g:c_out * (g + 1)].astype(np.int64), stride=2)
+                              for g in range(groups)], axis=1)
+        check(proc.returncode == 0 and np.array_equal(v.get("y"), acc),
+              f"ConvInteger, i8 x, {groups} group(s): {proc.stderr[-500:]}")
+
+    # Where oneDNN sums int8 products exactly (VNNI or AMX; `graphrun devices`
+    # names its ISA), the fusion pass runs these convs as int8 convs reading
+    # the 8-bit x; elsewhere, with oneDNN held to AVX2 (whose int8 code halves
+    # the weights), without oneDNN, with --no-fuse or --memory-limit (where our
+    # kernel must be able to take the conv over), the f32 conv. The values
+    # are the same bits every way.
+    isa = re.search(r"oneDNN [\d.]+ \((\w+)\)", run_binary(GRAPHRUN, ["devices"]).stdout)
+    isa = isa.group(1) if isa else ""
+    exact_int8 = any(t in isa for t in ("vnni", "bf16", "amx"))
+    print(f"oneDNN ISA {isa or 'none'}: int8 convs {'expected' if exact_int8 else 'not expected'}")
+    feeds = {"convi": X, "qlconv": X, "qlconv64_False": X3, "qlconv64_True": X3, "qlconv_i8_g1": X4}
+    for name, xin in feeds.items():
+        path = os.path.join(TMP, name + ".onnx")
+        listing = run_binary(GRAPHRUN, ["check", path]).stdout
+        check(("cast + sub + conv" in listing) == exact_int8,
+              f"{name}: the int8 conv {'is' if exact_int8 else 'is not'} fused on {isa}: {listing[-700:]}")
+        feed = VR.save(name + ".x", xin)
+        outs = []
+        for extra, env in (([], None), ([], {"ONEDNN_MAX_CPU_ISA": "AVX2"}), ([], {"GRAPHRUN_NO_DNNL": "1"}),
+                           (["--no-fuse"], None), (["--memory-limit=1GiB"], None)):
+            out = os.path.join(TMP, f"{name}.{len(outs)}.npz")
+            p = run_binary(GRAPHRUN, ["run", path, f"--input=x=@{feed}", f"--output=@{out}", "--no-data", *extra],
+                           env=env)
+            outs.append(dict(np.load(out)) if p.returncode == 0 and os.path.exists(out) else {"error": p.stderr[-300:]})
+        check(all(o.keys() == outs[0].keys() and all(np.array_equal(o[k], outs[0][k]) for k in o) for o in outs),
+              f"{name}: the same values fused (int8) and not: {[sorted(o) for o in outs]}")
+        avx2 = run_binary(GRAPHRUN, ["check", path], env={"ONEDNN_MAX_CPU_ISA": "AVX2"}).stdout
+        check("cast + sub + conv" not in avx2, f"{name}: no int8 conv where oneDNN has no VNNI")
+
     # A QDQ-quantized CNN (as ONNX Runtime's quantizer writes it): Q/DQ around Conv, Relu, pooling, Gemm.
     xc = rng.standard_normal((2, 3, 8, 8)).astype(np.float32)
     w1 = (rng.standard_normal((8, 3, 3, 3)) * 0.3).astype(np.float32)

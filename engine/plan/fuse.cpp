@@ -102,7 +102,7 @@ void fold_batch_norm(const Node& w, const Node* b, const Node* const bn[4], doub
 
 class Fuser {
 public:
-    explicit Fuser(Graph& g) : g_(g) {}
+    Fuser(Graph& g, Int8ConvRuns int8_conv_runs) : g_(g), int8_conv_runs_(int8_conv_runs) {}
 
     FuseStats run() {
         // Most scripts have nothing to fuse: one pass over the ops says so
@@ -133,7 +133,13 @@ public:
         // gelu no chain took the ops it replaced.
         list_only(absorbed_, true);
         list_only(gelu_parts_, false);
-        if (stats_.fused == 0 && !split) return stats_;
+        if (int8_conv_runs_) {
+            recount();
+            const size_t before = g_.nodes.size();
+            for (size_t id = 0; id < before; ++id) try_int8_conv(static_cast<NodeId>(id));
+        }
+        // (A constant made for a rewrite that was then declined leaves with compact().)
+        if (stats_.fused == 0 && !split && inserted_.empty()) return stats_;
         drop_unread_constants();
         compact();
         return stats_;
@@ -722,6 +728,135 @@ private:
     }
 
     // The constants the folds stopped reading, when nothing else reads them.
+    // A scalar's value (f32 or 8-bit): a constant, or a cast of one to f32.
+    std::optional<double> scalar_value(NodeId id) const {
+        const Node* n = &g_.node(id);
+        if (n->op == OpKind::Cast && n->inputs.size() == 1 && n->dtype == DType::F32) n = &g_.node(n->inputs[0].id);
+        if (n->op != OpKind::Const || !n->valid || checked_numel(n->shape) != 1 ||
+            n->literal.size() != dtype_size(n->dtype))
+            return std::nullopt;
+        if (n->dtype == DType::U8) return static_cast<double>(n->literal[0]);
+        if (n->dtype == DType::I8) return static_cast<double>(static_cast<int8_t>(n->literal[0]));
+        if (n->dtype != DType::F32) return std::nullopt;
+        float f;
+        std::memcpy(&f, n->literal.data(), 4);
+        return static_cast<double>(f);
+    }
+
+    // The node `id` that only `reader` reads, in its block, no output or carried value: it may leave.
+    bool only_for(NodeId id, NodeId reader) const {
+        const auto i = static_cast<size_t>(id);
+        return !pinned_[i] && !removed_[i] && readers_[i] == 1 && reader_[i] == reader &&
+               block_[i] == block_[static_cast<size_t>(reader)];
+    }
+
+    // conv(cast_f32(x8) [- zp], w) with constant integer weights in i8's range
+    // becomes the int8 conv (fuse.h) where oneDNN runs it exactly.
+    void try_int8_conv(NodeId id) {
+        Node& c = g_.node(id);
+        if (removed_[static_cast<size_t>(id)] || c.op != OpKind::Conv || !c.valid || c.epilogue >= 0 ||
+            c.dtype != DType::F32 || c.inputs.size() != 2 || c.shape.size() != 4 ||
+            device_kind(c.placed) != DeviceKind::Cpu || block_[static_cast<size_t>(id)] == kNoBlock)
+            return;
+        // x: cast(x8), or cast(x8) - zp.
+        NodeId sub = kNoNode, cast = c.inputs[0].id;
+        double zp = 0;
+        if (g_.node(cast).op == OpKind::Sub) {
+            sub = cast;
+            const Node& s = g_.node(sub);
+            if (s.inputs.size() != 2 || s.dtype != DType::F32) return;
+            const std::optional<double> z = scalar_value(s.inputs[1].id);
+            if (!z || *z != std::nearbyint(*z)) return;
+            zp = *z;
+            cast = s.inputs[0].id;
+        }
+        const Node& cn = g_.node(cast);
+        if (cn.op != OpKind::Cast || cn.dtype != DType::F32 || cn.inputs.size() != 1) return;
+        const NodeId x8 = cn.inputs[0].id;
+        const DType xt = g_.node(x8).dtype;
+        if (xt != DType::U8 && xt != DType::I8) return;
+        // The weights: a constant f32 filter of integers in i8's range.
+        const NodeId wid = c.inputs[1].id;
+        const Node& w = g_.node(wid);
+        const auto wn = checked_numel(w.shape);
+        if (w.op != OpKind::Const || !w.valid || w.dtype != DType::F32 || !wn || *wn <= 0 || w.shape.empty() ||
+            w.literal.size() != static_cast<size_t>(*wn) * 4)
+            return;
+        const int64_t outs = w.shape[0];
+        if (outs <= 0 || *wn % outs != 0) return;
+        const int64_t k = *wn / outs;
+        std::vector<uint8_t> w8(static_cast<size_t>(*wn));
+        double most = 0;
+        for (int64_t o = 0; o < outs; ++o) {
+            double l1 = 0;
+            for (int64_t j = 0; j < k; ++j) {
+                const size_t i = static_cast<size_t>(o * k + j);
+                float f;
+                std::memcpy(&f, w.literal.data() + i * 4, 4);
+                if (!(f >= -128.0f && f <= 127.0f) || f != std::nearbyint(f)) return;
+                w8[i] = static_cast<uint8_t>(static_cast<int8_t>(f));
+                l1 += std::fabs(f);
+            }
+            most = std::max(most, l1);
+        }
+        const double lo = xt == DType::I8 ? -128 : 0, hi = xt == DType::I8 ? 127 : 255;
+        if (zp < lo || zp > hi) return;  // a zero point of another range: not an 8-bit one
+        if (std::max(zp - lo, hi - zp) * most >= 16777216.0) return;
+        // The rewrite, asked of oneDNN, and undone where it declines.
+        Node wi;
+        wi.op = OpKind::Const;
+        make_generated_like(wi, w, std::string(w.display()) + "_i8");
+        wi.host_literal = true;
+        wi.dtype = DType::I8;
+        wi.shape = w.shape;
+        std::vector<Attr> dims;
+        for (int64_t d : w.shape) dims.push_back(Attr::integer(d));
+        wi.attrs.push_back(NamedAttr{"shape", Attr::make_list(std::move(dims)), {}});
+        wi.attrs.push_back(NamedAttr{"dtype", Attr::ident("i8"), {}});
+        wi.literal = std::move(w8);
+        const NodeId w8id = add_node(std::move(wi), id);
+        Node& conv = g_.node(id);  // add_node may have moved the nodes
+        const Inputs old_inputs = conv.inputs;
+        conv.inputs[0].id = x8;
+        conv.inputs[1].id = w8id;
+        conv.attrs.push_back(NamedAttr{"x_zero_point", Attr::integer(static_cast<int64_t>(zp)), {}});
+        if (!int8_conv_runs_(g_, conv)) {
+            conv.inputs = old_inputs;
+            conv.attrs.pop_back();
+            removed_[static_cast<size_t>(w8id)] = true;
+            return;
+        }
+        // What it no longer reads leaves where nothing else reads it.
+        std::vector<FusedOp> parts;
+        if (only_for(sub == kNoNode ? cast : sub, id)) {
+            if (sub != kNoNode) {
+                removed_[static_cast<size_t>(sub)] = true;
+                parts.push_back(FusedOp{OpKind::Sub, std::string(g_.node(sub).display())});
+                if (only_for(cast, sub)) removed_[static_cast<size_t>(cast)] = true;
+                // The zero point: a constant, or a cast of one, that only the subtraction read.
+                const NodeId z = g_.node(sub).inputs[1].id;
+                if (g_.node(z).op == OpKind::Cast && only_for(z, sub)) {
+                    removed_[static_cast<size_t>(z)] = true;
+                    unread_.push_back(g_.node(z).inputs[0].id);
+                } else if (g_.node(z).op == OpKind::Const) {
+                    unread_.push_back(z);
+                }
+            } else {
+                removed_[static_cast<size_t>(cast)] = true;
+            }
+            if (removed_[static_cast<size_t>(cast)])
+                parts.insert(parts.begin(), FusedOp{OpKind::Cast, std::string(g_.node(cast).display())});
+        }
+        unread_.push_back(wid);
+        Node& done = g_.node(id);
+        parts.push_back(FusedOp{OpKind::Conv, std::string(done.display())});
+        Epilogue e;
+        e.fused = std::move(parts);
+        done.epilogue = static_cast<int32_t>(g_.epilogues.size());
+        g_.epilogues.push_back(std::move(e));
+        ++stats_.fused;
+    }
+
     void drop_unread_constants() {
         recount();
         for (NodeId v : unread_) {
@@ -742,6 +877,7 @@ private:
     }
 
     Graph& g_;
+    Int8ConvRuns int8_conv_runs_;
     size_t original_ = 0;           // nodes before the pass added constants
     std::vector<int32_t> readers_;  // per node: reads by statement nodes (a node reading it twice: 2)
     std::vector<NodeId> reader_;    // per node: its last reader
@@ -758,6 +894,6 @@ private:
 
 }  // namespace
 
-FuseStats fuse_graph(Graph& g) { return Fuser(g).run(); }
+FuseStats fuse_graph(Graph& g, Int8ConvRuns int8_conv_runs) { return Fuser(g, int8_conv_runs).run(); }
 
 }  // namespace graphrun

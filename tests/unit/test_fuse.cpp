@@ -516,3 +516,66 @@ TEST_CASE("fuse: a concat stays where its conv's output is larger, a batch_norm 
         CHECK(count_op(t.prepared.graph(), OpKind::MaxPool) == 1);
     }
 }
+
+namespace {
+
+bool int8_yes(const Graph&, const Node&) { return true; }
+bool int8_no(const Graph&, const Node&) { return false; }
+
+// conv(cast(q) - cast(zq), w): an ONNX integer conv as the importer writes it.
+std::string int8_conv_script(const std::string& w0, const std::string& zp = "128", const std::string& tail = "") {
+    std::string w = "[" + w0;
+    for (int i = 1; i < 3 * 2 * 3 * 3; ++i) w += ", " + std::to_string((i * 37) % 255 - 127);
+    return "q = input(shape=[1, 2, 4, 4], dtype=u8)\nzq = const(" + zp + ", dtype=u8)\n"
+           "x = cast(q, dtype=f32) - cast(zq, dtype=f32)\n"
+           "w = const(" + w + "], shape=[3, 2, 3, 3])\ny = conv(x, w, pads=[1, 1, 1, 1])\noutput y" + tail + "\n";
+}
+
+}  // namespace
+
+TEST_CASE("fuse: an integer conv on 8-bit x becomes an int8 conv where asked, with the weights in i8") {
+    // The rewrite: the conv reads q and an i8 copy of w, x_zero_point 128; the casts and the subtraction leave.
+    PrepareResult r = prepared(int8_conv_script("-128"), false);
+    Graph& g = r.prepared.graph();
+    fuse_graph(g, int8_yes);
+    const Node* y = find(g, "y");
+    REQUIRE(y);
+    REQUIRE(y->inputs.size() == 2);
+    const Node& x8 = g.node(y->inputs[0].id);
+    const Node& w8 = g.node(y->inputs[1].id);
+    CHECK(x8.display() == "q");
+    CHECK(w8.op == OpKind::Const);
+    CHECK(w8.dtype == DType::I8);
+    REQUIRE(w8.literal.size() == 54);
+    CHECK(static_cast<int8_t>(w8.literal[0]) == -128);
+    CHECK(static_cast<int8_t>(w8.literal[5]) == (5 * 37) % 255 - 127);
+    const NamedAttr* zp = y->find_attr("x_zero_point");
+    REQUIRE(zp);
+    CHECK(zp->value.i == 128);
+    REQUIRE(g.epilogue_of(*y));
+    CHECK(g.epilogue_of(*y)->describe() == "cast + sub + conv");
+    for (const char* gone : {"x", "w", "zq"}) CHECK_MESSAGE(!find(g, gone), gone);
+    CHECK(g.nodes.size() == 3);  // q, the i8 weights, y
+
+    // Declined (oneDNN has no exact int8 code here): the graph is as it was.
+    PrepareResult kept = prepared(int8_conv_script("-128"), false);
+    const size_t before = kept.prepared.graph().nodes.size();
+    fuse_graph(kept.prepared.graph(), int8_no);
+    CHECK(kept.prepared.graph().nodes.size() == before);
+    const Graph& kg = kept.prepared.graph();
+    CHECK(kg.node(find(kg, "y")->inputs[0].id).dtype == DType::F32);
+    CHECK(!find(kept.prepared.graph(), "y")->find_attr("x_zero_point"));
+
+    // A weight outside i8 (128), or not an integer: no rewrite.
+    for (const char* w0 : {"128", "0.5"}) {
+        CAPTURE(w0);
+        PrepareResult r2 = prepared(int8_conv_script(w0), false);
+        fuse_graph(r2.prepared.graph(), int8_yes);
+        CHECK(!find(r2.prepared.graph(), "y")->find_attr("x_zero_point"));
+    }
+    // A value the conv read that something else reads too stays: x fetched as an output.
+    PrepareResult r3 = prepared(int8_conv_script("3", "128", ", x"), false);
+    fuse_graph(r3.prepared.graph(), int8_yes);
+    CHECK(find(r3.prepared.graph(), "y")->find_attr("x_zero_point"));
+    CHECK(find(r3.prepared.graph(), "x"));
+}

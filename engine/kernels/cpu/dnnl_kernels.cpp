@@ -51,6 +51,7 @@
 #include <initializer_list>
 #include <oneapi/dnnl/dnnl.hpp>
 #include <string_view>
+#include <unordered_map>
 
 #include "engine/ir/conv_geometry.h"
 #include "engine/kernels/common/kernel_common.h"
@@ -619,6 +620,134 @@ const char* isa_text(dnnl::cpu_isa isa) {
 namespace {
 
 // The geometry of a conv oneDNN may run, or nullopt.
+// conv of 8-bit x minus its zero point by a constant i8 filter, f32 out
+// (dnnl_kernels.h: make_dnnl_int8_conv_kernel): oneDNN's int8 conv on NHWC,
+// which is where it has fast code (on NCHW only its reference code, a thousand
+// times slower); x is reordered into NHWC and the output back, in the run's
+// scratch, and the filter packed once. The output scale is 1: each output is
+// its s32 sum, converted to f32 once, exactly (the fusion pass bounds the
+// sums below 2^24).
+class Int8ConvKernel final : public KernelBase {
+  public:
+    Int8ConvKernel(const Graph& g, const Node& n, const WindowGeometry& geo) : KernelBase(g, n), g_(geo) {
+        x_t_ = g.node(n.inputs[0].id).dtype == DType::U8 ? dt::u8 : dt::s8;
+        if (const NamedAttr* a = n.find_attr("x_zero_point"); a && a->value.kind == Attr::Kind::Number)
+            zp_ = static_cast<int32_t>(a->value.i);
+        const int64_t groups = g_.group;
+        src_d_ = {g_.batch, g_.channels, g_.in[0], g_.in[1]};
+        dst_d_ = {g_.batch, g_.out_channels, g_.out[0], g_.out[1]};
+        w_user_ = groups == 1 ? md({g_.out_channels, g_.channels, g_.kernel[0], g_.kernel[1]}, dt::s8, tag::oihw)
+                              : md({groups, g_.out_channels / groups, g_.channels / groups, g_.kernel[0],
+                                    g_.kernel[1]},
+                                   dt::s8, tag::goihw);
+    }
+
+    // Whether oneDNN sums it exactly in fast code: VNNI's or AMX's int8 products.
+    bool supported() const {
+        try {
+            const std::string impl = primitive_desc().impl_info_str();
+            return fast_impl(impl) && (impl.find("vnni") != std::string::npos || impl.find("amx") != std::string::npos);
+        } catch (const dnnl::error&) {
+            return false;
+        }
+    }
+
+    std::string compute(const TensorRef* in, TensorRef& out, const KernelContext& ctx) override {
+        if (out.numel == 0) return "";
+        if (!ctx.scratch) return "internal error: conv has no scratch memory";
+        try {
+            return run_dnnl(in, out, ctx);
+        } catch (const dnnl::error& e) {
+            return std::string("conv (oneDNN int8): ") + e.what();
+        }
+    }
+
+  private:
+    dnnl::convolution_forward::primitive_desc primitive_desc() const {
+        dnnl::convolution_forward::desc d(
+            dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, md(src_d_, x_t_, tag::nhwc),
+            md(w_user_.dims(), dt::s8, tag::any), md(), md(dst_d_, dt::f32, tag::nhwc), {g_.stride[0], g_.stride[1]},
+            {g_.dilation[0] - 1, g_.dilation[1] - 1}, {g_.pad_begin[0], g_.pad_begin[1]},
+            {g_.pad_end[0], g_.pad_end[1]});
+        dnnl::primitive_attr attr;
+        attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+        if (zp_ != 0) attr.set_zero_points(DNNL_ARG_SRC, 0, {DNNL_RUNTIME_S32_VAL});
+        return dnnl::convolution_forward::primitive_desc(d, attr, cpu_engine());
+    }
+
+    void prepare(int threads) {
+        use_threads(threads);
+        pd_ = primitive_desc();
+        prim_ = dnnl::convolution_forward(pd_);
+        threads_ = threads;
+        packed_.release();
+        src_ = dnnl::memory(md(src_d_, x_t_, tag::nchw), cpu_engine(), DNNL_MEMORY_NONE);
+        dst_ = dnnl::memory(md(dst_d_, dt::f32, tag::nchw), cpu_engine(), DNNL_MEMORY_NONE);
+        src_b_ = dnnl::memory(pd_.src_desc(), cpu_engine(), DNNL_MEMORY_NONE);
+        dst_b_ = dnnl::memory(pd_.dst_desc(), cpu_engine(), DNNL_MEMORY_NONE);
+        w_ = dnnl::memory(pd_.weights_desc(), cpu_engine(), DNNL_MEMORY_NONE);
+        scratchpad_ = dnnl::memory(pd_.scratchpad_desc(), cpu_engine(), DNNL_MEMORY_NONE);
+        zp_m_ = dnnl::memory(md({1}, dt::s32, tag::x), cpu_engine(), &zp_);
+        to_nhwc_ = dnnl::reorder(src_, src_b_);
+        to_nchw_ = dnnl::reorder(dst_b_, dst_);
+    }
+
+    std::string run_dnnl(const TensorRef* in, TensorRef& out, const KernelContext& ctx) {
+        const int threads = std::max(1, ctx.threads);
+        if (!prim_ || threads != threads_) prepare(threads);
+        use_threads(threads);
+        dnnl::stream strm(cpu_engine());
+        void* w = packed_.get(ctx.scratch, in[1].data, w_user_, pd_.weights_desc(), strm);
+        if (!w) return oom("conv", pd_.weights_desc().get_size(), "packed int8 filter");
+        const uint64_t s_bytes = pd_.src_desc().get_size(), d_bytes = pd_.dst_desc().get_size();
+        const uint64_t p_bytes = pd_.scratchpad_desc().get_size();
+        const uint64_t total = aligned(s_bytes) + aligned(d_bytes) + aligned(p_bytes);
+        RunScratch scratch(ctx.scratch, total);
+        if (!scratch.ok()) return oom("conv", total, "NHWC buffers and oneDNN scratchpad");
+        w_.set_data_handle(w);
+        src_.set_data_handle(in[0].data);
+        dst_.set_data_handle(out.data);
+        src_b_.set_data_handle(scratch.take(s_bytes));
+        dst_b_.set_data_handle(scratch.take(d_bytes));
+        scratchpad_.set_data_handle(p_bytes ? scratch.take(p_bytes) : nullptr);
+        to_nhwc_.execute(strm, src_, src_b_);
+        std::unordered_map<int, dnnl::memory> args{
+            {DNNL_ARG_SRC, src_b_}, {DNNL_ARG_WEIGHTS, w_}, {DNNL_ARG_DST, dst_b_}, {DNNL_ARG_SCRATCHPAD, scratchpad_}};
+        if (zp_ != 0) args.emplace(DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC, zp_m_);
+        prim_.execute(strm, args);
+        to_nchw_.execute(strm, dst_b_, dst_);
+        strm.wait();
+        return "";
+    }
+
+    WindowGeometry g_;
+    dt x_t_ = dt::u8;
+    int32_t zp_ = 0;
+    dims src_d_, dst_d_;
+    md w_user_;
+    int threads_ = 0;
+    dnnl::convolution_forward::primitive_desc pd_;
+    dnnl::convolution_forward prim_;
+    dnnl::memory src_, dst_, src_b_, dst_b_, w_, scratchpad_, zp_m_;
+    dnnl::reorder to_nhwc_, to_nchw_;
+    PackedWeight packed_;
+};
+
+// The geometry of an int8 conv (Int8ConvKernel), or nullopt where n is none.
+std::optional<WindowGeometry> int8_conv_geometry(const Graph& g, const Node& n) {
+    if (dnnl_disabled() || n.op != OpKind::Conv || n.dtype != DType::F32 || n.inputs.size() != 2 ||
+        n.shape.size() != 4 || !only_attrs(n, {"strides", "pads", "dilations", "group", "auto_pad", "x_zero_point"}))
+        return std::nullopt;
+    const Node& x = g.node(n.inputs[0].id);
+    const Node& w = g.node(n.inputs[1].id);
+    if ((x.dtype != DType::U8 && x.dtype != DType::I8) || w.dtype != DType::I8 || !const_input(g, n, 1) ||
+        x.shape.size() != 4)
+        return std::nullopt;
+    std::optional<WindowGeometry> geo = window_geometry(n, x.shape, &w.shape, nullptr);
+    if (!geo || geo->global || checked_numel(n.shape).value_or(0) == 0 || geo->channels == 0) return std::nullopt;
+    return geo;
+}
+
 std::optional<WindowGeometry> dnnl_conv_geometry(const Graph& g, const Node& n) {
     // A fused node's inputs: x, w, [bias], then its epilogue's residual (a conv's epilogue has no bias).
     const Epilogue* e = g.epilogue_of(n);
@@ -692,6 +821,18 @@ std::unique_ptr<Kernel> make_dnnl_conv_kernel(const Graph& g, const Node& n, Own
     k = std::make_unique<ConvKernel>(g, n, *geo, ours ? ours(g, n) : nullptr, false);
     if (!k->supported()) return nullptr;
     return k;
+}
+
+bool dnnl_int8_conv_runs(const Graph& g, const Node& n) {
+    std::optional<WindowGeometry> geo = int8_conv_geometry(g, n);
+    return geo && Int8ConvKernel(g, n, *geo).supported();
+}
+
+std::unique_ptr<Kernel> make_dnnl_int8_conv_kernel(const Graph& g, const Node& n) {
+    std::optional<WindowGeometry> geo = int8_conv_geometry(g, n);
+    if (!geo) return nullptr;
+    auto k = std::make_unique<Int8ConvKernel>(g, n, *geo);
+    return k->supported() ? std::move(k) : nullptr;
 }
 
 std::unique_ptr<Kernel> make_dnnl_gemm_kernel(const Graph& g, const Node& n, OwnKernelFactory ours) {
