@@ -187,6 +187,18 @@ class PackedWeight {
     const void* src_ = nullptr;
 };
 
+// A oneDNN conv's run: nothing for an empty output, its scratch there, oneDNN's errors as messages.
+template <class Run>
+std::string guarded_conv_run(const TensorRef& out, const KernelContext& ctx, const char* what, const Run& run) {
+    if (out.numel == 0) return "";
+    if (!ctx.scratch) return "internal error: conv has no scratch memory";
+    try {
+        return run();
+    } catch (const dnnl::error& e) {
+        return std::string(what) + e.what();
+    }
+}
+
 // The layout a value is held in (Node::channels_last, channel_block).
 tag value_tag(const Node& v) {
     if (!v.channels_last) return tag::nchw;
@@ -254,13 +266,7 @@ class ConvKernel final : public KernelBase {
     }
 
     std::string compute(const TensorRef* in, TensorRef& out, const KernelContext& ctx) override {
-        if (out.numel == 0) return "";
-        if (!ctx.scratch) return "internal error: conv has no scratch memory";
-        try {
-            return run_dnnl(in, out, ctx);
-        } catch (const dnnl::error& e) {
-            return std::string("conv (oneDNN): ") + e.what();
-        }
+        return guarded_conv_run(out, ctx, "conv (oneDNN): ", [&] { return run_dnnl(in, out, ctx); });
     }
 
   private:
@@ -653,13 +659,7 @@ class Int8ConvKernel final : public KernelBase {
     }
 
     std::string compute(const TensorRef* in, TensorRef& out, const KernelContext& ctx) override {
-        if (out.numel == 0) return "";
-        if (!ctx.scratch) return "internal error: conv has no scratch memory";
-        try {
-            return run_dnnl(in, out, ctx);
-        } catch (const dnnl::error& e) {
-            return std::string("conv (oneDNN int8): ") + e.what();
-        }
+        return guarded_conv_run(out, ctx, "conv (oneDNN int8): ", [&] { return run_dnnl(in, out, ctx); });
     }
 
   private:
