@@ -1,7 +1,7 @@
 // ONNX's quantization ops (issue 27), composed of graphrun ops over the 8-bit
 // storage types (engine/plan/storage_types.h):
 //
-//   DequantizeLinear  y = (i32(x) - i32(zp)) * scale
+//   DequantizeLinear  y = (x - zp) * scale            (x - zp exact: f32 for 8-bit x, i32 for i32)
 //   QuantizeLinear    y = saturate(round_half_even(x / scale) + zp)
 //   MatMulInteger     y = (A - a_zp) @ (B - b_zp)                  -> i32
 //   ConvInteger       y = conv(x - x_zp, w - w_zp)                 -> i32
@@ -181,11 +181,11 @@ DType sum_type(std::optional<double> range, std::optional<double> l1, double& bo
 }
 
 // round_half_even(acc) + zp, saturated to zp's type and cast to it; acc in f32.
+// The cast saturates (toward zero, NaN -> 0), which on these integers is the
+// clip to the 8-bit range the definition has: no clip pass of its own.
 NodeId requantize(Importer& im, NodeId acc, std::optional<NodeId> zp_f32, DType out) {
     NodeId q = im.add("round", {acc});
     if (zp_f32) q = im.add("add", {q, *zp_f32});
-    const double lo = out == DType::I8 ? -128 : 0, hi = out == DType::I8 ? 127 : 255;
-    q = im.add("clip", {q}, {im.named("min", Attr::number(lo)), im.named("max", Attr::number(hi))});
     return cast_to(im, q, out);
 }
 
@@ -205,18 +205,20 @@ void dequantize_linear(Importer& im, const onnx::NodeProto& n) {
         return im.fail(n, std::string("its input is ") + dtype_name(xt) + "; graphrun dequantizes i8, u8 and i32");
     const size_t rank = rank_of(im, n, 0);
     const int64_t axis = attr_int(n, "axis", 1);
-    // (x - zp) in i32, exact, then to the float type.
-    NodeId d = cast_to(im, *x, DType::I32);
+    // (x - zp), exact: in f32 for 8-bit x (at most 255 in magnitude), in i32
+    // for i32 x (then to f32); then times the scale.
+    const DType dt = xt == DType::I32 ? DType::I32 : DType::F32;
+    NodeId d = cast_to(im, *x, dt);
     if (present(n, 2)) {
         auto zp = input(im, n, 2);
         if (!zp) return;
-        auto z = along_axis(im, n, 2, cast_to(im, *zp, DType::I32), axis, rank, "zero point");
+        auto z = along_axis(im, n, 2, cast_to(im, *zp, dt), axis, rank, "zero point");
         if (!z) return;
         d = im.add("sub", {d, *z});
     }
     auto scale = along_axis(im, n, 1, input_as(im, n, 1, *s, DType::F32), axis, rank, "scale");
     if (!scale) return;
-    NodeId y = im.add("mul", {cast_to(im, d, DType::F32), *scale});
+    NodeId y = im.add("mul", {dt == DType::F32 ? d : cast_to(im, d, DType::F32), *scale});
     if (st != DType::F32) y = cast_to(im, y, st);
     im.bind(n.output(0), y);
 }
