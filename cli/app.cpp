@@ -42,7 +42,7 @@ void add_fuse_option(CLI::App* cmd, PrepareOptions& p) {
         "--no-fuse", [&p](int64_t) { p.fuse = false; },
         "do not fuse conv/matmul/gemm with the batch_norm, bias, residual add and activation after them "
         "(default: fused into one CPU kernel each; graph mode only), nor take apart a concat that only a pool "
-        "or conv reads, nor keep conv outputs channels-last between oneDNN convs, nor run an integer conv in int8");
+        "or conv reads, nor keep conv outputs channels-last between oneDNN convs, nor run an integer conv or matmul in int8");
 }
 
 // --dim=NAME=N and --input-shape=NAME=AxBxC bind an ONNX model's free input

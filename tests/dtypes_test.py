@@ -450,6 +450,22 @@ if helper is not None:
               f"{name}: the same values fused (int8) and not: {[sorted(o) for o in outs]}")
         avx2 = run_binary(GRAPHRUN, ["check", path], env={"ONEDNN_MAX_CPU_ISA": "AVX2"}).stdout
         check("cast + sub + conv" not in avx2, f"{name}: no int8 conv where oneDNN has no VNNI")
+    # The same for QLinearMatMul (b_zero_point 0: b fits i8) as an int8 matmul;
+    # MatMulInteger's b - 3 does not fit i8 (-131): an f32 matmul.
+    for name, xin, fused in (("qlmm", A, exact_int8), ("mmi", A, False)):
+        path = os.path.join(TMP, name + ".onnx")
+        listing = run_binary(GRAPHRUN, ["check", path]).stdout
+        check(("cast + sub + matmul" in listing) == fused,
+              f"{name}: the int8 matmul {'is' if fused else 'is not'} fused on {isa}: {listing[-700:]}")
+        feed = VR.save(name + ".a", xin)
+        outs = []
+        for extra, env in (([], None), ([], {"ONEDNN_MAX_CPU_ISA": "AVX2"}), (["--no-fuse"], None)):
+            out = os.path.join(TMP, f"{name}.{len(outs)}.npz")
+            p = run_binary(GRAPHRUN, ["run", path, f"--input=a=@{feed}", f"--output=@{out}", "--no-data", *extra],
+                           env=env)
+            outs.append(dict(np.load(out)) if p.returncode == 0 and os.path.exists(out) else {"error": p.stderr[-300:]})
+        check(all(o.keys() == outs[0].keys() and all(np.array_equal(o[k], outs[0][k]) for k in o) for o in outs),
+              f"{name}: the same values fused (int8) and not: {[sorted(o) for o in outs]}")
 
     # A QDQ-quantized CNN (as ONNX Runtime's quantizer writes it): Q/DQ around Conv, Relu, pooling, Gemm.
     xc = rng.standard_normal((2, 3, 8, 8)).astype(np.float32)

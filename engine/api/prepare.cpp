@@ -132,7 +132,7 @@ PrepareResult load_and_place(std::unique_ptr<LoadedGraph> loaded, const PrepareO
     // (NCHW, less scratch) where the limit has no room for oneDNN's packed filter.
     if (opts.fuse) {
         // The int8 conv has no kernel of ours to hand over to either.
-        fuse_graph(g, opts.memory_limit ? nullptr : kernels::dnnl_int8_conv_runs);
+        fuse_graph(g, opts.memory_limit ? nullptr : kernels::dnnl_int8_runs);
         if (!opts.memory_limit) mark_channels_last(g, kernels::dnnl_conv_runs_channels_last);
     }
     return r;

@@ -102,7 +102,7 @@ void fold_batch_norm(const Node& w, const Node* b, const Node* const bn[4], doub
 
 class Fuser {
 public:
-    Fuser(Graph& g, Int8ConvRuns int8_conv_runs) : g_(g), int8_conv_runs_(int8_conv_runs) {}
+    Fuser(Graph& g, Int8Runs int8_runs) : g_(g), int8_runs_(int8_runs) {}
 
     FuseStats run() {
         // Most scripts have nothing to fuse: one pass over the ops says so
@@ -133,10 +133,10 @@ public:
         // gelu no chain took the ops it replaced.
         list_only(absorbed_, true);
         list_only(gelu_parts_, false);
-        if (int8_conv_runs_) {
+        if (int8_runs_) {
             recount();
             const size_t before = g_.nodes.size();
-            for (size_t id = 0; id < before; ++id) try_int8_conv(static_cast<NodeId>(id));
+            for (size_t id = 0; id < before; ++id) try_int8(static_cast<NodeId>(id));
         }
         // (A constant made for a rewrite that was then declined leaves with compact().)
         if (stats_.fused == 0 && !split && inserted_.empty()) return stats_;
@@ -750,13 +750,15 @@ private:
                block_[i] == block_[static_cast<size_t>(reader)];
     }
 
-    // conv(cast_f32(x8) [- zp], w) with constant integer weights in i8's range
-    // becomes the int8 conv (fuse.h) where oneDNN runs it exactly.
-    void try_int8_conv(NodeId id) {
+    // conv or matmul (cast_f32(x8) [- zp], w) with constant integer weights in
+    // i8's range becomes the int8 conv or matmul (fuse.h) where oneDNN runs it exactly.
+    void try_int8(NodeId id) {
         Node& c = g_.node(id);
-        if (removed_[static_cast<size_t>(id)] || c.op != OpKind::Conv || !c.valid || c.epilogue >= 0 ||
-            c.dtype != DType::F32 || c.inputs.size() != 2 || c.shape.size() != 4 ||
-            device_kind(c.placed) != DeviceKind::Cpu || block_[static_cast<size_t>(id)] == kNoBlock)
+        const bool conv = c.op == OpKind::Conv;
+        if (removed_[static_cast<size_t>(id)] || (!conv && c.op != OpKind::Matmul) || !c.valid ||
+            c.epilogue >= 0 || c.dtype != DType::F32 || c.inputs.size() != 2 || (conv && c.shape.size() != 4) ||
+            (!conv && !c.attrs.empty()) || device_kind(c.placed) != DeviceKind::Cpu ||
+            block_[static_cast<size_t>(id)] == kNoBlock)
             return;
         // x: cast(x8), or cast(x8) - zp.
         NodeId sub = kNoNode, cast = c.inputs[0].id;
@@ -782,7 +784,10 @@ private:
         if (w.op != OpKind::Const || !w.valid || w.dtype != DType::F32 || !wn || *wn <= 0 || w.shape.empty() ||
             w.literal.size() != static_cast<size_t>(*wn) * 4)
             return;
-        const int64_t outs = w.shape[0];
+        // Each output reads k weights: a conv's output channel o its block
+        // w[o, ...]; a matmul's column o the column b[:, o] (b is 2-D).
+        if (!conv && w.shape.size() != 2) return;
+        const int64_t outs = conv ? w.shape[0] : w.shape[1];
         if (outs <= 0 || *wn % outs != 0) return;
         const int64_t k = *wn / outs;
         std::vector<uint8_t> w8(static_cast<size_t>(*wn));
@@ -790,7 +795,7 @@ private:
         for (int64_t o = 0; o < outs; ++o) {
             double l1 = 0;
             for (int64_t j = 0; j < k; ++j) {
-                const size_t i = static_cast<size_t>(o * k + j);
+                const size_t i = static_cast<size_t>(conv ? o * k + j : j * outs + o);
                 float f;
                 std::memcpy(&f, w.literal.data() + i * 4, 4);
                 if (!(f >= -128.0f && f <= 127.0f) || f != std::nearbyint(f)) return;
@@ -815,14 +820,14 @@ private:
         wi.attrs.push_back(NamedAttr{"dtype", Attr::ident("i8"), {}});
         wi.literal = std::move(w8);
         const NodeId w8id = add_node(std::move(wi), id);
-        Node& conv = g_.node(id);  // add_node may have moved the nodes
-        const Inputs old_inputs = conv.inputs;
-        conv.inputs[0].id = x8;
-        conv.inputs[1].id = w8id;
-        conv.attrs.push_back(NamedAttr{"x_zero_point", Attr::integer(static_cast<int64_t>(zp)), {}});
-        if (!int8_conv_runs_(g_, conv)) {
-            conv.inputs = old_inputs;
-            conv.attrs.pop_back();
+        Node& node = g_.node(id);  // add_node may have moved the nodes
+        const Inputs old_inputs = node.inputs;
+        node.inputs[0].id = x8;
+        node.inputs[1].id = w8id;
+        node.attrs.push_back(NamedAttr{"x_zero_point", Attr::integer(static_cast<int64_t>(zp)), {}});
+        if (!int8_runs_(g_, node)) {
+            node.inputs = old_inputs;
+            node.attrs.pop_back();
             removed_[static_cast<size_t>(w8id)] = true;
             return;
         }
@@ -849,7 +854,7 @@ private:
         }
         unread_.push_back(wid);
         Node& done = g_.node(id);
-        parts.push_back(FusedOp{OpKind::Conv, std::string(done.display())});
+        parts.push_back(FusedOp{done.op, std::string(done.display())});
         Epilogue e;
         e.fused = std::move(parts);
         done.epilogue = static_cast<int32_t>(g_.epilogues.size());
@@ -877,7 +882,7 @@ private:
     }
 
     Graph& g_;
-    Int8ConvRuns int8_conv_runs_;
+    Int8Runs int8_runs_;
     size_t original_ = 0;           // nodes before the pass added constants
     std::vector<int32_t> readers_;  // per node: reads by statement nodes (a node reading it twice: 2)
     std::vector<NodeId> reader_;    // per node: its last reader
@@ -894,6 +899,6 @@ private:
 
 }  // namespace
 
-FuseStats fuse_graph(Graph& g, Int8ConvRuns int8_conv_runs) { return Fuser(g, int8_conv_runs).run(); }
+FuseStats fuse_graph(Graph& g, Int8Runs int8_runs) { return Fuser(g, int8_runs).run(); }
 
 }  // namespace graphrun

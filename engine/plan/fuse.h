@@ -46,21 +46,21 @@ struct FuseStats {
     size_t removed = 0;  // nodes that left the graph (the chains' other nodes, unread constants)
 };
 
-// Last, an ONNX integer conv (engine/frontend/onnx_ops_quant.cpp: an f32
-// conv of cast(x8) - zp by constant integer weights, exact in f32) becomes an
-// int8 conv: the conv reads x8 itself, its zero point the x_zero_point
-// attribute, and an i8 copy of the weights (a quarter of the bytes), where
-// every weight fits i8, the sums stay below 2^24 (so f32 holds them, as
-// before), the conv has no epilogue, and `int8_conv_runs` (oneDNN's exact,
-// fast int8 conv: kernels::dnnl_int8_conv_runs) says it runs. The values are
-// the same; the cast and the subtraction leave the graph where nothing else
-// reads them.
-using Int8ConvRuns = bool (*)(const Graph& g, const Node& n);
+// Last, an ONNX integer conv or matmul (engine/frontend/onnx_ops_quant.cpp:
+// an f32 conv or matmul of cast(x8) - zp by constant integer weights, exact
+// in f32) becomes an int8 conv or matmul: it reads x8 itself, its zero point
+// the x_zero_point attribute, and an i8 copy of the weights (a quarter of the
+// bytes), where every weight fits i8, the sums stay below 2^24 (so f32 holds
+// them, as before), the node has no epilogue (a matmul no transpose), and
+// `int8_runs` (oneDNN's exact, fast int8 code: kernels::dnnl_int8_runs)
+// says it runs. The values are the same; the cast and the subtraction leave
+// the graph where nothing else reads them.
+using Int8Runs = bool (*)(const Graph& g, const Node& n);
 
 // Rewrites `g` in place (node ids change: inputs, statements, carries,
 // bindings and outputs are renumbered; a name bound to a node that left is
 // unbound). Only top-level and repeat-body statements are rewritten; nodes
 // in no statement list are left alone.
-FuseStats fuse_graph(Graph& g, Int8ConvRuns int8_conv_runs = nullptr);
+FuseStats fuse_graph(Graph& g, Int8Runs int8_runs = nullptr);
 
 }  // namespace graphrun

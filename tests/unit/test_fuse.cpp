@@ -579,3 +579,30 @@ TEST_CASE("fuse: an integer conv on 8-bit x becomes an int8 conv where asked, wi
     CHECK(find(r3.prepared.graph(), "y")->find_attr("x_zero_point"));
     CHECK(find(r3.prepared.graph(), "x"));
 }
+
+TEST_CASE("fuse: an integer matmul on 8-bit a becomes an int8 matmul, b's columns bounded") {
+    const std::string head = "a = input(shape=[2, 4], dtype=u8)\nza = const(3, dtype=u8)\n"
+                             "x = cast(a, dtype=f32) - cast(za, dtype=f32)\n";
+    PrepareResult r = prepared(head + "b = const([1, -2, 3, 4, 5, -128, 7, 8, 9, 10, 11, 127], shape=[4, 3])\n"
+                                      "y = matmul(x, b)\noutput y\n",
+                               false);
+    Graph& g = r.prepared.graph();
+    fuse_graph(g, int8_yes);
+    const Node* y = find(g, "y");
+    REQUIRE(y);
+    CHECK(g.node(y->inputs[0].id).display() == "a");
+    const Node& b8 = g.node(y->inputs[1].id);
+    CHECK(b8.dtype == DType::I8);
+    REQUIRE(b8.literal.size() == 12);
+    CHECK(static_cast<int8_t>(b8.literal[5]) == -128);
+    CHECK(static_cast<int8_t>(b8.literal[11]) == 127);
+    REQUIRE(y->find_attr("x_zero_point"));
+    CHECK(y->find_attr("x_zero_point")->value.i == 3);
+    CHECK(g.epilogue_of(*y)->describe() == "cast + sub + matmul");
+    // A transposed b is not taken.
+    PrepareResult t = prepared(head + "b = const([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12], shape=[3, 4])\n"
+                                      "y = matmul(x, b, transpose_b=true)\noutput y\n",
+                               false);
+    fuse_graph(t.prepared.graph(), int8_yes);
+    CHECK(!find(t.prepared.graph(), "y")->find_attr("x_zero_point"));
+}

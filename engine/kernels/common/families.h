@@ -49,7 +49,8 @@ std::unique_ptr<Kernel> make_family_kernel(const FamilyFactories<Ctx...>& f, con
                                            Ctx&... ctx) {
     // Storage types reach only the kernels that move bytes, and the fusion
     // pass's int8 conv (engine/plan/fuse.h), which reads 8-bit x.
-    if (!runs_in_storage_type(n.op) && !(n.op == OpKind::Conv && n.find_attr("x_zero_point"))) {
+    if (!runs_in_storage_type(n.op) &&
+        !((n.op == OpKind::Conv || n.op == OpKind::Matmul) && n.find_attr("x_zero_point"))) {
         bool storage = is_storage(n.dtype);
         for (const Input& in : n.inputs) storage = storage || is_storage(g.node(in.id).dtype);
         if (storage)

@@ -385,7 +385,7 @@ std::unique_ptr<Kernel> make_conv_kernel(const Graph& g, const Node& n) {
     // The fusion pass's int8 conv (8-bit x): oneDNN's, which the pass asked
     // for; no kernel of ours reads 8-bit x.
     if (n.inputs.size() >= 2 && n.inputs[0].id >= 0 && g.node(n.inputs[0].id).dtype != n.dtype)
-        return make_dnnl_int8_conv_kernel(g, n);
+        return make_dnnl_int8_kernel(g, n);
     // oneDNN where it is faster (dnnl_kernels.h), ours where it declines.
     if (auto k = make_dnnl_conv_kernel(g, n, make_own_conv_kernel)) return k;
     return make_own_conv_kernel(g, n);

@@ -627,7 +627,7 @@ namespace {
 
 // The geometry of a conv oneDNN may run, or nullopt.
 // conv of 8-bit x minus its zero point by a constant i8 filter, f32 out
-// (dnnl_kernels.h: make_dnnl_int8_conv_kernel): oneDNN's int8 conv on NHWC,
+// (dnnl_kernels.h: make_dnnl_int8_kernel): oneDNN's int8 conv on NHWC,
 // which is where it has fast code (on NCHW only its reference code, a thousand
 // times slower); x is reordered into NHWC and the output back, in the run's
 // scratch, and the filter packed once. The output scale is 1: each output is
@@ -823,12 +823,114 @@ std::unique_ptr<Kernel> make_dnnl_conv_kernel(const Graph& g, const Node& n, Own
     return k;
 }
 
-bool dnnl_int8_conv_runs(const Graph& g, const Node& n) {
+// a (8-bit, its zero point the x_zero_point attribute; its batch folded into
+// the rows) by a constant 2-D i8 b, f32 out: oneDNN's int8 matmul, b packed
+// once; each output its s32 sum converted to f32 once (dnnl_kernels.h).
+class Int8MatmulKernel final : public KernelBase {
+  public:
+    Int8MatmulKernel(const Graph& g, const Node& n) : KernelBase(g, n) {
+        const Shape& a = g.node(n.inputs[0].id).shape;
+        const Shape& b = g.node(n.inputs[1].id).shape;
+        x_t_ = g.node(n.inputs[0].id).dtype == DType::U8 ? dt::u8 : dt::s8;
+        if (const NamedAttr* z = n.find_attr("x_zero_point"); z && z->value.kind == Attr::Kind::Number)
+            zp_ = static_cast<int32_t>(z->value.i);
+        k_ = b[0];
+        cols_ = b[1];
+        rows_ = k_ > 0 ? checked_numel(a).value_or(0) / k_ : 0;
+        b_user_ = md({k_, cols_}, dt::s8, tag::ab);
+    }
+
+    bool supported() const {
+        if (rows_ <= 0 || k_ <= 0 || cols_ <= 0) return false;
+        try {
+            const std::string impl = primitive_desc().impl_info_str();
+            return fast_impl(impl) && (impl.find("vnni") != std::string::npos || impl.find("amx") != std::string::npos);
+        } catch (const dnnl::error&) {
+            return false;
+        }
+    }
+
+    std::string compute(const TensorRef* in, TensorRef& out, const KernelContext& ctx) override {
+        return guarded_conv_run(out, ctx, "matmul (oneDNN int8): ", [&] { return run_dnnl(in, out, ctx); });
+    }
+
+  private:
+    dnnl::matmul::primitive_desc primitive_desc() const {
+        dnnl::matmul::desc d(md({rows_, k_}, x_t_, tag::ab), md({k_, cols_}, dt::s8, tag::any),
+                             md({rows_, cols_}, dt::f32, tag::ab));
+        dnnl::primitive_attr attr;
+        attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+        if (zp_ != 0) attr.set_zero_points(DNNL_ARG_SRC, 0, {DNNL_RUNTIME_S32_VAL});
+        return dnnl::matmul::primitive_desc(d, attr, cpu_engine());
+    }
+
+    std::string run_dnnl(const TensorRef* in, TensorRef& out, const KernelContext& ctx) {
+        const int threads = std::max(1, ctx.threads);
+        if (!prim_ || threads != threads_) {
+            use_threads(threads);
+            pd_ = primitive_desc();
+            prim_ = dnnl::matmul(pd_);
+            threads_ = threads;
+            packed_.release();
+        }
+        use_threads(threads);
+        dnnl::stream strm(cpu_engine());
+        void* w = in[1].data;
+        if (pd_.weights_desc() != b_user_) {
+            w = packed_.get(ctx.scratch, in[1].data, b_user_, pd_.weights_desc(), strm);
+            if (!w) return oom("matmul", pd_.weights_desc().get_size(), "packed int8 b");
+        }
+        const uint64_t p_bytes = pd_.scratchpad_desc().get_size();
+        RunScratch scratch(ctx.scratch, aligned(p_bytes));
+        if (!scratch.ok()) return oom("matmul", p_bytes, "oneDNN scratchpad");
+        int32_t zp = zp_;
+        std::unordered_map<int, dnnl::memory> args{
+            {DNNL_ARG_SRC, dnnl::memory(pd_.src_desc(), cpu_engine(), const_cast<void*>(in[0].data))},
+            {DNNL_ARG_WEIGHTS, dnnl::memory(pd_.weights_desc(), cpu_engine(), w)},
+            {DNNL_ARG_DST, dnnl::memory(pd_.dst_desc(), cpu_engine(), out.data)},
+            {DNNL_ARG_SCRATCHPAD,
+             dnnl::memory(pd_.scratchpad_desc(), cpu_engine(), p_bytes ? scratch.take(p_bytes) : nullptr)}};
+        if (zp_ != 0) args.emplace(DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC, dnnl::memory(md({1}, dt::s32, tag::x), cpu_engine(), &zp));
+        prim_.execute(strm, args);
+        strm.wait();
+        return "";
+    }
+
+    dt x_t_ = dt::u8;
+    int32_t zp_ = 0;
+    int64_t rows_ = 0, k_ = 0, cols_ = 0;
+    md b_user_;
+    int threads_ = 0;
+    dnnl::matmul::primitive_desc pd_;
+    dnnl::matmul prim_;
+    PackedWeight packed_;
+};
+
+// Whether n is the fusion pass's int8 matmul: a (8-bit, rank 2 or more) by a
+// constant 2-D i8 b, f32 out, no transposes.
+bool int8_matmul_shape(const Graph& g, const Node& n) {
+    if (dnnl_disabled() || n.op != OpKind::Matmul || n.dtype != DType::F32 || n.inputs.size() != 2 ||
+        !only_attrs(n, {"x_zero_point"}))
+        return false;
+    const Node& a = g.node(n.inputs[0].id);
+    const Node& b = g.node(n.inputs[1].id);
+    return (a.dtype == DType::U8 || a.dtype == DType::I8) && b.dtype == DType::I8 && const_input(g, n, 1) &&
+           a.shape.size() >= 2 && b.shape.size() == 2 && a.shape.back() == b.shape[0] &&
+           checked_numel(n.shape).value_or(0) > 0;
+}
+
+bool dnnl_int8_runs(const Graph& g, const Node& n) {
+    if (n.op == OpKind::Matmul) return int8_matmul_shape(g, n) && Int8MatmulKernel(g, n).supported();
     std::optional<WindowGeometry> geo = int8_conv_geometry(g, n);
     return geo && Int8ConvKernel(g, n, *geo).supported();
 }
 
-std::unique_ptr<Kernel> make_dnnl_int8_conv_kernel(const Graph& g, const Node& n) {
+std::unique_ptr<Kernel> make_dnnl_int8_kernel(const Graph& g, const Node& n) {
+    if (n.op == OpKind::Matmul) {
+        if (!int8_matmul_shape(g, n)) return nullptr;
+        auto k = std::make_unique<Int8MatmulKernel>(g, n);
+        return k->supported() ? std::move(k) : nullptr;
+    }
     std::optional<WindowGeometry> geo = int8_conv_geometry(g, n);
     if (!geo) return nullptr;
     auto k = std::make_unique<Int8ConvKernel>(g, n, *geo);

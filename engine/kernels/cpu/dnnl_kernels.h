@@ -29,15 +29,16 @@ std::unique_ptr<Kernel> make_dnnl_conv_kernel(const Graph& g, const Node& n, Own
 // conv; make_dnnl_conv_kernel then makes such a kernel for a node that reads
 // or writes a channels-last value, in the layout the pass chose).
 bool dnnl_conv_runs_channels_last(const Graph& g, const Node& n, int block);
-// The int8 conv the fusion pass makes of an ONNX integer conv (engine/plan/fuse.h):
-// x 8-bit (u8 or i8) NCHW, its zero point the node's x_zero_point attribute,
-// w a constant i8 filter, the output f32: oneDNN's int8 conv, exact (the sums
-// are integers in s32, below 2^24 where the pass made it). Whether oneDNN has
-// code for it that sums exactly (VNNI or AMX: without them its int8 kernels
-// halve the weights to keep 16-bit sums from saturating), and the kernel;
-// nullptr where n is no such conv.
-bool dnnl_int8_conv_runs(const Graph& g, const Node& n);
-std::unique_ptr<Kernel> make_dnnl_int8_conv_kernel(const Graph& g, const Node& n);
+// The int8 conv and matmul the fusion pass makes of an ONNX integer conv or
+// matmul (engine/plan/fuse.h): x (a matmul's a) 8-bit (u8 or i8), its zero
+// point the node's x_zero_point attribute, w (b) a constant i8 filter (2-D
+// matrix), the output f32: oneDNN's int8 conv or matmul, exact (the sums are
+// integers in s32, below 2^24 where the pass made it). Whether oneDNN has code
+// for it that sums exactly (VNNI or AMX: without them its int8 kernels halve
+// the weights to keep 16-bit sums from saturating), and the kernel; nullptr
+// where n is no such node.
+bool dnnl_int8_runs(const Graph& g, const Node& n);
+std::unique_ptr<Kernel> make_dnnl_int8_kernel(const Graph& g, const Node& n);
 // A oneDNN matmul for a plain f32 gemm whose b is a constant (packed once) and
 // whose c, if any, is a bias row (beta 1, alpha 1); nullptr otherwise.
 std::unique_ptr<Kernel> make_dnnl_gemm_kernel(const Graph& g, const Node& n, OwnKernelFactory ours);

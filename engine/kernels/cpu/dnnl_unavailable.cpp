@@ -5,8 +5,8 @@
 namespace graphrun::kernels {
 
 std::unique_ptr<Kernel> make_dnnl_conv_kernel(const Graph&, const Node&, OwnKernelFactory) { return nullptr; }
-bool dnnl_int8_conv_runs(const Graph&, const Node&) { return false; }
-std::unique_ptr<Kernel> make_dnnl_int8_conv_kernel(const Graph&, const Node&) { return nullptr; }
+bool dnnl_int8_runs(const Graph&, const Node&) { return false; }
+std::unique_ptr<Kernel> make_dnnl_int8_kernel(const Graph&, const Node&) { return nullptr; }
 bool dnnl_conv_runs_channels_last(const Graph&, const Node&, int) { return false; }
 std::unique_ptr<Kernel> make_dnnl_gemm_kernel(const Graph&, const Node&, OwnKernelFactory) { return nullptr; }
 std::unique_ptr<Kernel> make_dnnl_matmul_kernel(const Graph&, const Node&, OwnKernelFactory) { return nullptr; }

@@ -222,6 +222,9 @@ std::unique_ptr<Kernel> make_own_matmul_kernel(const Graph& g, const Node& n) {
 std::unique_ptr<Kernel> make_matmul_kernel(const Graph& g, const Node& n) {
     select_openblas_core();
     if (n.op == OpKind::Gemm) return make_gemm_kernel(g, n);
+    // The fusion pass's int8 matmul (8-bit a): oneDNN's, which the pass asked for.
+    if (n.inputs.size() >= 2 && n.inputs[0].id >= 0 && g.node(n.inputs[0].id).dtype != n.dtype)
+        return make_dnnl_int8_kernel(g, n);
     // oneDNN where it is faster (a constant b, packed once: dnnl_kernels.h), ours where it declines.
     if (auto k = make_dnnl_matmul_kernel(g, n, make_own_matmul_kernel)) return k;
     return make_own_matmul_kernel(g, n);
