@@ -428,6 +428,19 @@ if helper is not None:
     # the weights), without oneDNN, with --no-fuse or --memory-limit (where our
     # kernel must be able to take the conv over), the f32 conv. The values
     # are the same bits every way.
+    def same_bits_every_way(name, path, input_name, value, ways):
+        """Runs PATH fed VALUE as INPUT_NAME each of WAYS [(extra args, env)]:
+        (whether every way gave the first one's outputs, bit for bit; what each gave)."""
+        feed = VR.save(f"{name}.{input_name}", value)
+        outs = []
+        for extra, env in ways:
+            out = os.path.join(TMP, f"{name}.{len(outs)}.npz")
+            p = run_binary(GRAPHRUN, ["run", path, f"--input={input_name}=@{feed}", f"--output=@{out}", "--no-data",
+                                      *extra], env=env)
+            outs.append(dict(np.load(out)) if p.returncode == 0 and os.path.exists(out) else {"error": p.stderr[-300:]})
+        same = all(o.keys() == outs[0].keys() and all(np.array_equal(o[k], outs[0][k]) for k in o) for o in outs)
+        return same, [sorted(o) for o in outs]
+
     isa = re.search(r"oneDNN [\d.]+ \((\w+)\)", run_binary(GRAPHRUN, ["devices"]).stdout)
     isa = isa.group(1) if isa else ""
     exact_int8 = any(t in isa for t in ("vnni", "bf16", "amx"))
@@ -438,16 +451,10 @@ if helper is not None:
         listing = run_binary(GRAPHRUN, ["check", path]).stdout
         check(("cast + sub + conv" in listing) == exact_int8,
               f"{name}: the int8 conv {'is' if exact_int8 else 'is not'} fused on {isa}: {listing[-700:]}")
-        feed = VR.save(name + ".x", xin)
-        outs = []
-        for extra, env in (([], None), ([], {"ONEDNN_MAX_CPU_ISA": "AVX2"}), ([], {"GRAPHRUN_NO_DNNL": "1"}),
-                           (["--no-fuse"], None), (["--memory-limit=1GiB"], None)):
-            out = os.path.join(TMP, f"{name}.{len(outs)}.npz")
-            p = run_binary(GRAPHRUN, ["run", path, f"--input=x=@{feed}", f"--output=@{out}", "--no-data", *extra],
-                           env=env)
-            outs.append(dict(np.load(out)) if p.returncode == 0 and os.path.exists(out) else {"error": p.stderr[-300:]})
-        check(all(o.keys() == outs[0].keys() and all(np.array_equal(o[k], outs[0][k]) for k in o) for o in outs),
-              f"{name}: the same values fused (int8) and not: {[sorted(o) for o in outs]}")
+        same, outs = same_bits_every_way(name, path, "x", xin, (
+            ([], None), ([], {"ONEDNN_MAX_CPU_ISA": "AVX2"}), ([], {"GRAPHRUN_NO_DNNL": "1"}), (["--no-fuse"], None),
+            (["--memory-limit=1GiB"], None)))
+        check(same, f"{name}: the same values fused (int8) and not: {outs}")
         avx2 = run_binary(GRAPHRUN, ["check", path], env={"ONEDNN_MAX_CPU_ISA": "AVX2"}).stdout
         check("cast + sub + conv" not in avx2, f"{name}: no int8 conv where oneDNN has no VNNI")
     # The same for QLinearMatMul (b_zero_point 0: b fits i8) as an int8 matmul;
@@ -457,15 +464,9 @@ if helper is not None:
         listing = run_binary(GRAPHRUN, ["check", path]).stdout
         check(("cast + sub + matmul" in listing) == fused,
               f"{name}: the int8 matmul {'is' if fused else 'is not'} fused on {isa}: {listing[-700:]}")
-        feed = VR.save(name + ".a", xin)
-        outs = []
-        for extra, env in (([], None), ([], {"ONEDNN_MAX_CPU_ISA": "AVX2"}), (["--no-fuse"], None)):
-            out = os.path.join(TMP, f"{name}.{len(outs)}.npz")
-            p = run_binary(GRAPHRUN, ["run", path, f"--input=a=@{feed}", f"--output=@{out}", "--no-data", *extra],
-                           env=env)
-            outs.append(dict(np.load(out)) if p.returncode == 0 and os.path.exists(out) else {"error": p.stderr[-300:]})
-        check(all(o.keys() == outs[0].keys() and all(np.array_equal(o[k], outs[0][k]) for k in o) for o in outs),
-              f"{name}: the same values fused (int8) and not: {[sorted(o) for o in outs]}")
+        same, outs = same_bits_every_way(name, path, "a", xin, (
+            ([], None), ([], {"ONEDNN_MAX_CPU_ISA": "AVX2"}), (["--no-fuse"], None)))
+        check(same, f"{name}: the same values fused (int8) and not: {outs}")
 
     # A QDQ-quantized CNN (as ONNX Runtime's quantizer writes it): Q/DQ around Conv, Relu, pooling, Gemm.
     xc = rng.standard_normal((2, 3, 8, 8)).astype(np.float32)

@@ -199,6 +199,35 @@ std::string guarded_conv_run(const TensorRef& out, const KernelContext& ctx, con
     }
 }
 
+// A matmul primitive made, again, when the run's threads differ from those it
+// was made for (oneDNN sizes its blocking by OpenMP's threads when made; the
+// packed b goes with it); OpenMP's threads set for the run.
+template <class MakePd>
+void ready_matmul(dnnl::matmul::primitive_desc& pd, dnnl::matmul& prim, int& made_for, PackedWeight& packed,
+                  int threads, const MakePd& make) {
+    if (!prim || threads != made_for) {
+        use_threads(threads);
+        pd = make();
+        prim = dnnl::matmul(pd);
+        made_for = threads;
+        packed.release();
+    }
+    use_threads(threads);
+}
+
+// Whether the primitive `make` describes runs int8 products in oneDNN's fast
+// code that sums them exactly: VNNI's or AMX's (without them, oneDNN's int8
+// code halves the weights so that 16-bit partial sums cannot saturate).
+template <class MakePd>
+bool exact_int8_code(const MakePd& make) {
+    try {
+        const std::string impl = make().impl_info_str();
+        return fast_impl(impl) && (impl.find("vnni") != std::string::npos || impl.find("amx") != std::string::npos);
+    } catch (const dnnl::error&) {
+        return false;
+    }
+}
+
 // The layout a value is held in (Node::channels_last, channel_block).
 tag value_tag(const Node& v) {
     if (!v.channels_last) return tag::nchw;
@@ -527,15 +556,7 @@ class MatmulKernel final : public KernelBase {
     }
 
     std::string run_dnnl(const TensorRef* in, TensorRef& out, const KernelContext& ctx) {
-        const int threads = std::max(1, ctx.threads);
-        if (!prim_ || threads != threads_) {
-            use_threads(threads);
-            pd_ = primitive_desc();
-            prim_ = dnnl::matmul(pd_);
-            threads_ = threads;
-            packed_.release();
-        }
-        use_threads(threads);
+        ready_matmul(pd_, prim_, threads_, packed_, std::max(1, ctx.threads), [&] { return primitive_desc(); });
         dnnl::stream strm(cpu_engine());
         void* b = in[1].data;
         if (pd_.weights_desc() != b_user_) {
@@ -650,12 +671,7 @@ class Int8ConvKernel final : public KernelBase {
 
     // Whether oneDNN sums it exactly in fast code: VNNI's or AMX's int8 products.
     bool supported() const {
-        try {
-            const std::string impl = primitive_desc().impl_info_str();
-            return fast_impl(impl) && (impl.find("vnni") != std::string::npos || impl.find("amx") != std::string::npos);
-        } catch (const dnnl::error&) {
-            return false;
-        }
+        return exact_int8_code([&] { return primitive_desc(); });
     }
 
     std::string compute(const TensorRef* in, TensorRef& out, const KernelContext& ctx) override {
@@ -841,13 +857,7 @@ class Int8MatmulKernel final : public KernelBase {
     }
 
     bool supported() const {
-        if (rows_ <= 0 || k_ <= 0 || cols_ <= 0) return false;
-        try {
-            const std::string impl = primitive_desc().impl_info_str();
-            return fast_impl(impl) && (impl.find("vnni") != std::string::npos || impl.find("amx") != std::string::npos);
-        } catch (const dnnl::error&) {
-            return false;
-        }
+        return rows_ > 0 && k_ > 0 && cols_ > 0 && exact_int8_code([&] { return primitive_desc(); });
     }
 
     std::string compute(const TensorRef* in, TensorRef& out, const KernelContext& ctx) override {
@@ -865,15 +875,7 @@ class Int8MatmulKernel final : public KernelBase {
     }
 
     std::string run_dnnl(const TensorRef* in, TensorRef& out, const KernelContext& ctx) {
-        const int threads = std::max(1, ctx.threads);
-        if (!prim_ || threads != threads_) {
-            use_threads(threads);
-            pd_ = primitive_desc();
-            prim_ = dnnl::matmul(pd_);
-            threads_ = threads;
-            packed_.release();
-        }
-        use_threads(threads);
+        ready_matmul(pd_, prim_, threads_, packed_, std::max(1, ctx.threads), [&] { return primitive_desc(); });
         dnnl::stream strm(cpu_engine());
         void* w = in[1].data;
         if (pd_.weights_desc() != b_user_) {
