@@ -17,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include "engine/ir/elements.h"
 #include "tests/unit/kernel_test_helpers.h"
 
 using namespace graphrun;
@@ -517,4 +518,47 @@ TEST_CASE("simd: max_pool gives the reference's bits on every instruction set, N
             }
         }
     }
+}
+
+// The casts of quantized models (8-bit integers to and from f32, f64 and i32)
+// take a typed path (f32 to 8 bits with AVX-512 and AVX2 code of its own): on
+// every instruction set the same bytes as the element-by-element conversion
+// (elements::cast_element: toward zero, saturated, NaN -> 0 into 8 bits;
+// i32 wraps), on values at and past every edge, and over a length with a tail.
+TEST_CASE("kernel cast: the 8-bit casts' typed path gives cast_element's bytes") {
+    const double specials[] = {0.0, -0.0, 0.5, -0.5, 0.999, -0.999, 1.0, -1.0, 126.9, 127.0, 127.5, 128.0,
+                               -127.5, -128.0, -128.9, -129.0, 254.9, 255.0, 255.5, 256.0, 300.7, -300.7,
+                               1e10, -1e10, kNaN, -kNaN, kInf, -kInf, 1e-40, 3.0e9, -3.0e9};
+    const int64_t int_specials[] = {0, 1, -1, 127, 128, -128, -129, 255, 256, 1000, -1000, INT32_MAX, INT32_MIN};
+    const DType eight[] = {DType::U8, DType::I8};
+    const DType wide[] = {DType::F32, DType::F64, DType::I32};
+    for (kernels::Isa isa : isas())
+    for (DType e : eight)
+        for (DType w : wide)
+            for (bool to_eight : {true, false}) {
+                IsaScope scope(isa);
+                const DType from = to_eight ? w : e, to = to_eight ? e : w;
+                INFO(std::string(dtype_name(from)), " -> ", std::string(dtype_name(to)), " isa ",
+                     std::string(kernels::isa_name(isa)));
+                const int64_t n = 103;  // every special, then more, with a tail past the vector blocks
+                Tensor x(from, {n});
+                for (int64_t i = 0; i < n; ++i) {
+                    if (from == DType::I32) {
+                        const int64_t v = int_specials[i % 13];
+                        x.as<int32_t>()[i] = static_cast<int32_t>(v);
+                    } else if (from == DType::F32 || from == DType::F64) {
+                        const double v = i < 31 ? specials[i] : (i - 60) * 7.37;
+                        if (from == DType::F32) x.as<float>()[i] = static_cast<float>(v);
+                        else x.as<double>()[i] = v;
+                    } else {
+                        x.as<uint8_t>()[i] = static_cast<uint8_t>(i * 37 + 11);  // every byte pattern's kind
+                    }
+                }
+                Result r = run_op(OpKind::Cast, {&x}, {{"dtype", W(dtype_name(to)), {}}}, to, x.shape);
+                REQUIRE(r.error == "");
+                Tensor want(to, {n});
+                for (int64_t i = 0; i < n; ++i) elements::cast_element(to, want.data(), from, x.data(), i);
+                const size_t bytes = static_cast<size_t>(n) * dtype_size(to);
+                CHECK(std::memcmp(r.out.data(), want.data(), bytes) == 0);
+            }
 }

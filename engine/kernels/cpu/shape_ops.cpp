@@ -15,6 +15,15 @@
 #include "engine/kernels/cpu/parallel.h"
 #include "engine/kernels/cpu/simd.h"
 
+#if defined(GRAPHRUN_X86_VARIANTS)
+#include <immintrin.h>
+#if !defined(__clang__)
+// GCC 12 warns inside its own AVX-512 headers (their _mm512_undefined_* operands).
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#endif
+#endif
+
 namespace graphrun::kernels {
 
 namespace {
@@ -188,6 +197,46 @@ inline I saturate_8bit(F x) {
     return static_cast<I>(static_cast<int32_t>(c));
 }
 
+#if defined(GRAPHRUN_X86_VARIANTS)
+// f32 to i8 or u8 as saturate_8bit, 16 at a time without a branch: NaN lanes
+// to 0, the rest clamped, then truncated (the clamped values fit an int32 and
+// their low byte is the 8-bit value). The compiler made branches of the scalar
+// min, max and NaN test: 5 ns an element where values pass the range.
+GRAPHRUN_TARGET_AVX512 void f32_to_8bit_avx512(const float* src, uint8_t* dst, int64_t n, float lo, float hi) {
+    const __m512 vlo = _mm512_set1_ps(lo), vhi = _mm512_set1_ps(hi);
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        const __m512 v = _mm512_loadu_ps(src + i);
+        const __mmask16 nan = _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
+        const __m512 c = _mm512_maskz_mov_ps(static_cast<__mmask16>(~nan), _mm512_min_ps(_mm512_max_ps(v, vlo), vhi));
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + i), _mm512_cvtepi32_epi8(_mm512_cvttps_epi32(c)));
+    }
+    for (; i < n; ++i) {
+        const float x = src[i];
+        dst[i] = static_cast<uint8_t>(static_cast<int32_t>(x != x ? 0.0f : std::min(std::max(x, lo), hi)));
+    }
+}
+
+// The same 8 at a time with AVX2: int32s packed to 16 and then 8 bits (in range, so no saturation).
+GRAPHRUN_TARGET_AVX2 void f32_to_8bit_avx2(const float* src, uint8_t* dst, int64_t n, float lo, float hi) {
+    const __m256 vlo = _mm256_set1_ps(lo), vhi = _mm256_set1_ps(hi);
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        const __m256 v = _mm256_loadu_ps(src + i);
+        const __m256 ok = _mm256_cmp_ps(v, v, _CMP_ORD_Q);
+        const __m256 c = _mm256_and_ps(ok, _mm256_min_ps(_mm256_max_ps(v, vlo), vhi));
+        const __m256i q = _mm256_cvttps_epi32(c);
+        const __m128i w = _mm_packs_epi32(_mm256_castsi256_si128(q), _mm256_extracti128_si256(q, 1));
+        const __m128i b = lo < 0 ? _mm_packs_epi16(w, w) : _mm_packus_epi16(w, w);
+        _mm_storel_epi64(reinterpret_cast<__m128i*>(dst + i), b);
+    }
+    for (; i < n; ++i) {
+        const float x = src[i];
+        dst[i] = static_cast<uint8_t>(static_cast<int32_t>(x != x ? 0.0f : std::min(std::max(x, lo), hi)));
+    }
+}
+#endif
+
 // The casts of quantized models (8-bit integers to and from f32, f64 and i32),
 // typed, where the element-by-element dispatch through a double took 6 ns an
 // element; the same values as elements::cast_element. False for other pairs.
@@ -195,10 +244,24 @@ template <class To, class From>
 void cast_8bit(const void* in, void* out, int64_t n) {
     const From* __restrict src = static_cast<const From*>(in);
     To* __restrict dst = static_cast<To*>(out);
-    if constexpr (std::is_floating_point_v<From> && !std::is_floating_point_v<To>)
-        blocked_loop(n, [=](int64_t i) { dst[i] = saturate_8bit<To>(src[i]); });
-    else  // exact, or an integer wrapping to 8 bits
-        blocked_loop(n, [=](int64_t i) { dst[i] = static_cast<To>(src[i]); });
+#if defined(GRAPHRUN_X86_VARIANTS)
+    if constexpr (std::is_same_v<From, float> && sizeof(To) == 1) {
+        constexpr float lo = std::numeric_limits<To>::min(), hi = std::numeric_limits<To>::max();
+        auto* bytes = reinterpret_cast<uint8_t*>(dst);
+        switch (active_isa()) {
+            case Isa::Avx512: return f32_to_8bit_avx512(src, bytes, n, lo, hi);
+            case Isa::Avx2: return f32_to_8bit_avx2(src, bytes, n, lo, hi);
+            case Isa::Baseline: break;
+        }
+    }
+#endif
+    // Compiled for the active ISA (simd.h), where the compiler vectorizes it.
+    with_isa([=] {
+        if constexpr (std::is_floating_point_v<From> && !std::is_floating_point_v<To>)
+            blocked_loop(n, [=](int64_t i) { dst[i] = saturate_8bit<To>(src[i]); });
+        else  // exact, or an integer wrapping to 8 bits
+            blocked_loop(n, [=](int64_t i) { dst[i] = static_cast<To>(src[i]); });
+    });
 }
 
 bool typed_8bit_cast(DType from, DType to, const void* in, void* out, int64_t n) {
