@@ -317,7 +317,8 @@ def weights_declared_beyond_the_file():
 
 @test
 def folded_values_over_the_memory_limit():
-    # Three folded 8 MiB constants from an 8-byte shape: the third passes 20 MiB.
+    # Three 8 MiB constants from an 8-byte shape: two fold at load; the third would pass
+    # 20 MiB, so it fills at run time instead, and the plan's peak is refused before running.
     nodes = [helper.make_node("ConstantOfShape", ["shape"], [f"c{k}"], name=f"fill{k}",
                               value=helper.make_tensor("v", TensorProto.DOUBLE, [1], [1.0])) for k in range(3)]
     nodes += [helper.make_node("Add", ["c0", "c1"], ["s"], name="add0"),
@@ -326,9 +327,9 @@ def folded_values_over_the_memory_limit():
     rc, se, dt, rss = run_measured("run", p, "--no-data", "--memory-limit=20MiB")
     no_signal(rc, "folded_24m")
     expect(rc == 1, f"folded_24m: exit {rc}, expected 1\n{se[-1500:]}")
-    expect("/graph/node/2: error: ConstantOfShape node 'fill2': its folded value needs 8388608 bytes (8 MiB), which "
-           "brings the model's weights and folded values to 25165832 bytes (24 MiB), more than the memory limit of "
-           "20971520 bytes (20 MiB)" in se, se[-1500:])
+    expect("error: the static plan needs 33554432 bytes (32.00 MiB) on cpu at its peak (its tensors' peak 16777216 "
+           "bytes and 16777216 bytes of weights), more than the memory limit of 20971520 bytes (20.00 MiB); refused "
+           "before running" in se, se[-1500:])
     rc, so, se = run("run", p, "--no-data", "--memory-limit=256MiB")
     expect(rc == 0, f"folded_24m under 256 MiB: exit {rc}\n{se[-1500:]}")
 

@@ -501,7 +501,7 @@ def exported_shape_chains():
         ("mod_zero", [helper.make_node("Mod", ["a", "z"], ["m"], name="modz"),
                       helper.make_node("Cast", ["m"], ["mf"], to=TensorProto.FLOAT),
                       helper.make_node("Add", ["x", "mf"], ["y"])], [i64(a, "a"), i64([1, 0, 1], "z")],
-         ("modz", "modulo by zero")),
+         ("modz", "division by zero")),
         ("scatter_range", [helper.make_node("ScatterND", ["data", "idx", "upd"], ["sc"], name="scat"),
                            helper.make_node("Add", ["x", "sc"], ["y"])],
          [numpy_helper.from_array(data, "data"), i64([[5]], "idx"), numpy_helper.from_array(upd, "upd")],
@@ -551,6 +551,81 @@ def convert_round_trip(mlp_path):
         check(a is not None and b is not None and np.array_equal(a, b), f"convert --to={fmt}: results differ")
 
 
+def folds_by_the_engines_kernels():
+    """Any op whose inputs are all constants folds at load, by the engine's own
+    CPU kernels (one evaluator; issue 27): a Reshape target computed with
+    ReduceProd, a float Sqrt/Ceil round trip, a variadic Min and a Tile, none
+    of which the front end computes itself; the values are the run's, and the
+    arithmetic leaves the graph."""
+    vi = helper.make_tensor_value_info
+    i64 = lambda v, name: numpy_helper.from_array(np.array(v, np.int64), name)  # noqa: E731
+    nodes = [
+        helper.make_node("Shape", ["x"], ["s"]),
+        helper.make_node("Slice", ["s", "zero1", "one1"], ["batch"]),
+        helper.make_node("Slice", ["s", "one1", "big1"], ["rest"]),
+        helper.make_node("ReduceProd", ["rest"], ["prod"], keepdims=1),
+        helper.make_node("Concat", ["batch", "prod"], ["target"], axis=0),
+        helper.make_node("Reshape", ["x", "target"], ["flat"]),
+        # ceil(sqrt(12)) = 4 via f32; min(4, 3, 5) = 3: a [2, 3] slice of flat.
+        helper.make_node("Cast", ["prod"], ["pf"], to=TensorProto.FLOAT),
+        helper.make_node("Sqrt", ["pf"], ["root"]),
+        helper.make_node("Ceil", ["root"], ["up"]),
+        helper.make_node("Cast", ["up"], ["upi"], to=TensorProto.INT64),
+        helper.make_node("Min", ["upi", "three", "five"], ["end"]),
+        helper.make_node("Slice", ["flat", "zero1", "end", "one1"], ["cut"]),
+        # A tiled constant added to it.
+        helper.make_node("Tile", ["row", "reps"], ["tiled"]),
+        helper.make_node("Add", ["cut", "tiled"], ["y"]),
+    ]
+    inits = [i64([0], "zero1"), i64([1], "one1"), i64([9], "big1"), i64([3], "three"), i64([5], "five"),
+             numpy_helper.from_array(np.array([[1, 2, 3]], np.float32), "row"), i64([2, 1], "reps")]
+    path = save_model("kernel_folds", nodes, [vi("x", TensorProto.FLOAT, [2, 3, 4])],
+                      [vi("y", TensorProto.FLOAT, [2, 3])], inits)
+    x = f32(2, 3, 4)
+    p, out = run_with(path, {"x": x})
+    want = x.reshape(2, 12)[:, :3] + np.tile(np.array([[1, 2, 3]], np.float32), (2, 1))
+    check(p.returncode == 0 and close(out.get("y"), want), f"kernel folds: {p.returncode} {p.stderr} {out.get('y')}")
+    c = graphrun("check", "--format=json", path)
+    check(c.returncode == 0, f"kernel folds: check exit {c.returncode}: {c.stderr}")
+    if c.returncode == 0:
+        ops = sorted(n["op"] for n in json.loads(c.stdout)["nodes"])
+        # What is left: x, the reshape, the slice of it, the folded tile as a const and the add.
+        check(not {"reduce_prod", "sqrt", "ceil", "minimum", "tile", "cast", "concat"} & set(ops),
+              f"kernel folds: ops left {ops}")
+    # ConstantOfShape and Range are graphrun's fill and range: folded when small, a
+    # 4 Mi-element fill runs at run time (no longer refused), every dtype's value.
+    nodes = [helper.make_node("ConstantOfShape", ["big_shape"], ["big"],
+                              value=helper.make_tensor("v", TensorProto.FLOAT, [1], [0.5])),
+             helper.make_node("ReduceSum", ["big"], ["total"], keepdims=0),
+             helper.make_node("ConstantOfShape", ["two"], ["flags"], value=helper.make_tensor("b", TensorProto.BOOL, [1], [1])),
+             helper.make_node("Range", ["fs", "fl", "fd"], ["fr"]),
+             helper.make_node("Range", ["is", "il", "idl"], ["ir"])]
+    path = save_model("creation", nodes, [], [vi("total", TensorProto.FLOAT, []), vi("flags", TensorProto.BOOL, [2]),
+                                              vi("fr", TensorProto.FLOAT, [4]), vi("ir", TensorProto.INT64, [4])],
+                      [i64([2048, 2048], "big_shape"), i64([2], "two"),
+                       numpy_helper.from_array(np.array(1, np.float32), "fs"),
+                       numpy_helper.from_array(np.array(2, np.float32), "fl"),
+                       numpy_helper.from_array(np.array(0.25, np.float32), "fd"), i64(10, "is"), i64(-3, "il"),
+                       i64(-4, "idl")])
+    p, out = run_with(path, {})
+    check(p.returncode == 0 and out.get("total") == 0.5 * 2048 * 2048 and out.get("flags").tolist() == [True, True]
+          and out.get("fr").tolist() == [1, 1.25, 1.5, 1.75] and out.get("ir").tolist() == [10, 6, 2, -2],
+          f"creation: {p.returncode} {p.stderr} {out}")
+    c = graphrun("check", "--format=json", path)
+    ops = sorted(n["op"] for n in json.loads(c.stdout)["nodes"]) if c.returncode == 0 else []
+    check(ops == ["const", "const", "const", "fill", "reduce_sum"], f"creation: ops {ops} {c.stderr}")
+    for name, nodes_, inits_, words in (
+        ("range_delta0", [helper.make_node("Range", ["a", "b", "d"], ["y"], name="rng")],
+         [i64(0, "a"), i64(5, "b"), i64(0, "d")], ("/graph/node/0", "delta must not be 0")),
+        ("fill_negative", [helper.make_node("ConstantOfShape", ["s"], ["y"], name="cos",
+                                            value=helper.make_tensor("v", TensorProto.INT64, [1], [7]))],
+         [i64([-2], "s")],
+         ("ConstantOfShape node 'cos'", "[-2] has a negative dimension")),
+    ):
+        p = graphrun("run", save_model(name, nodes_, [], [vi("y", TensorProto.INT64, ["n"])], inits_))
+        check(p.returncode == 3 and all(w in p.stderr for w in words), f"{name}: {p.returncode} {p.stderr}")
+
+
 def main():
     mlp_path = mlp()
     shape_folding()
@@ -561,6 +636,7 @@ def main():
     tensor_files()
     newer_opsets()
     exported_shape_chains()
+    folds_by_the_engines_kernels()
     convert_round_trip(mlp_path)
     if failures:
         print(f"onnx: {len(failures)} failed")

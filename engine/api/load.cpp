@@ -8,6 +8,7 @@
 #include <iostream>
 #include <sys/stat.h>
 
+#include "engine/api/const_eval.h"
 #include "engine/base/interrupt.h"
 #include "engine/frontend/const_files.h"
 #include "engine/frontend/json_reader.h"
@@ -86,6 +87,7 @@ void parse_and_validate(LoadedGraph& lg, const InputLimits& limits = {},
             Diagnostics scratch;  // what is wrong is reported once, by validate() below
             validate_from(g, scratch, first);
         };
+        onnx.evaluate_built = evaluate_constant_graph;
     }
     bool parsed = lg.onnx   ? parse_onnx(std::move(lg.source), lg.graph, lg.diag, limits, onnx)
                   : lg.json ? parse_json(lg.source, lg.graph, lg.diag, limits)

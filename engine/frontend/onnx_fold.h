@@ -1,10 +1,12 @@
-// Constant folding for the ONNX front end: the shape arithmetic exporters
-// write (Shape -> Gather -> Unsqueeze -> Concat -> Reshape and the like) and
-// Constant nodes are evaluated on the host when the model is read, so that
-// the graph graphrun runs holds only the tensor computation. Every shape a
-// file declares is checked (rank, no wrapped product, engine/base/limits.h)
-// before anything is allocated for it, every loop runs over bytes that are
-// really there, and the loops poll graphrun::interrupted().
+// Reading ONNX values for the front end: tensor protos and attributes as
+// host values, with every shape a file declares checked (rank, no wrapped
+// product, engine/base/limits.h) before anything is allocated for it; and
+// the nodes that make values from no data at load: Constant (its attribute)
+// and Shape and Size (from static shapes). Every op whose inputs are all
+// constants is folded by the engine's own CPU kernels
+// (the importer's try_fold_built, engine/api/const_eval.h): one evaluator.
+// The loops here run over bytes that are really there and poll
+// graphrun::interrupted().
 #pragma once
 #include <onnx/onnx_pb.h>
 
@@ -19,6 +21,8 @@ namespace graphrun::onnx_fold {
 
 // Folding is for shape arithmetic and small constants: a bigger computation
 // on constants is left to the graph (it runs where the graph runs, counted).
+// The bound holds for every value a fold reads or makes (a quantized weight's
+// DequantizeLinear: up to kMaxFoldTotalBytes).
 constexpr int64_t kMaxFoldElements = int64_t{1} << 20;
 // What the folds of one model may create in all (bytes): the values live on
 // the host, outside any allocator, like a filled literal (limits.h).
@@ -65,12 +69,11 @@ HostValue scalar(double x, DType t);
 std::vector<int64_t> ints(const HostValue& v);
 std::vector<double> doubles(const HostValue& v);
 
-// Evaluates node `n` on its known inputs (`ins[i]` null for an absent
-// optional input; `in_shape` is input 0's static shape, for Shape). Returns
-// its outputs; nullopt with `why` empty when the op is not one folded here
-// (or too large to fold), nullopt with `why` set when the node is wrong.
+// The value of Constant, Shape or Size `n` (`in_shape`: input 0's static
+// shape, for Shape and Size). Returns its outputs; nullopt with `why` empty
+// for another op, nullopt with `why` set when the node is wrong.
 std::optional<std::vector<HostValue>> evaluate(const onnx::NodeProto& n, const std::vector<const HostValue*>& ins,
-                                               const std::optional<Shape>& in_shape, int64_t opset, std::string& why);
+                                               const std::optional<Shape>& in_shape, std::string& why);
 
 // The output shape of Reshape/Flatten/Squeeze/Unsqueeze given the input's
 // static shape and (Reshape, and Squeeze/Unsqueeze from opset 13) the

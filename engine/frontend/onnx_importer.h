@@ -81,9 +81,10 @@ class Importer {
     // `opts`: the free input dimensions' bindings, the model's folder, the
     // inference of what is built (onnx_reader.h; null: none of them).
     Importer(Graph& g, Diagnostics& diag, uint64_t memory_limit = 0, const OnnxReadOptions* opts = nullptr)
-        : g_(g),
-          diag_(diag),
-          b_(g, diag),
+        : main_b_(g, diag),
+          g_(&g),
+          diag_(&diag),
+          b_(&main_b_),
           memory_limit_(memory_limit),
           opts_(opts ? *opts : no_opts_),
           shapes_(opts_.shapes),
@@ -93,16 +94,16 @@ class Importer {
     // `parsed` runs once the bytes are parsed (and no longer needed).
     bool run(std::string_view bytes, const std::function<void()>& parsed = {}) {
         if (bytes.size() > static_cast<size_t>(INT32_MAX)) {
-            diag_.error({}, "the model is larger than 2 GiB; graphrun reads models up to 2 GiB");
+            diag_->error({}, "the model is larger than 2 GiB; graphrun reads models up to 2 GiB");
             return false;
         }
         if (!model_.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
-            diag_.error({}, "not an ONNX model: the file does not parse as an ONNX ModelProto");
+            diag_->error({}, "not an ONNX model: the file does not parse as an ONNX ModelProto");
             return false;
         }
         if (parsed) parsed();
         if (!model_.has_graph() || model_.graph().node_size() + model_.graph().output_size() == 0) {
-            diag_.error({}, "not an ONNX model: the file holds no graph (empty, or not a model file)");
+            diag_->error({}, "not an ONNX model: the file holds no graph (empty, or not a model file)");
             return false;
         }
         if (!read_opset()) return false;
@@ -113,7 +114,7 @@ class Importer {
         try {
             onnx::checker::check_model(model_);
         } catch (const std::exception& e) {
-            diag_.error({}, std::string("the ONNX checker rejects the model: ") + first_line(e.what()));
+            diag_->error({}, std::string("the ONNX checker rejects the model: ") + first_line(e.what()));
             return false;
         }
         if (!bind_free_dimensions()) return false;
@@ -129,7 +130,7 @@ class Importer {
             const onnx::ShapeInferenceOptions options(false, 1, true);
             onnx::shape_inference::InferShapes(model_, onnx::OpSchemaRegistry::Instance(), options);
         } catch (const std::exception& e) {
-            diag_.error({}, std::string("ONNX shape inference fails on the model: ") + first_line(e.what()) +
+            diag_->error({}, std::string("ONNX shape inference fails on the model: ") + first_line(e.what()) +
                                 bound_dims_text());
             return false;
         }
@@ -146,11 +147,11 @@ class Importer {
             if (stopped()) return false;
             node_index_ = k;
             import_node(nodes.Get(k));
-            if (diag_.over_limit()) return false;  // the rest would only report its missing inputs
+            if (diag_->over_limit()) return false;  // the rest would only report its missing inputs
         }
-        if (diag_.has_errors()) return false;
+        if (diag_->has_errors()) return false;
         finish_outputs();
-        return !diag_.has_errors();
+        return !diag_->has_errors();
     }
 
   private:
@@ -164,7 +165,7 @@ class Importer {
     bool stopped() {
         const int sig = interrupted();
         if (!sig) return false;
-        diag_.error({}, "interrupted by " + signal_name(sig) + " while reading the model; nothing ran");
+        diag_->error({}, "interrupted by " + signal_name(sig) + " while reading the model; nothing ran");
         return true;
     }
 
@@ -177,13 +178,13 @@ class Importer {
         auto check = [&](const onnx::TensorProto& t, const std::string& where, const std::string& what) {
             const std::string problem = onnx_fold::tensor_size_problem(t);
             if (problem.empty()) return;
-            diag_.error(pointer_loc(where), what + ": " + problem);
+            diag_->error(pointer_loc(where), what + ": " + problem);
             ok = false;
         };
         std::function<void(const onnx::GraphProto&, const std::string&, int)> graph =
             [&](const onnx::GraphProto& gr, const std::string& at, int depth) {
                 if (depth > 8) {
-                    diag_.error(pointer_loc(at), "subgraphs nest more than 8 deep");
+                    diag_->error(pointer_loc(at), "subgraphs nest more than 8 deep");
                     ok = false;
                     return;
                 }
@@ -191,7 +192,7 @@ class Importer {
                     check(gr.initializer(i), at + "/initializer/" + std::to_string(i),
                           "initializer '" + gr.initializer(i).name() + "'");
                 if (gr.sparse_initializer_size() > 0) {
-                    diag_.error(pointer_loc(at + "/sparse_initializer"), "sparse initializers are not supported");
+                    diag_->error(pointer_loc(at + "/sparse_initializer"), "sparse initializers are not supported");
                     ok = false;
                 }
                 for (int k = 0; k < gr.node_size(); ++k) {
@@ -202,7 +203,7 @@ class Importer {
                         if (a.has_t()) check(a.t(), node_at, what);
                         for (const auto& t : a.tensors()) check(t, node_at, what);
                         if (a.has_sparse_tensor() || a.sparse_tensors_size() > 0) {
-                            diag_.error(pointer_loc(node_at), what + ": sparse tensors are not supported");
+                            diag_->error(pointer_loc(node_at), what + ": sparse tensors are not supported");
                             ok = false;
                         }
                         if (a.has_g()) graph(a.g(), node_at + "/" + a.name(), depth + 1);
@@ -249,7 +250,7 @@ class Importer {
                     std::find(external_files_->begin(), external_files_->end(), file) == external_files_->end())
                     external_files_->push_back(file);
                 if (problem.empty()) return;
-                diag_.error(pointer_loc(where), what + ": " + problem);
+                diag_->error(pointer_loc(where), what + ": " + problem);
                 ok = false;
             };
             for (int i = 0; i < gr.initializer_size(); ++i)
@@ -306,7 +307,7 @@ class Importer {
         model_opset_ = opset_;
         lowering_ = onnx_opset::lower_to_17(model_);
         for (const std::string& p : lowering_.problems)
-            diag_.error({}, p + " (the model is at opset " + std::to_string(model_opset_) + ")");
+            diag_->error({}, p + " (the model is at opset " + std::to_string(model_opset_) + ")");
         if (!lowering_.problems.empty()) return false;
         opset_ = onnx_opset::kLowered;
         // Gelu and Mish stand in as Tanh: asked as themselves.
@@ -344,7 +345,7 @@ class Importer {
                                         : onnx_type_name(t.data_type()) + " " + shape_string(shape);
             std::string msg = what + " (" + type + ") needs " + size_text(bytes);
             if (weight_bytes_ != bytes) msg += ", which brings the model's weights to " + size_text(weight_bytes_);
-            diag_.over_limit_error(pointer_loc(at), msg + ", more than the memory limit of " + size_text(memory_limit_) +
+            diag_->over_limit_error(pointer_loc(at), msg + ", more than the memory limit of " + size_text(memory_limit_) +
                                                         "; refused before the weights are copied");
             return false;
         };
@@ -384,7 +385,7 @@ class Importer {
             if (!steps) continue;  // reported where the value is read
             for (int64_t step : onnx_fold::ints(*steps))
                 if (step > kMaxElements || step < -kMaxElements) {
-                    diag_.error(pointer_loc("/graph/node/" + std::to_string(k)),
+                    diag_->error(pointer_loc("/graph/node/" + std::to_string(k)),
                                 "Slice node '" + n.name() + "': a step of " + std::to_string(step) +
                                     " is out of range (at most " + std::to_string(kMaxElements) + " either way)");
                     ok = false;
@@ -414,7 +415,7 @@ class Importer {
             if (o.domain().empty() || o.domain() == "ai.onnx") opset_ = o.version();
         if (opset_ == 0 && model_.opset_import_size() == 0) opset_ = 1;
         if (opset_ < kMinOpset || opset_ > onnx_opset::kMaxModelOpset) {
-            diag_.error({}, "the model uses ONNX opset " + std::to_string(opset_) + "; graphrun reads opsets " +
+            diag_->error({}, "the model uses ONNX opset " + std::to_string(opset_) + "; graphrun reads opsets " +
                                 std::to_string(kMinOpset) + " to " + std::to_string(onnx_opset::kMaxModelOpset));
             return false;
         }
@@ -441,7 +442,7 @@ class Importer {
     std::string bound_dims_text() const {
         std::string t;
         std::set<std::string> named;
-        for (const FreeDim& d : g_.free_dims) {
+        for (const FreeDim& d : g_->free_dims) {
             if (d.bound_by.empty() || (!d.name.empty() && !named.insert(d.name).second)) continue;
             t += t.empty() ? "; with the free dimensions bound as " : ", ";
             t += (d.name.empty() ? "dimension " + std::to_string(d.axis) + " of '" + d.input + "'" : d.name) + "=" +
@@ -456,7 +457,7 @@ class Importer {
     // input's shape (the array fed to it, or --input-shape); else it is 1, with
     // a warning, as onnxruntime_perf_test takes it. A name has one value in the
     // model: bindings that disagree, or that name what the model lacks, are
-    // usage errors naming both. g_.free_dims records what the model was read with.
+    // usage errors naming both. g_->free_dims records what the model was read with.
     bool bind_free_dimensions() {
         std::set<std::string> init;
         for (const auto& t : model_.graph().initializer()) init.insert(t.name());
@@ -474,7 +475,7 @@ class Importer {
                     std::find(params.begin(), params.end(), d.dim_param()) == params.end())
                     params.push_back(d.dim_param());
         }
-        const size_t errors = diag_.error_count();
+        const size_t errors = diag_->error_count();
         auto quoted_list = [](const std::vector<std::string>& v) {
             std::string t;
             for (const std::string& x : v) t += (t.empty() ? "'" : ", '") + x + "'";
@@ -485,7 +486,7 @@ class Importer {
         auto bind = [&](const std::string& name, int64_t value, const std::string& from, const std::string& where) {
             auto [it, fresh] = bound.emplace(name, std::make_pair(value, from));
             if (fresh || it->second.first == value) return;
-            diag_.usage_error({}, from + " gives dimension '" + name + "'" + where + " the size " +
+            diag_->usage_error({}, from + " gives dimension '" + name + "'" + where + " the size " +
                                       std::to_string(value) + ", but " + it->second.second + " gives it " +
                                       std::to_string(it->second.first) + "; a named dimension has one size in the model");
         };
@@ -498,7 +499,7 @@ class Importer {
                     msg += "; its inputs' named free dimensions are " + quoted_list(params);
                     if (auto near = nearest_name(d.name, params); !near.empty()) msg += "; did you mean '" + near + "'?";
                 }
-                diag_.usage_error({}, msg);
+                diag_->usage_error({}, msg);
                 continue;
             }
             bind(d.name, d.value, d.from, "");
@@ -512,12 +513,12 @@ class Importer {
                                   quoted_list(input_names);
                 if (auto near = nearest_name(gs.input, input_names); !near.empty())
                     msg += "; did you mean '" + near + "'?";
-                diag_.usage_error({}, msg);
+                diag_->usage_error({}, msg);
                 continue;
             }
             if (auto prev = given.find(gs.input); prev != given.end()) {
                 if (gs.must_exist || prev->second->must_exist)
-                    diag_.usage_error({}, gs.from + ": input '" + gs.input + "' is already given a shape by " +
+                    diag_->usage_error({}, gs.from + ": input '" + gs.input + "' is already given a shape by " +
                                               prev->second->from);
                 continue;  // two arrays for one input: reported with the feeds
             }
@@ -527,7 +528,7 @@ class Importer {
             const auto& shape = tt.shape();
             if (static_cast<size_t>(shape.dim_size()) != gs.shape.size()) {
                 if (!gs.must_exist) continue;  // an array of another rank: reported with the feeds
-                diag_.usage_error({}, gs.from + ": the shape " + shape_text(gs.shape) + " has " +
+                diag_->usage_error({}, gs.from + ": the shape " + shape_text(gs.shape) + " has " +
                                           std::to_string(gs.shape.size()) +
                                           (gs.shape.size() == 1 ? " dimension" : " dimensions") + ", but the model's input '" +
                                           gs.input + "' has " + std::to_string(shape.dim_size()) + ": " +
@@ -540,7 +541,7 @@ class Importer {
                 if (dim.has_dim_value()) {
                     // An array's fixed dimension that differs is reported with the feeds.
                     if (gs.must_exist && dim.dim_value() != v)
-                        diag_.usage_error({}, gs.from + ": dimension " + std::to_string(d) + " of input '" +
+                        diag_->usage_error({}, gs.from + ": dimension " + std::to_string(d) + " of input '" +
                                                   gs.input + "' is " + std::to_string(dim.dim_value()) +
                                                   " in the model, not " + std::to_string(v) +
                                                   " (the model's shape is " + shape_text(shape) + ")");
@@ -550,7 +551,7 @@ class Importer {
                     bind(dim.dim_param(), v, gs.from, " (dimension " + std::to_string(d) + " of input '" + gs.input + "')");
             }
         }
-        if (diag_.error_count() != errors) return false;
+        if (diag_->error_count() != errors) return false;
         for (int i = 0; i < graph->input_size(); ++i) {  // in the model's order
             if (!inputs.count(graph->input(i).name())) continue;
             auto* in = graph->mutable_input(i);
@@ -561,7 +562,7 @@ class Importer {
                 if (!gs) continue;  // refused when read (read_inputs): no static shape
                 for (size_t d = 0; d < gs->shape.size(); ++d) {
                     tt->mutable_shape()->add_dim()->set_dim_value(gs->shape[d]);
-                    g_.free_dims.push_back(FreeDim{in->name(), static_cast<int>(d), "", gs->shape[d], gs->from});
+                    g_->free_dims.push_back(FreeDim{in->name(), static_cast<int>(d), "", gs->shape[d], gs->from});
                 }
                 continue;
             }
@@ -577,12 +578,12 @@ class Importer {
                     fd.bound_by = gs->from;
                 } else {
                     const std::string how = fd.name.empty() ? "give --input-shape=" + in->name() + "=..." : "give --dim=" + fd.name + "=SIZE";
-                    diag_.warning(input_loc(i), "input '" + in->name() + "': dimension " + std::to_string(d) + " " +
+                    diag_->warning(input_loc(i), "input '" + in->name() + "': dimension " + std::to_string(d) + " " +
                                                     (fd.name.empty() ? std::string("without a size") : "'" + fd.name + "'") +
                                                     " is taken as 1 (" + how + ", or feed an array with --input)");
                 }
                 dim->set_dim_value(fd.value);
-                g_.free_dims.push_back(std::move(fd));
+                g_->free_dims.push_back(std::move(fd));
             }
         }
         return true;
@@ -630,7 +631,7 @@ class Importer {
             if (names.size() > 8) msg += ", ...";
             msg += ")";
         }
-        diag_.error({}, msg);
+        diag_->error({}, msg);
         return false;
     }
 
@@ -684,6 +685,8 @@ class Importer {
     // ONNX name or an identifier given before). One-to-one: distinct values
     // keep distinct names, and each is found again under its ONNX name.
     std::string fresh_name(const std::string& onnx_name) {
+        // A scratch graph's names are its own (the model's stay as they were).
+        if (folding_) return "fold_" + std::to_string(fold_names_++);
         if (is_onnx_identifier(onnx_name) && used_names_.insert(onnx_name).second) return onnx_name;
         const std::string base = identifier(onnx_name);
         std::string name = base;
@@ -701,8 +704,8 @@ class Importer {
     // Binds the node `id` to the ONNX value `onnx_name`.
     void bind(const std::string& onnx_name, NodeId id) {
         std::string name = fresh_name(onnx_name);
-        id = b_.assign(name, id, g_.node(id).loc);
-        if (name != onnx_name) g_.node(id).set_display(onnx_name);
+        id = b_->assign(name, id, g_->node(id).loc);
+        if (name != onnx_name) g_->node(id).set_display(onnx_name);
         Value& v = values_[onnx_name];
         v.id = id;
     }
@@ -716,8 +719,8 @@ class Importer {
         std::vector<NamedAttr> attrs;
         attrs.push_back(NamedAttr{"shape", int_list(hv.shape), {}});
         attrs.push_back(NamedAttr{"dtype", Attr::ident(dtype_name(hv.dtype)), {}});
-        NodeId id = b_.add_node(OpKind::Const, {}, std::move(attrs), loc);
-        Node& n = g_.node(id);
+        NodeId id = b_->add_node(OpKind::Const, {}, std::move(attrs), loc);
+        Node& n = g_->node(id);
         n.host_literal = true;
         n.literal = std::move(hv.bytes);
         return id;
@@ -727,21 +730,21 @@ class Importer {
     std::optional<NodeId> node_of(const std::string& name) {
         auto it = values_.find(name);
         if (it == values_.end() || (it->second.id == kNoNode && !it->second.folded)) {
-            diag_.error(node_loc(), "the value '" + name + "' is used before it is made");
+            diag_->error(node_loc(), "the value '" + name + "' is used before it is made");
             return std::nullopt;
         }
         Value& v = it->second;
         if (v.id == kNoNode) {
             // A value too big for any fold to read (a weight) moves into its
             // node: the model's weights are held once, not twice.
-            const bool big = v.folded->bytes.size() / dtype_size(v.folded->dtype) >
-                             static_cast<size_t>(onnx_fold::kMaxFoldElements);
+            const bool big = !folding_ && v.folded->bytes.size() / dtype_size(v.folded->dtype) >
+                                              static_cast<size_t>(onnx_fold::kMaxFoldElements);
             NodeId id = big && v.folded.use_count() == 1 ? const_node(std::move(*v.folded), node_loc())
                                                          : const_node(*v.folded, node_loc());
             if (big) v.folded.reset();
             std::string gname = fresh_name(name);
-            id = b_.assign(gname, id, node_loc());
-            if (gname != name) g_.node(id).set_display(name);
+            id = b_->assign(gname, id, node_loc());
+            if (gname != name) g_->node(id).set_display(name);
             v.id = id;
         }
         return v.id;
@@ -768,12 +771,12 @@ class Importer {
         if (!v) return std::nullopt;
         if (v->folded) return v->folded->shape;
         if (v->shape || v->id == kNoNode || !opts_.infer_built) return v->shape;
-        const auto built = static_cast<NodeId>(g_.nodes.size());
+        const auto built = static_cast<NodeId>(g_->nodes.size());
         if (inferred_upto_ < built) {
-            opts_.infer_built(g_, inferred_upto_);
+            opts_.infer_built(*g_, inferred_upto_);
             inferred_upto_ = built;
         }
-        const Node& n = g_.node(v->id);
+        const Node& n = g_->node(v->id);
         if (!n.valid) return std::nullopt;
         v->shape = n.shape;
         if (!v->dtype) v->dtype = n.dtype;
@@ -788,7 +791,7 @@ class Importer {
             std::string why;
             std::optional<HostValue> hv = tensor_value(t, why);
             if (!hv) {
-                diag_.error(pointer_loc("/graph/initializer/" + std::to_string(i)),
+                diag_->error(pointer_loc("/graph/initializer/" + std::to_string(i)),
                             "initializer '" + t.name() + "': " + why);
                 continue;
             }
@@ -818,10 +821,10 @@ class Importer {
         for (int i = 0; i < ins.size(); ++i) {
             const auto& in = ins.Get(i);
             if (folded(in.name())) continue;  // an initializer listed as an input (IR < 4): a constant
-            const size_t errors = diag_.error_count();
+            const size_t errors = diag_->error_count();
             read_input(i, in);
             // A failed input still gets a (failed) node, so that its uses add no errors.
-            if (diag_.error_count() != errors) bind(in.name(), b_.add_invalid(input_loc(i)));
+            if (diag_->error_count() != errors) bind(in.name(), b_->add_invalid(input_loc(i)));
         }
     }
 
@@ -830,24 +833,24 @@ class Importer {
             const Value* v = value(in.name());
             const auto* tt = in.type().has_tensor_type() ? &in.type().tensor_type() : nullptr;
             if (!tt || !v || !v->dtype) {
-                diag_.error(input_loc(i), "input '" + in.name() + "': its type " +
+                diag_->error(input_loc(i), "input '" + in.name() + "': its type " +
                                               (tt ? onnx_type_name(tt->elem_type()) : std::string("(not a tensor)")) +
                                               " is not one graphrun has (f32, f64, i32, i64, bool)");
                 return;
             }
             if (!v->shape) {
-                diag_.error(input_loc(i), "input '" + in.name() + "' has no static shape");
+                diag_->error(input_loc(i), "input '" + in.name() + "' has no static shape");
                 return;
             }
             std::optional<OpKind> input_op = find_op("input");
             if (!input_op) {
-                diag_.error(input_loc(i), "input '" + in.name() + "': this build has no input op");
+                diag_->error(input_loc(i), "input '" + in.name() + "': this build has no input op");
                 return;
             }
             std::vector<NamedAttr> attrs;
             attrs.push_back(NamedAttr{"shape", int_list(*v->shape), {}});
             attrs.push_back(NamedAttr{"dtype", Attr::ident(dtype_name(*v->dtype)), {}});
-            bind(in.name(), b_.add_node(*input_op, {}, std::move(attrs), input_loc(i)));
+            bind(in.name(), b_->add_node(*input_op, {}, std::move(attrs), input_loc(i)));
         }
     }
 
@@ -862,19 +865,19 @@ class Importer {
             // the printed results and --save's files use them.
             names.emplace_back(name, pointer_loc("/graph/output/" + std::to_string(i)));
         }
-        b_.set_outputs(std::move(names), pointer_loc("/graph/output"));
-        b_.finish(pointer_loc("/graph"));
+        b_->set_outputs(std::move(names), pointer_loc("/graph/output"));
+        b_->finish(pointer_loc("/graph"));
     }
 
     // ---- nodes ----
     void fail(const onnx::NodeProto& n, const std::string& what) {
-        diag_.error(node_loc(), n.op_type() + " node '" + n.name() + "': " + what);
+        diag_->error(node_loc(), n.op_type() + " node '" + n.name() + "': " + what);
     }
 
     NodeId add(OpKind op, std::vector<NodeId> ins, std::vector<NamedAttr> attrs = {}) {
         Inputs inputs;
         for (NodeId id : ins) inputs.push_back(Input{id, node_loc()});
-        return b_.add_node(op, std::move(inputs), std::move(attrs), node_loc());
+        return b_->add_node(op, std::move(inputs), std::move(attrs), node_loc());
     }
     NodeId add(const char* op, std::vector<NodeId> ins, std::vector<NamedAttr> attrs = {}) {
         return add(*find_op(op), std::move(ins), std::move(attrs));
@@ -936,7 +939,7 @@ class Importer {
         for (const auto& bn : branch.node()) {
             if (stopped()) return;
             import_node(bn);
-            if (diag_.over_limit()) return;
+            if (diag_->over_limit()) return;
         }
         for (int i = 0; i < n.output_size(); ++i) {
             const std::string& from = branch.output(i).name();
@@ -1075,9 +1078,9 @@ class Importer {
             for (int k = 0; k < carried; ++k) values_[body.input(2 + k).name()] = cur[static_cast<size_t>(k)];
             for (const auto& bn : body.node()) {
                 import_node(bn);
-                if (diag_.over_limit()) return;
+                if (diag_->over_limit()) return;
             }
-            if (diag_.has_errors()) return;
+            if (diag_->has_errors()) return;
             auto made = [&](const std::string& name) -> const Value* {
                 const Value* v = value(name);
                 if (!v || (v->id == kNoNode && !v->folded)) {
@@ -1137,9 +1140,12 @@ class Importer {
         if (try_fold(n)) return;
         const auto& t = onnx_op_table();
         auto it = t.find(n.op_type());
-        if (it != t.end() && it->second.build) return it->second.build(*this, n);
+        if (it != t.end() && it->second.build) {
+            if (try_fold_built(n, it->second.build)) return;
+            return it->second.build(*this, n);
+        }
         if (fold_over_limit_) {
-            diag_.over_limit_error(node_loc(), n.op_type() + " node '" + n.name() + "': its folded value needs " +
+            diag_->over_limit_error(node_loc(), n.op_type() + " node '" + n.name() + "': its folded value needs " +
                                                    size_text(fold_over_limit_) + ", which brings the model's weights "
                                                    "and folded values to " + size_text(weight_bytes_ + folded_bytes_ +
                                                                                         fold_over_limit_) +
@@ -1152,6 +1158,115 @@ class Importer {
                                std::to_string(onnx_fold::kMaxFoldTotalBytes) + " bytes; graphrun folds " +
                                n.op_type() + " only on constants");
         fail(n, "its inputs must be constants here (graphrun folds " + n.op_type() + " only on constants)");
+    }
+
+    // Folds a node whose inputs are all constants by running its graphrun
+    // nodes (the op table's mapping, built into a scratch graph) on the CPU
+    // with the engine's kernels: a folded value is the value the run would
+    // compute, by the same kernel. False (nothing changed) where the node is
+    // not folded: an input not known here or too big, a value past the fold's
+    // bounds, the memory limit or the fold budget, a mapping that reports an
+    // error or builds what the evaluator refuses (const_eval.h); the node is
+    // then built into the model's graph, and what went wrong reported there.
+    // A kernel's error on the constants is the node's error (true).
+    bool try_fold_built(const onnx::NodeProto& n, const std::function<void(Importer&, const onnx::NodeProto&)>& build) {
+        if (!opts_.evaluate_built || folding_ || n.input_size() == 0) return false;
+        const std::string& op = n.op_type();
+        if (op == "If" || op == "Loop") return false;  // their subgraphs' nodes fold one by one
+        // A quantized weight's dequantization folds whole (within the budget):
+        // the model then holds it once, as f32.
+        const int64_t max_elements = op == "DequantizeLinear"
+                                         ? static_cast<int64_t>(onnx_fold::kMaxFoldTotalBytes / 4)
+                                         : onnx_fold::kMaxFoldElements;
+        std::vector<std::string> names;
+        for (const auto& name : n.input()) {
+            if (name.empty()) continue;
+            const HostValue* hv = folded(name);
+            if (!hv || static_cast<int64_t>(hv->bytes.size() / dtype_size(hv->dtype)) > max_elements) return false;
+            names.push_back(name);
+        }
+        for (const auto& name : n.output())
+            if (!name.empty()) names.push_back(name);
+        // What the mapping changes of the importer's values, restored after.
+        std::vector<std::pair<std::string, std::optional<Value>>> saved;
+        for (const auto& name : names) {
+            auto it = values_.find(name);
+            saved.emplace_back(name, it == values_.end() ? std::nullopt : std::optional<Value>(it->second));
+        }
+        auto restore = [&] {
+            for (auto& [name, v] : saved) {
+                if (v) values_[name] = std::move(*v);
+                else values_.erase(name);
+            }
+        };
+        Graph scratch;
+        Diagnostics scratch_diag;
+        GraphBuilder scratch_b(scratch, scratch_diag);
+        Graph* g = g_;
+        Diagnostics* d = diag_;
+        GraphBuilder* b = b_;
+        const NodeId inferred = inferred_upto_;
+        g_ = &scratch;
+        diag_ = &scratch_diag;
+        b_ = &scratch_b;
+        inferred_upto_ = 0;
+        folding_ = true;
+        build(*this, n);
+        folding_ = false;
+        g_ = g;
+        diag_ = d;
+        b_ = b;
+        inferred_upto_ = inferred;
+        // The values the node's outputs came to: nodes of the scratch graph.
+        std::vector<std::string> outs;
+        std::vector<NodeId> wanted;
+        bool ok = !scratch_diag.has_errors();
+        for (const auto& name : n.output()) {
+            if (!ok || name.empty()) continue;
+            const Value* v = value(name);
+            if (!v || v->id == kNoNode) {
+                ok = ok && (!v || !v->folded) && !read_anywhere(name);  // an optional output left unmade
+                continue;
+            }
+            outs.push_back(name);
+            wanted.push_back(v->id);
+        }
+        std::vector<std::vector<uint8_t>> bytes;
+        bool kernel_error = false;
+        std::string why;
+        if (ok && !wanted.empty()) {
+            // The scratch values are host memory too: within what the limit leaves.
+            const uint64_t held = weight_bytes_ + folded_bytes_;
+            const uint64_t room = !memory_limit_ ? UINT64_MAX : memory_limit_ > held ? memory_limit_ - held : 0;
+            why = opts_.evaluate_built(scratch, wanted, max_elements, room, bytes, kernel_error);
+        }
+        restore();
+        if (kernel_error) {
+            // Every pass would stop here: said now, with the node.
+            fail(n, "computing it from its constant inputs fails: " + why);
+            return true;
+        }
+        if (!ok || wanted.empty() || !why.empty()) return false;
+        uint64_t total = 0;
+        for (const auto& v : bytes) total += v.size();
+        // Folded values are held on the host like the weights: past the
+        // memory limit or the bound on folds, the node is built instead.
+        if (memory_limit_ && weight_bytes_ + folded_bytes_ + total > memory_limit_) return false;
+        if (folded_bytes_ + total > onnx_fold::kMaxFoldTotalBytes) return false;
+        folded_bytes_ += total;
+        for (size_t i = 0; i < outs.size(); ++i) {
+            const Node& made = scratch.node(wanted[i]);
+            auto hv = std::make_shared<HostValue>();
+            hv->dtype = made.dtype;
+            hv->shape = made.shape;
+            hv->bytes = std::move(bytes[i]);
+            Value& v = values_[outs[i]];
+            v.id = kNoNode;
+            v.dtype = hv->dtype;
+            v.shape = hv->shape;
+            v.folded = std::move(hv);
+        }
+        return true;
     }
 
     bool try_fold(const onnx::NodeProto& n) {
@@ -1175,7 +1290,7 @@ class Importer {
             }
         }
         std::string why;
-        std::optional<std::vector<HostValue>> out = onnx_fold::evaluate(n, ins, in_shape, opset_, why);
+        std::optional<std::vector<HostValue>> out = onnx_fold::evaluate(n, ins, in_shape, why);
         if (!out) {
             if (!why.empty()) {
                 fail(n, why);
@@ -1207,9 +1322,12 @@ class Importer {
         return true;
     }
 
-    Graph& g_;
-    Diagnostics& diag_;
-    GraphBuilder b_;
+    // The graph being built and its builder and diagnostics: the model's, or,
+    // while a node is folded (try_fold_built), a scratch graph's.
+    GraphBuilder main_b_;
+    Graph* g_;
+    Diagnostics* diag_;
+    GraphBuilder* b_;
     onnx::ModelProto model_;
     int64_t opset_ = 0;
     int64_t model_opset_ = 0;          // the model's own, where it was lowered to 17 (0: not)
@@ -1235,6 +1353,8 @@ class Importer {
     uint64_t folded_bytes_ = 0;         // made by folds so far (kMaxFoldTotalBytes)
     uint64_t fold_over_limit_ = 0;      // the node being imported: its folded value's bytes, past the memory limit
     bool fold_budget_spent_ = false;
+    bool folding_ = false;              // try_fold_built is building into its scratch graph
+    uint64_t fold_names_ = 0;           // the scratch graphs' names (fresh_name)
     int64_t subgraph_nodes_ = 0;        // imported from If branches and Loop iterations (kMaxUnrolledNodes)
 };
 

@@ -318,8 +318,8 @@ void add_core_onnx_ops(OnnxOpTable& t) {
     set("If", nullptr, [](Importer& im, const onnx::NodeProto& n) { im.import_if(n); });
     // Loop whose trip count folds: unrolled.
     set("Loop", nullptr, [](Importer& im, const onnx::NodeProto& n) { im.import_loop(n); });
-    // Folded at load only (their inputs must be constants or static shapes);
-    // later files give some of them a mapping for run-time inputs.
+    // Made at load only (a Constant's value, Shape from the static shape);
+    // later files give the others a mapping (onnx_ops_shape.cpp, ...).
     for (const char* op : {"Constant", "Shape", "Gather", "Slice", "ConstantOfShape", "Range", "Mod"})
         t[op] = {nullptr, {}};
 }

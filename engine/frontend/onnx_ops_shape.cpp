@@ -298,9 +298,69 @@ void pad(Importer& im, const onnx::NodeProto& n) {
     im.bind(n.output(0), im.add(OpKind::Pad, *ins, std::move(attrs)));
 }
 
+// A scalar of `t` as a creation op's number attribute (fill's value, range's bounds).
+Attr number_attr(const HostValue& v, DType t) {
+    if (t == DType::Bool) return Attr::boolean(onnx_fold::ints(v).at(0) != 0);
+    if (is_float(t)) return Attr::number(onnx_fold::doubles(v).at(0));
+    return Attr::integer(onnx_fold::ints(v).at(0));
+}
+
+// ConstantOfShape: a fill of its (constant) shape with its value's dtype and
+// value (f32 0 by default). Folded at load by the engine's kernels where it
+// is small enough; a bigger one fills at run time, counted like any value.
+void constant_of_shape(Importer& im, const onnx::NodeProto& n) {
+    const HostValue* s = im.const_input(n, 0, "shape");
+    if (!s) return;
+    if (!is_int(s->dtype) || s->shape.size() != 1)
+        return im.fail(n, "its shape input must be a 1-D integer tensor, got " + type_string(s->dtype, s->shape));
+    const Shape shape = onnx_fold::ints(*s);
+    for (int64_t d : shape)
+        if (d < 0) return im.fail(n, "its shape " + shape_string(shape) + " has a negative dimension");
+    std::string why;
+    if (!onnx_fold::element_count(shape, why)) return im.fail(n, why);
+    HostValue value = onnx_fold::scalar(0, DType::F32);
+    if (const auto* a = find_attr(n, "value")) {
+        auto v = tensor_value(a->t(), why);
+        if (!v) return im.fail(n, why);
+        if (v->bytes.size() != dtype_size(v->dtype))
+            return im.fail(n, "its value has " + std::to_string(v->bytes.size() / dtype_size(v->dtype)) +
+                                  " elements where it needs 1");
+        value = std::move(*v);
+    }
+    im.bind(n.output(0), im.add(OpKind::Fill, {},
+                                {im.named("shape", int_list(shape)), im.named("value", number_attr(value, value.dtype)),
+                                 im.named("dtype", Attr::ident(dtype_name(value.dtype)))}));
+}
+
+// Range: numpy.arange of its three (constant) scalars, in their dtype; the
+// element count is checked by graphrun's inference (range's).
+void range(Importer& im, const onnx::NodeProto& n) {
+    const char* names[3] = {"start", "limit", "delta"};
+    const HostValue* v[3];
+    for (int i = 0; i < 3; ++i) {
+        v[i] = im.const_input(n, i, names[i]);
+        if (!v[i]) {
+            if (i >= n.input_size() || n.input(i).empty()) im.fail(n, std::string("it has no ") + names[i] + " input");
+            return;  // else const_input said why
+        }
+        if (v[i]->bytes.size() != dtype_size(v[i]->dtype))
+            return im.fail(n, std::string("its ") + names[i] + " must hold one element, got " +
+                                  type_string(v[i]->dtype, v[i]->shape));
+    }
+    const DType t = v[0]->dtype;
+    if (v[1]->dtype != t || v[2]->dtype != t)
+        return im.fail(n, "its start, limit and delta must have one dtype, got " + std::string(dtype_name(t)) + ", " +
+                              dtype_name(v[1]->dtype) + " and " + dtype_name(v[2]->dtype));
+    im.bind(n.output(0), im.add(OpKind::Range, {},
+                                {im.named("start", number_attr(*v[0], t)), im.named("limit", number_attr(*v[1], t)),
+                                 im.named("delta", number_attr(*v[2], t)), im.named("dtype", Attr::ident(dtype_name(t)))}));
+}
+
 }  // namespace
 
 void add_shape_onnx_ops(OnnxOpTable& t) {
+    t["ConstantOfShape"] = {"fill", constant_of_shape};
+    t["Range"] = {"range", range};
     t["Slice"] = {"slice", slice};
     t["Gather"] = {"gather", gather};
     t["Expand"] = {"expand", expand};

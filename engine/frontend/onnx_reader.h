@@ -49,6 +49,19 @@ struct OnnxReadOptions {
     // from shapes), the importer asks graphrun's own inference of what it has
     // built. Null: ONNX's shapes alone.
     std::function<void(Graph& g, NodeId first)> infer_built;
+    // Runs a scratch graph of const nodes and the ops over them on the CPU
+    // with the engine's kernels (engine/api/const_eval.h, which the front
+    // end, below it, cannot call): the importer folds every op whose inputs
+    // are all constants this way, building its nodes into the scratch graph
+    // and binding the values `wanted` come to. "" or why not: the importer
+    // then builds the nodes into the model's graph, or, where a kernel failed
+    // on the constants (`kernel_error`), refuses the node with the kernel's
+    // message. Null: only Constant, Shape, Size, ConstantOfShape and Range
+    // fold, in the front end.
+    std::function<std::string(Graph& g, const std::vector<NodeId>& wanted, int64_t max_elements,
+                              uint64_t max_bytes, std::vector<std::vector<uint8_t>>& values,
+                              bool& kernel_error)>
+        evaluate_built;
 };
 
 // Parses the model in `bytes` into `g` (which must be empty). Errors point at

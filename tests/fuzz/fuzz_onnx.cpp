@@ -1,6 +1,7 @@
 // libFuzzer target for the ONNX reader (engine/frontend/onnx_reader.h): any
 // bytes either read into a graph that then validates (also with free
-// dimensions bound by --dim, and as a .pb tensor file), or give an error;
+// dimensions bound by --dim and folding by the engine's kernels, and as a
+// .pb tensor file), or give an error;
 // never a crash, an abort, a hang, a leak or an allocation beyond what the
 // bytes justify (a declared shape is checked before anything is allocated).
 #include <cstddef>
@@ -8,6 +9,7 @@
 #include <string>
 #include <string_view>
 
+#include "engine/api/const_eval.h"
 #include "engine/base/diagnostics.h"
 #include "engine/check/validate.h"
 #include "engine/frontend/onnx_reader.h"
@@ -32,6 +34,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         Diagnostics scratch;
         validate_from(built, scratch, first);
     };
+    o.evaluate_built = evaluate_constant_graph;  // folds by the engine's kernels, as load_graph folds
     if (!parse_onnx(bytes, bound, diag2, {}, o) && !diag2.has_errors()) __builtin_trap();
     // The same bytes as a tensor file (--input=@FILE.pb).
     std::string why;
