@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""ResNet-, MobileNet- and transformer-shaped ONNX models with random weights
+"""ResNet-, MobileNet-, transformer-shaped and quantized ONNX models with random weights
 (fixed seeds), built with ONNX's helper API, each with its NumPy reference in
 float64 (issue 18 item 4).
 
@@ -10,6 +10,7 @@ As a script, it writes a model file for `graphrun run|compare`:
     onnx_models.py resnet18 OUT.onnx [--batch N]      ResNet-18 (224x224, 1000 classes)
     onnx_models.py mobilenet OUT.onnx [--batch N]     MobileNet-v2-shaped (224x224)
     onnx_models.py transformer OUT.onnx [--batch N]   4-layer encoder, d=256, 8 heads, 128 tokens
+    onnx_models.py qcnn OUT.onnx [--batch N]          a quantized CNN (QLinearConv, u8/i8, 96x96, 10 classes)
 and the model's inputs as OUT.input.npz (`--input=@OUT.input.npz` feeds them by name).
 Needs Debian's python3-numpy and python3-onnx (run with /usr/bin/python3).
 """
@@ -254,7 +255,30 @@ def transformer(layers=4, d=256, heads=8, tokens=128, vocab=1000, ffn=1024, batc
     return net.model([x], "transformer", opset=17)
 
 
-BUILDERS = {"resnet18": resnet, "mobilenet": mobilenet, "transformer": transformer}
+def qcnn(size=96, batch=1, classes=10, widths=(32, 64, 128), seed=3, reference=True):
+    """A quantized CNN as ONNX Runtime's static quantizer writes one (QOperator
+    format): the image quantized to u8, 3x3 stride-2 QLinearConvs with per-channel
+    i8 weights and i32 biases, dequantized for the f32 pooling and classifier."""
+    net = Net(seed, reference=False)  # no float64 reference: the README shows its run
+    x = net.input("image", net.rng.standard_normal((batch, 3, size, size)).astype(np.float32))
+    scale = net.init(np.array(0.02, np.float32), "scale")
+    zp = net.init(np.array(128, np.uint8), "zp")
+    q = net.op("QuantizeLinear", [x, scale, zp])
+    cin = 3
+    for c in widths:
+        w = net.init(net.rng.integers(-127, 128, (c, cin, 3, 3), dtype=np.int8), "wq")
+        w_scale = net.init((0.5 / math.sqrt(cin * 9) / 64 * (1 + 0.1 * net.rng.random(c))).astype(np.float32), "ws")
+        w_zp = net.init(np.zeros(c, np.int8), "wzp")
+        b = net.init(net.rng.integers(-200, 200, c, dtype=np.int32), "bq")
+        q = net.op("QLinearConv", [q, scale, zp, w, w_scale, w_zp, scale, zp, b], kernel_shape=[3, 3],
+                   strides=[2, 2], pads=[1, 1, 1, 1])
+        cin = c
+    y = net.op("DequantizeLinear", [q, scale, zp])
+    y = net.op("Relu", [y])
+    return net.model([net.head(y, cin, classes)], "qcnn")
+
+
+BUILDERS = {"resnet18": resnet, "mobilenet": mobilenet, "transformer": transformer, "qcnn": qcnn}
 
 
 def main():
