@@ -592,6 +592,34 @@ def folds_by_the_engines_kernels():
         # What is left: x, the reshape, the slice of it, the folded tile as a const and the add.
         check(not {"reduce_prod", "sqrt", "ceil", "minimum", "tile", "cast", "concat"} & set(ops),
               f"kernel folds: ops left {ops}")
+    # Inside one node's mapping too: a QLinearConv computes its requantization scale,
+    # its bias and its zero points from constants; all of that folds once, at load,
+    # and no node that runs reads constants only.
+    w = np.random.default_rng(5).integers(-127, 128, (4, 2, 3, 3), dtype=np.int8)
+    nodes = [helper.make_node("QuantizeLinear", ["x", "xs", "xz"], ["q"]),
+             helper.make_node("QLinearConv", ["q", "xs", "xz", "w", "ws", "wz", "ys", "yz", "b"], ["qy"],
+                              kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+             helper.make_node("DequantizeLinear", ["qy", "ys", "yz"], ["y"])]
+    inits = [numpy_helper.from_array(np.array(0.05, np.float32), "xs"), numpy_helper.from_array(np.array(128, np.uint8), "xz"),
+             numpy_helper.from_array(w, "w"), numpy_helper.from_array(np.array([0.01, 0.02, 0.03, 0.04], np.float32), "ws"),
+             numpy_helper.from_array(np.zeros(4, np.int8), "wz"), numpy_helper.from_array(np.array(0.1, np.float32), "ys"),
+             numpy_helper.from_array(np.array(100, np.uint8), "yz"),
+             numpy_helper.from_array(np.array([5, -5, 50, -50], np.int32), "b")]
+    path = save_model("qconv_folds", nodes, [vi("x", TensorProto.FLOAT, [1, 2, 6, 6])],
+                      [vi("y", TensorProto.FLOAT, [1, 4, 6, 6])], inits)
+    c = graphrun("check", "--format=json", path)
+    check(c.returncode == 0, f"qconv folds: check exit {c.returncode}: {c.stderr}")
+    if c.returncode == 0:
+        listed = json.loads(c.stdout)["nodes"]
+        op_of = {n["name"]: n["op"] for n in listed}
+        const_only = [n["name"] for n in listed if n["op"] not in ("const", "input") and n["inputs"]
+                      and all(op_of[i] == "const" for i in n["inputs"])]
+        check(not const_only, f"qconv folds: nodes that read constants only: {const_only}")
+    x = (np.random.default_rng(6).standard_normal((1, 2, 6, 6)) * 2).astype(np.float32)
+    p, out = run_with(path, {"x": x})
+    p2, out2 = run_with(path, {"x": x}, "--mode=eager")
+    check(p.returncode == 0 and p2.returncode == 0 and np.array_equal(out.get("y"), out2.get("y")),
+          f"qconv folds: graph and eager runs differ: {p.stderr} {p2.stderr}")
     # ConstantOfShape and Range are graphrun's fill and range: folded when small, a
     # 4 Mi-element fill runs at run time (no longer refused), every dtype's value.
     nodes = [helper.make_node("ConstantOfShape", ["big_shape"], ["big"],

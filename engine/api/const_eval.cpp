@@ -9,6 +9,7 @@
 #include "engine/ir/ops.h"
 #include "engine/kernels/common/kernel.h"
 #include "engine/kernels/cpu/cpu_kernel.h"
+#include "engine/plan/renumber.h"
 
 namespace graphrun {
 
@@ -92,6 +93,83 @@ std::string evaluate_constant_graph(Graph& g, const std::vector<NodeId>& wanted,
         values.emplace_back(p, p + bytes);
     }
     return "";
+}
+
+size_t fold_constant_nodes(Graph& g, uint64_t max_bytes) {
+    if (!g.repeats.empty()) return 0;
+    const size_t count = g.nodes.size();
+    std::vector<bool> read_by_fold(count, false);
+    std::vector<TensorRef> ins;
+    std::vector<Buffer> in_buffers;
+    HostScratch scratch;
+    KernelContext ctx;
+    ctx.scratch = &scratch;
+    size_t folded = 0;
+    for (size_t i = 0; i < count; ++i) {
+        Node& n = g.nodes[i];
+        if (!n.valid || n.inputs.empty() || n.op == OpKind::Const || n.op == OpKind::Input ||
+            n.op == OpKind::LoopParam || n.op == OpKind::Invalid || n.op == OpKind::RandomUniform ||
+            n.op == OpKind::RandomNormal || is_storage(n.dtype) || n.epilogue >= 0)
+            continue;
+        bool constant = true;
+        for (const Input& in : n.inputs) {
+            const Node& src = g.node(in.id);
+            const std::optional<int64_t> src_numel = checked_numel(src.shape);
+            // An 8-bit zero point's cast (at most 1024 elements) folds; other
+            // storage-typed constants (f16 weights) stay in their own type.
+            const bool zero_point = n.op == OpKind::Cast && (src.dtype == DType::I8 || src.dtype == DType::U8) &&
+                                    src_numel && *src_numel <= 1024;
+            constant = constant && src.op == OpKind::Const && src.valid && (!is_storage(src.dtype) || zero_point) &&
+                       src_numel &&
+                       src.literal.size() == static_cast<uint64_t>(*src_numel) * dtype_size(src.dtype);
+        }
+        if (!constant) continue;
+        const std::optional<int64_t> numel = checked_numel(n.shape);
+        if (!numel) continue;
+        const uint64_t bytes = static_cast<uint64_t>(*numel) * dtype_size(n.dtype);
+        if (bytes > max_bytes) continue;
+        ins.clear();
+        in_buffers.clear();
+        bool ok = true;
+        for (const Input& in : n.inputs) {
+            const Node& src = g.node(in.id);
+            in_buffers.push_back(allocate(src.literal.size()));
+            if (!src.literal.empty() && !in_buffers.back()) ok = false;
+            if (!src.literal.empty() && ok) std::memcpy(in_buffers.back().get(), src.literal.data(), src.literal.size());
+            ins.push_back(TensorRef{in_buffers.back().get(), src.dtype, &src.shape,
+                                    static_cast<int64_t>(src.literal.size() / dtype_size(src.dtype))});
+        }
+        Buffer out_buffer = allocate(bytes);
+        if (!ok || (bytes && !out_buffer)) continue;
+        TensorRef out{out_buffer.get(), n.dtype, &n.shape, *numel};
+        std::unique_ptr<Kernel> k = make_cpu_kernel(g, n);
+        if (!k->run(ins.data(), ins.size(), out, ctx).empty()) continue;  // the run reports it
+        for (const Input& in : n.inputs) read_by_fold[static_cast<size_t>(in.id)] = true;
+        std::vector<Attr> dims;
+        for (int64_t d : n.shape) dims.push_back(Attr::integer(d));
+        n.op = OpKind::Const;
+        n.inputs.clear();
+        n.attrs.clear();
+        n.attrs.push_back(NamedAttr{"shape", Attr::make_list(std::move(dims)), {}});
+        n.attrs.push_back(NamedAttr{"dtype", Attr::ident(dtype_name(n.dtype)), {}});
+        n.host_literal = true;
+        const auto* p = static_cast<const uint8_t*>(out_buffer.get());
+        n.literal.assign(p, p + bytes);
+        ++folded;
+    }
+    if (!folded) return 0;
+    // The constants only folded nodes read, and nothing else now: gone.
+    std::vector<bool> read(count, false);
+    for (const Node& n : g.nodes)
+        for (const Input& in : n.inputs) read[static_cast<size_t>(in.id)] = true;
+    for (const Output& o : g.outputs)
+        if (o.id >= 0) read[static_cast<size_t>(o.id)] = true;
+    std::vector<bool> removed(count, false);
+    bool any = false;
+    for (size_t i = 0; i < count; ++i)
+        if (read_by_fold[i] && !read[i]) removed[i] = any = true;
+    if (any) renumber_nodes(g, count, std::vector<std::vector<NodeId>>(count), removed);
+    return folded;
 }
 
 }  // namespace graphrun

@@ -27,4 +27,17 @@ std::string evaluate_constant_graph(Graph& g, const std::vector<NodeId>& wanted,
                                     uint64_t max_bytes, std::vector<std::vector<uint8_t>>& values,
                                     bool& kernel_error);
 
+// The same folding inside a validated graph (an ONNX model's, once built):
+// each node whose inputs are all constants (validated: their values held), computing on no
+// storage type (f16, bf16, i8, u8: their weights stay in their own type; an
+// 8-bit zero point's cast of at most 1024 elements excepted) and
+// making at most `max_bytes`, runs once on its CPU kernel and becomes a
+// constant of its value (its id, name and place kept); the constants only
+// folded nodes read then leave the graph. What an ONNX node's mapping
+// computes from constants alone (QLinearConv's requantization scale, a bias
+// cast and reshaped) is then a weight placed once, not a kernel per pass. A
+// kernel's error leaves the node to the run, which reports it. Returns how
+// many nodes were folded.
+size_t fold_constant_nodes(Graph& g, uint64_t max_bytes);
+
 }  // namespace graphrun

@@ -34,6 +34,10 @@ bool looks_like_onnx(const std::string& path) {
 
 namespace {
 
+// The largest value fold_constant_nodes makes (bytes): scales, biases, small
+// masks; a bigger computation on constants stays in the graph.
+constexpr uint64_t kFoldedNodeBytes = uint64_t{1} << 16;
+
 // A signal asked graphrun to stop: says so (once) and stops the load there.
 // The front ends and validation poll the same flag and stop early.
 bool stop_requested(LoadedGraph& lg) {
@@ -102,6 +106,9 @@ void parse_and_validate(LoadedGraph& lg, const InputLimits& limits = {},
     if (stop_requested(lg)) return;
     if (on_parsed) on_parsed(lg);
     validate(lg.graph, lg.diag);
+    // An ONNX node's mapping may compute from constants alone (a QLinearConv's
+    // requantization scale): once, here, by the CPU kernels (const_eval.h).
+    if (lg.onnx && !lg.diag.has_errors()) fold_constant_nodes(lg.graph, kFoldedNodeBytes);
     stop_requested(lg);
 }
 

@@ -201,10 +201,15 @@ struct EagerSession::Runner {
     }
 
     // A statement ended with its named node `id`: its temporaries and the
-    // binding it replaced are unreferenced.
-    void statement_end(NodeId id, std::vector<NodeId>& temps) {
-        for (NodeId t : temps) s.frame_.drop(static_cast<NodeId>(v(t)));
-        temps.clear();
+    // binding it replaced are unreferenced. A named constant has no
+    // temporaries of its own: the ones pending belong to the expression it
+    // sits in (an ONNX node's mapping reads a named weight in its middle),
+    // and stay until that expression's named node (`drop_temps` false).
+    void statement_end(NodeId id, std::vector<NodeId>& temps, bool drop_temps = true) {
+        if (drop_temps) {
+            for (NodeId t : temps) s.frame_.drop(static_cast<NodeId>(v(t)));
+            temps.clear();
+        }
         const NodeId prev = c.exec[static_cast<size_t>(id)].prev;
         if (prev != kNoNode && prev != id) s.frame_.drop(static_cast<NodeId>(v(prev)));
         ++s.statements_;
@@ -226,7 +231,8 @@ struct EagerSession::Runner {
             const NodeId id = st.index;
             if (!(instrumented ? run_node_instrumented(id) : run_node(id))) return false;
             if (g.node(id).generated) temps.push_back(id);
-            else if (c.exec[static_cast<size_t>(id)].store_slot < 0) statement_end(id, temps);  // not a stored name's input
+            else if (c.exec[static_cast<size_t>(id)].store_slot < 0)  // not a stored name's input
+                statement_end(id, temps, g.node(id).op != OpKind::Const);
         }
         for (NodeId t : temps) s.frame_.drop(static_cast<NodeId>(v(t)));  // a last statement with no name
         return true;

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "engine/api/const_eval.h"
+#include "engine/check/validate.h"
 #include "text_parser_helpers.h"
 
 using namespace graphrun;
@@ -97,4 +98,40 @@ TEST_CASE("const_eval: refusals run nothing; a kernel's error is flagged") {
         CHECK(why.find("division by zero") != std::string::npos);
         CHECK(kernel_error);
     }
+}
+
+TEST_CASE("const_eval: fold_constant_nodes folds what reads constants only, and drops what only folds read") {
+    auto p = text_test::parse(
+        "x = input([2])\n"
+        "a = const([1, 2])\n"
+        "b = a * 2\n"
+        "c = b + 1\n"
+        "y = x + c\n"
+        "h = const([1.5, 2], dtype=f16)\n"
+        "hf = cast(h, dtype=f32)\n"
+        "big = fill([4096], 1.0) + 1\n"
+        "output y, hf, big\n");
+    REQUIRE(p->ok);
+    Diagnostics d;
+    REQUIRE(validate(p->g, d));
+    CHECK(fold_constant_nodes(p->g, 1024) == 2);  // b, then c; not hf (a storage type), not big (16 KiB)
+    REQUIRE(validate(p->g, d));                    // still a valid graph
+    const Node& c = p->g.node(named(p->g, "c"));
+    CHECK(c.op == OpKind::Const);
+    CHECK(c.inputs.empty());
+    float cv[2];
+    REQUIRE(c.literal.size() == sizeof cv);
+    std::memcpy(cv, c.literal.data(), sizeof cv);
+    CHECK(cv[0] == 3);
+    CHECK(cv[1] == 5);
+    // a and b were read by folds only: gone. y still reads x and c.
+    for (const Node& n : p->g.nodes) {
+        CHECK(n.name != "a");
+        CHECK(n.name != "b");
+    }
+    const Node& y = p->g.node(named(p->g, "y"));
+    REQUIRE(y.inputs.size() == 2);
+    CHECK(p->g.node(y.inputs[1].id).name == "c");
+    CHECK(p->g.node(named(p->g, "hf")).op == OpKind::Cast);
+    CHECK(p->g.node(named(p->g, "big")).op == OpKind::Add);
 }
