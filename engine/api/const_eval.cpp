@@ -44,6 +44,8 @@ std::string evaluate_constant_graph(Graph& g, const std::vector<NodeId>& wanted,
     Diagnostics diag;
     if (!validate_from(g, diag, 0)) return "it does not validate";
     uint64_t total = 0;  // the bytes of every value, held until the end
+    std::vector<int64_t> counts;
+    counts.reserve(g.nodes.size());
     for (const Node& n : g.nodes) {
         if (!n.valid) return "it does not validate";
         if (n.op == OpKind::RandomUniform || n.op == OpKind::RandomNormal) return "it draws random numbers";
@@ -53,24 +55,22 @@ std::string evaluate_constant_graph(Graph& g, const std::vector<NodeId>& wanted,
         const std::optional<uint64_t> bytes = checked_buffer_bytes(*numel, n.dtype);
         if (!bytes || *bytes > max_bytes - total) return "its values need more memory than the limit leaves";
         total += *bytes;
+        counts.push_back(*numel);
         if (runs_in_storage_type(n.op)) continue;
         bool storage = is_storage(n.dtype);
         for (const Input& in : n.inputs) storage = storage || is_storage(g.node(in.id).dtype);
         if (storage) return "it computes on a storage type";
     }
     std::vector<Buffer> buffers(g.nodes.size());
-    std::vector<int64_t> counts(g.nodes.size(), 0);
     HostScratch scratch;
     KernelContext ctx;
     ctx.scratch = &scratch;
     std::vector<TensorRef> ins;
     for (size_t i = 0; i < g.nodes.size(); ++i) {
         const Node& n = g.nodes[i];
-        counts[i] = *checked_numel(n.shape);
-        const std::optional<uint64_t> bytes = checked_buffer_bytes(counts[i], n.dtype);
-        if (!bytes) return "a value is too big";
-        buffers[i] = allocate(*bytes);
-        if (*bytes && !buffers[i]) return "out of memory";
+        const uint64_t bytes = static_cast<uint64_t>(counts[i]) * dtype_size(n.dtype);
+        buffers[i] = allocate(bytes);
+        if (bytes && !buffers[i]) return "out of memory";
         ins.clear();
         for (const Input& in : n.inputs) {
             const Node& src = g.node(in.id);

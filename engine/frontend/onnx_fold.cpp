@@ -470,8 +470,8 @@ std::optional<Shape> reshape_target(const onnx::NodeProto& n, const std::optiona
     return std::nullopt;
 }
 
-std::optional<std::vector<HostValue>> evaluate(const onnx::NodeProto& n, const std::vector<const HostValue*>& ins,
-                                               const std::optional<Shape>& in_shape, std::string& why) {
+std::optional<std::vector<HostValue>> evaluate(const onnx::NodeProto& n, const std::optional<Shape>& in_shape,
+                                               std::string& why) {
     const std::string& op = n.op_type();
     auto one = [](std::optional<HostValue> v) -> std::optional<std::vector<HostValue>> {
         if (!v) return std::nullopt;
@@ -494,7 +494,6 @@ std::optional<std::vector<HostValue>> evaluate(const onnx::NodeProto& n, const s
         std::vector<int64_t> dims(in_shape->begin() + start, in_shape->begin() + end);
         return one(i64(dims, {static_cast<int64_t>(dims.size())}));
     }
-    (void)ins;
     return std::nullopt;
 }
 

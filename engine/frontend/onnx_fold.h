@@ -72,8 +72,8 @@ std::vector<double> doubles(const HostValue& v);
 // The value of Constant, Shape or Size `n` (`in_shape`: input 0's static
 // shape, for Shape and Size). Returns its outputs; nullopt with `why` empty
 // for another op, nullopt with `why` set when the node is wrong.
-std::optional<std::vector<HostValue>> evaluate(const onnx::NodeProto& n, const std::vector<const HostValue*>& ins,
-                                               const std::optional<Shape>& in_shape, std::string& why);
+std::optional<std::vector<HostValue>> evaluate(const onnx::NodeProto& n, const std::optional<Shape>& in_shape,
+                                               std::string& why);
 
 // The output shape of Reshape/Flatten/Squeeze/Unsqueeze given the input's
 // static shape and (Reshape, and Squeeze/Unsqueeze from opset 13) the

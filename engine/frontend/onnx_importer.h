@@ -1249,9 +1249,9 @@ class Importer {
         if (!ok || wanted.empty() || !why.empty()) return false;
         uint64_t total = 0;
         for (const auto& v : bytes) total += v.size();
-        // Folded values are held on the host like the weights: past the
-        // memory limit or the bound on folds, the node is built instead.
-        if (memory_limit_ && weight_bytes_ + folded_bytes_ + total > memory_limit_) return false;
+        // Folded values are held on the host like the weights: the memory
+        // limit bounded them above (`room`); past the bound on folds, the
+        // node is built instead.
         if (folded_bytes_ + total > onnx_fold::kMaxFoldTotalBytes) return false;
         folded_bytes_ += total;
         for (size_t i = 0; i < outs.size(); ++i) {
@@ -1269,28 +1269,22 @@ class Importer {
         return true;
     }
 
+    // Constant, Shape and Size: values from an attribute or a static shape
+    // (onnx_fold::evaluate); every other op folds by try_fold_built.
     bool try_fold(const onnx::NodeProto& n) {
-        std::vector<const HostValue*> ins;
-        for (const auto& name : n.input()) {
-            if (name.empty()) {
-                ins.push_back(nullptr);
-                continue;
-            }
-            const HostValue* hv = folded(name);
-            // Shape and Size need only their input's static shape, not its values.
-            if (!hv && n.op_type() != "Shape" && n.op_type() != "Size") return false;
-            ins.push_back(hv);
-        }
+        const std::string& op = n.op_type();
+        if (op != "Constant" && op != "Shape" && op != "Size") return false;
         std::optional<Shape> in_shape;
-        if ((n.op_type() == "Shape" || n.op_type() == "Size") && n.input_size() > 0) {
-            in_shape = static_shape(n.input(0));
+        if (op != "Constant") {
+            // Shape and Size need only their input's static shape, not its values.
+            in_shape = n.input_size() > 0 ? static_shape(n.input(0)) : std::nullopt;
             if (!in_shape) {
-                fail(n, "the shape of '" + n.input(0) + "' is not static");
+                fail(n, "the shape of '" + (n.input_size() > 0 ? n.input(0) : std::string()) + "' is not static");
                 return true;
             }
         }
         std::string why;
-        std::optional<std::vector<HostValue>> out = onnx_fold::evaluate(n, ins, in_shape, why);
+        std::optional<std::vector<HostValue>> out = onnx_fold::evaluate(n, in_shape, why);
         if (!out) {
             if (!why.empty()) {
                 fail(n, why);
