@@ -498,6 +498,7 @@ def terminal_ctrl_c_stops_a_statement_not_the_session(start, _):
     t.expect(">>> ")
     # Ctrl-C at the prompt discards the typed line; a second one does not end the session
     t.send("garbage = (")
+    t.expect(r"garbage = \(")  # echoed: the line editor has it (a ^C sent sooner can race the prompt)
     t.send("\x03")
     t.expect(">>> ")
     t.send("\x03")
