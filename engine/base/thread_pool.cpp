@@ -1,10 +1,15 @@
-// The session's CPU workers (see thread_pool.h): job hand-over through one
+// The session's CPU workers (see thread_pool.h): OpenMP's team where the
+// build has oneDNN, else threads of our own with job hand-over through one
 // atomic ticket, a short spin, then a condition variable.
 #include "engine/base/thread_pool.h"
 
 #include <algorithm>
 #include <chrono>
 #include <system_error>
+
+#if defined(GRAPHRUN_OPENMP_POOL)
+#include <omp.h>
+#endif
 
 namespace graphrun {
 
@@ -18,6 +23,18 @@ constexpr int64_t kChunksPerThread = 4;
 // kernels, short enough not to keep a core from other processes for long.
 constexpr auto kSpin = std::chrono::microseconds(50);
 constexpr uint64_t kRemainingMask = 0xffffffffu;
+#if defined(GRAPHRUN_OPENMP_POOL)
+// How long after a region OpenMP's threads are taken to be still spinning:
+// libgomp spins GOMP_SPINCOUNT pauses (10000 from graphrun, cli/main.cpp:
+// about 180 us on these machines) before it sleeps; less, to be safe.
+constexpr auto kTeamSpin = std::chrono::microseconds(100);
+
+int64_t now_ns() {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(
+               std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+}
+#endif
 
 inline void cpu_relax() {
 #if defined(__x86_64__) || defined(__i386__)
@@ -44,12 +61,16 @@ bool spin_until(Done done) {
 
 ThreadPool::ThreadPool(int threads) {
     const int want = std::clamp(threads, 1, 1024) - 1;
+#if defined(GRAPHRUN_OPENMP_POOL)
+    size_ = 1 + want;  // OpenMP starts the team's threads on the first region
+#else
     try {
         workers_.reserve(static_cast<size_t>(want));
         for (int i = 0; i < want; ++i) workers_.emplace_back([this] { worker_loop(); });
     } catch (...) {  // std::system_error (no more threads), std::bad_alloc: a smaller pool
     }
     size_ = 1 + static_cast<int>(workers_.size());
+#endif
 }
 
 ThreadPool::~ThreadPool() {
@@ -61,6 +82,21 @@ ThreadPool::~ThreadPool() {
     for (std::thread& t : workers_) t.join();
 }
 
+void ThreadPool::note_team_used() {
+#if defined(GRAPHRUN_OPENMP_POOL)
+    team_used_ns_.store(now_ns(), std::memory_order_relaxed);
+#endif
+}
+
+bool ThreadPool::all_asleep() const {
+#if defined(GRAPHRUN_OPENMP_POOL)
+    const int64_t used = team_used_ns_.load(std::memory_order_relaxed);
+    return used == 0 || now_ns() - used > std::chrono::nanoseconds(kTeamSpin).count();
+#else
+    return sleeping_.load(std::memory_order_relaxed) == static_cast<int>(workers_.size());
+#endif
+}
+
 int64_t ThreadPool::chunk_count(int64_t n, int64_t grain) const {
     if (size_ <= 1) return 1;
     const int64_t by_grain = n / std::max<int64_t>(grain, 1);
@@ -68,6 +104,21 @@ int64_t ThreadPool::chunk_count(int64_t n, int64_t grain) const {
 }
 
 bool ThreadPool::dispatch(int64_t n, int64_t chunks, Invoke invoke, const void* body) {
+#if defined(GRAPHRUN_OPENMP_POOL)
+    if (size_ <= 1 || busy_.exchange(true, std::memory_order_acquire)) return false;
+    // Chunks claimed in turn, as the workers of our own claim them: a thread
+    // that joins the team late takes what is left.
+    std::atomic<int64_t> next{0};
+    const int team = static_cast<int>(std::min<int64_t>(chunks, size_));
+#pragma omp parallel num_threads(team)
+    {
+        for (int64_t c; (c = next.fetch_add(1, std::memory_order_relaxed)) < chunks;)
+            invoke(body, chunk_begin(n, chunks, c), chunk_begin(n, chunks, c + 1));
+    }
+    note_team_used();
+    busy_.store(false, std::memory_order_release);
+    return true;
+#else
     if (workers_.empty() || busy_.exchange(true, std::memory_order_acquire)) return false;
     // No chunk of the previous job is claimable or running: the fields are ours.
     invoke_ = invoke;
@@ -92,6 +143,7 @@ bool ThreadPool::dispatch(int64_t n, int64_t chunks, Invoke invoke, const void* 
     }
     busy_.store(false, std::memory_order_release);
     return true;
+#endif
 }
 
 void ThreadPool::work(uint64_t w) {

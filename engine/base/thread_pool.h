@@ -1,7 +1,16 @@
-// The session's CPU workers: a fixed set of threads, started once, that one
-// kernel at a time splits its loop over (--threads). Idle workers spin for a
-// few tens of microseconds, so back-to-back kernels hand over without a wake
-// up, then sleep on a condition variable.
+// The session's CPU workers: one kernel at a time splits its loop over them
+// (--threads). Two ways, chosen at build time:
+// - Built with oneDNN (GRAPHRUN_OPENMP_POOL): the workers are OpenMP's, the
+//   team oneDNN's convolutions and matmuls run on, so that one set of threads
+//   serves every kernel. With a pool of our own beside OpenMP's, a kernel
+//   after a oneDNN one woke our sleeping worker while OpenMP's still spun
+//   (GOMP_SPINCOUNT, cli/main.cpp) on the other core: on 2 cores SqueezeNet's
+//   first max_pool took 0.17-0.25 ms with two threads, 0.23 with one, and
+//   0.10-0.12 on OpenMP's team (ONNX Runtime: 0.10).
+// - Otherwise (no oneDNN; the thread-sanitizer build, which cannot see into
+//   libgomp): a fixed set of threads of our own, started once. Idle workers
+//   spin for a few tens of microseconds, so back-to-back kernels hand over
+//   without a wake up, then sleep on a condition variable.
 #pragma once
 #include <atomic>
 #include <condition_variable>
@@ -23,6 +32,12 @@ class ThreadPool {
 
     // Threads that take part in parallel_for, the caller included (>= 1).
     int size() const { return size_; }
+
+    // Says that the calling thread's OpenMP team (oneDNN's) has just finished
+    // a parallel region: its threads spin for a while before they sleep, so a
+    // job that follows soon finds them awake (see cold_below). Nothing without
+    // GRAPHRUN_OPENMP_POOL.
+    void note_team_used();
 
     // Calls body(begin, end) over disjoint chunks that cover [0, n) exactly
     // once, each at least `grain` long (except when n < grain), and returns
@@ -60,9 +75,7 @@ class ThreadPool {
     }
 
     int64_t chunk_count(int64_t n, int64_t grain) const;
-    bool all_asleep() const {
-        return sleeping_.load(std::memory_order_relaxed) == static_cast<int>(workers_.size());
-    }
+    bool all_asleep() const;
     // Runs the job on the pool; false (nothing run) when the pool is busy or has no worker.
     bool dispatch(int64_t n, int64_t chunks, Invoke invoke, const void* body);
     void work(uint64_t word);  // claims and runs chunks of the job whose ticket is `word`
@@ -70,6 +83,9 @@ class ThreadPool {
 
     int size_ = 1;
     std::vector<std::thread> workers_;
+    // GRAPHRUN_OPENMP_POOL: when OpenMP's team last finished a region (steady
+    // clock, nanoseconds; 0: never).
+    std::atomic<int64_t> team_used_ns_{0};
 
     // The current job. `ticket_` packs (job number << 32 | chunks not yet
     // claimed); a claim is a compare-exchange on it, so a worker that arrives

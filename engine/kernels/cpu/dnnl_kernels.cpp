@@ -53,6 +53,7 @@
 #include <string_view>
 #include <unordered_map>
 
+#include "engine/base/thread_pool.h"
 #include "engine/ir/conv_geometry.h"
 #include "engine/kernels/common/kernel_common.h"
 #include "engine/kernels/common/norm_plan.h"
@@ -187,13 +188,21 @@ class PackedWeight {
     const void* src_ = nullptr;
 };
 
+// Tells the session's workers that OpenMP's team ran a region just now (it
+// spins for a while: a parallel job of ours that follows finds it awake).
+void team_used(const KernelContext& ctx) {
+    if (ctx.pool) ctx.pool->note_team_used();
+}
+
 // A oneDNN conv's run: nothing for an empty output, its scratch there, oneDNN's errors as messages.
 template <class Run>
 std::string guarded_conv_run(const TensorRef& out, const KernelContext& ctx, const char* what, const Run& run) {
     if (out.numel == 0) return "";
     if (!ctx.scratch) return "internal error: conv has no scratch memory";
     try {
-        return run();
+        std::string error = run();
+        team_used(ctx);
+        return error;
     } catch (const dnnl::error& e) {
         return std::string(what) + e.what();
     }
@@ -532,6 +541,7 @@ class MatmulKernel final : public KernelBase {
         if (!ctx.scratch) return std::string("internal error: ") + op_ + " has no scratch memory";
         try {
             std::string error = run_dnnl(in, out, ctx);
+            team_used(ctx);
             if (error.empty() && late_bias_ >= 0) add_bias_row(static_cast<const float*>(in[late_bias_].data), out, ctx);
             if (error.empty() && !epilogue_) apply_epilogue(after_, in, out, out_shape_, ctx);
             return error;
