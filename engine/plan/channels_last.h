@@ -7,7 +7,9 @@
 // (`runs_channels_last`: oneDNN's conv, which the API layer asks the CPU
 // kernels about) or an input of a max_pool or of a concat along the channels
 // (4-D f32 on the CPU; our kernels run these on NHWC when all their inputs and
-// their output are, all or nothing). A value that is an output (the script's
+// their output are, all or nothing), or the input of a global_avg_pool or
+// global_max_pool (our kernel reads any of the layouts below; its [N, C, 1, 1]
+// output has NCHW's bytes in all of them and is never marked). A value that is an output (the script's
 // or --fetch's), a repeat's carried value, read by any other node or a node on
 // another device stays NCHW, so nothing but such nodes ever sees the layout;
 // so does the output of a conv whose x, larger than that output, comes in NCHW

@@ -257,3 +257,23 @@ TEST_CASE("channels_last: a group our max_pool or concat reads or writes stays N
     CHECK(mark_channels_last(g, every_conv) == 6);
     CHECK(blocks(g) == std::vector<std::string>{"a:0", "p:0", "e1:0", "e2:0", "c:0", "q:0"});
 }
+
+TEST_CASE("channels_last: a global pool's input is held in its group's layout; its output never is") {
+    const char* src =
+        "x = random_uniform([1, 16, 6, 6], seed=1)\n"
+        "w = random_uniform([16, 16, 1, 1], seed=2)\n"
+        "a = conv(x, w)\n"
+        "b = conv(a, w)\n"
+        "m = global_max_pool(a)\n"  // a: read by a conv and a global pool
+        "p = global_avg_pool(b)\n"  // b: read by a global pool only
+        "output m, p\n";
+    PrepareResult pr = prepared_unfused(src);
+    Graph& g = pr.prepared.graph();
+    CHECK(mark_channels_last(g, every_conv) == 2);
+    CHECK(blocks(g) == std::vector<std::string>{"a:16", "b:16"});
+    // Fetched, b stays NCHW (the pool then reads a and b as they are).
+    PrepareResult fetched = prepared_unfused(src, {"b", "m", "p"});
+    Graph& h = fetched.prepared.graph();
+    CHECK(mark_channels_last(h, every_conv) == 1);
+    CHECK(marked(h) == std::vector<std::string>{"a"});
+}

@@ -520,6 +520,64 @@ TEST_CASE("simd: max_pool gives the reference's bits on every instruction set, N
     }
 }
 
+// A global pool whose input the layout pass holds channels-last reads it as
+// NHWC or as oneDNN's nChw8c / nChw16c ([N][C / block][H * W][block]): on
+// every instruction set each channel's mean is the sum of its pixels in order,
+// in double, over their count, and its max NaN once a pixel is; the output,
+// [N, C, 1, 1], is the same bytes in every layout. Blocks of 8 and 16 and
+// NHWC channel counts with vector tails, at batch 1 (lanes split among the
+// workers) and 3.
+TEST_CASE("kernel global pools: channels-last inputs (NHWC, nChw8c, nChw16c) on every instruction set") {
+    struct Case {
+        int64_t batch, ch, block;  // block 0: NHWC
+    };
+    const Case cases[] = {{3, 32, 16}, {1, 48, 16}, {3, 24, 8}, {1, 8, 8}, {1, 1000, 0}, {3, 37, 0}, {2, 5, 0}};
+    const int64_t h = 5, w = 7, pixels = h * w;
+    for (const Case& c : cases)
+        for (OpKind op : {OpKind::GlobalAvgPool, OpKind::GlobalMaxPool}) {
+            const int64_t b = c.block ? c.block : c.ch;
+            Tensor x = random_tensor(DType::F32, Shape{c.batch, c.ch, h, w}, -5, 5);
+            for (int64_t i = 3; i < x.n(); i += 211) x.set(i, kNaN);
+            // Channel cc of image n at pixel p, where the layout puts it.
+            auto at = [&](int64_t n, int64_t cc, int64_t p) {
+                return x.get(((n * (c.ch / b) + cc / b) * pixels + p) * b + cc % b);
+            };
+            std::vector<double> ref(static_cast<size_t>(c.batch * c.ch));
+            for (int64_t n = 0; n < c.batch; ++n)
+                for (int64_t cc = 0; cc < c.ch; ++cc) {
+                    double r = op == OpKind::GlobalMaxPool ? -kInf : 0.0;
+                    for (int64_t p = 0; p < pixels; ++p) {
+                        const double v = at(n, cc, p);
+                        if (op == OpKind::GlobalAvgPool) r += v;
+                        else r = std::isnan(r) || std::isnan(v) ? kNaN : std::max(r, v);
+                    }
+                    ref[static_cast<size_t>(n * c.ch + cc)] =
+                        op == OpKind::GlobalAvgPool ? static_cast<float>(r / static_cast<double>(pixels)) : r;
+                }
+            for (kernels::Isa isa : isas()) {
+                IsaScope scope(isa);
+                for (int threads : {1, 2}) {
+                    INFO("op ", op_name(op), " batch ", c.batch, " ch ", c.ch, " block ", c.block, " threads ",
+                         threads, " isa ", std::string(kernels::isa_name(isa)));
+                    TestGraph tg;
+                    const NodeId in = tg.input(DType::F32, Shape{c.batch, c.ch, h, w});
+                    tg.g.nodes[static_cast<size_t>(in)].channels_last = true;
+                    tg.g.nodes[static_cast<size_t>(in)].channel_block = static_cast<uint8_t>(c.block);
+                    const NodeId id = tg.op(op, {in}, {}, DType::F32, Shape{c.batch, c.ch, 1, 1});
+                    Result r = run_node(tg, id, {&x}, threads);
+                    REQUIRE(r.error == "");
+                    REQUIRE(r.out.n() == static_cast<int64_t>(ref.size()));
+                    int64_t bad = 0;
+                    for (int64_t o = 0; o < r.out.n(); ++o) {
+                        const double got = r.out.get(o), want = ref[static_cast<size_t>(o)];
+                        if (std::isnan(want) ? !std::isnan(got) : got != want) ++bad;
+                    }
+                    CHECK(bad == 0);
+                }
+            }
+        }
+}
+
 // The casts of quantized models (8-bit integers to and from f32, f64 and i32)
 // take a typed path (f32 to 8 bits with AVX-512 and AVX2 code of its own): on
 // every instruction set the same bytes as the element-by-element conversion

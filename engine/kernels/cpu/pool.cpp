@@ -14,6 +14,9 @@
 // A max_pool the layout pass keeps channels-last (engine/plan/channels_last.h)
 // reads and writes NHWC: a row of output pixels per task, each pixel the max
 // of its window's pixels with the running max of 16 channels in a register.
+// A global pool whose input the layout pass holds channels-last (NHWC,
+// nChw8c or nChw16c) sums or maxes a tile of neighbouring channels at a time
+// over the pixels; its [N, C, 1, 1] output has the same bytes in every layout.
 // avg_pool divides by the window's elements inside the input, or with
 // count_include_pad by those inside the padded input (as PyTorch does).
 #include <algorithm>
@@ -228,6 +231,15 @@ class PoolKernel final : public KernelBase {
         ok_ = geo.has_value() && (!nhwc_ || in_shapes_[0].size() == 4);
         if (!ok_) return;
         g_ = *geo;
+        if (g_.global && !n.inputs.empty() && n.inputs[0].id >= 0) {
+            const Node& x = g.node(n.inputs[0].id);
+            if (x.channels_last && in_shapes_[0].size() == 4) {
+                // Layout [N][C / block][H * W][block]; NHWC is one block of C.
+                cl_block_ = x.channel_block ? x.channel_block : g_.channels;
+                ok_ = cl_block_ > 0 && g_.channels % cl_block_ == 0;
+                if (!ok_) return;
+            }
+        }
         if (op_kind_ != OpKind::AvgPool) return;
         // The divisor of each output element is count_h[oh] * count_w[ow].
         for (int a = 0; a < 2; ++a) {
@@ -257,6 +269,25 @@ class PoolKernel final : public KernelBase {
         // concat or a cheap elementwise op: a pool between two oneDNN convs
         // found the workers asleep and oneDNN's OpenMP thread still spinning,
         // and the woken worker shared a core with it.
+        if (cl_block_ > 0) {
+            // A global pool of a channels-last input: one tile of up to
+            // kLaneTile channels of one image's block per task.
+            // Tiles as wide as the block (NHWC: a whole pixel, so the pixels are
+            // read in order), narrower only to give every worker some.
+            const int64_t rows = g_.batch * (g_.channels / cl_block_);
+            const int64_t threads = ctx.pool ? ctx.pool->size() : 1;
+            int64_t width = std::min(cl_block_, kLaneTile);
+            if (rows < 2 * threads)
+                width = std::min(width, std::max<int64_t>(64, (cl_block_ + 2 * threads - 1) / (2 * threads)));
+            const int64_t tiles = (cl_block_ + width - 1) / width;
+            const int64_t grain = std::max<int64_t>(1, 16384 / std::max<int64_t>(ip * std::min(cl_block_, width), 1));
+            parallel_for(ctx, rows * tiles, grain, [&](int64_t b, int64_t e) {
+                with_isa([&] {
+                    for (int64_t t = b; t < e; ++t) global_lanes(x, y, t / tiles, t % tiles * width, width);
+                });
+            }, cold_rows(in[0], rows * tiles));
+            return "";
+        }
         if (nhwc_) {
             // Channels-last (the layout pass): one output row of pixels per task.
             const int64_t rows = g_.batch * g_.out[0];
@@ -300,6 +331,54 @@ class PoolKernel final : public KernelBase {
         else
             for (int64_t i = 0; i < n; ++i) s += x[i];
         *y = n ? static_cast<T>(s / static_cast<double>(n)) : std::numeric_limits<T>::quiet_NaN();
+    }
+
+    // The global pool of lanes [j0, j0 + width) of channels-last row
+    // `row` (image row / blocks, block row % blocks): each lane's pixels in
+    // turn, summed in double as the NCHW path sums them (or maxed, NaN once
+    // any is), into the output's channels (block * cl_block_ + lane).
+    void global_lanes(const T* x, T* y, int64_t row, int64_t j0, int64_t width) const {
+        // oneDNN's blocks with their width known, so that their lanes vectorize.
+        if (cl_block_ == 16) return global_lanes_w<16>(x, y, row, j0, 16);
+        if (cl_block_ == 8) return global_lanes_w<8>(x, y, row, j0, 8);
+        global_lanes_w<0>(x, y, row, j0, std::min(width, cl_block_ - j0));
+    }
+
+    // global_lanes over w lanes (W of them where W > 0).
+    template <int64_t W>
+    void global_lanes_w(const T* x, T* y, int64_t row, int64_t j0, int64_t w) const {
+        if constexpr (W > 0) w = W;
+        auto lanes = [w](auto f) {
+            if constexpr (W > 0) {
+                for (int64_t j = 0; j < W; ++j) f(j);
+            } else {
+                blocked_loop(w, f);
+            }
+        };
+        const int64_t pixels = g_.in[1], stride = cl_block_;
+        const T* base = x + row * pixels * stride + j0;
+        T* o = y + row * cl_block_ + j0;  // [N, C] in order: image-major, then block, then lane
+        if (op_kind_ == OpKind::GlobalMaxPool) {
+            T m[kLaneTile];
+            T* __restrict mp = m;
+            lanes([=](int64_t j) { mp[j] = -std::numeric_limits<T>::infinity(); });
+            for (int64_t p = 0; p < pixels; ++p) {
+                const T* __restrict v = base + p * stride;
+                lanes([=](int64_t j) { mp[j] = nan_max(mp[j], v[j]); });
+            }
+            std::copy(m, m + w, o);
+            return;
+        }
+        double acc[kLaneTile];
+        double* __restrict a = acc;
+        lanes([=](int64_t j) { a[j] = 0; });
+        for (int64_t p = 0; p < pixels; ++p) {
+            const T* __restrict v = base + p * stride;
+            lanes([=](int64_t j) { a[j] += static_cast<double>(v[j]); });
+        }
+        const double count = static_cast<double>(pixels);
+        for (int64_t j = 0; j < w; ++j)
+            o[j] = pixels ? static_cast<T>(acc[j] / count) : std::numeric_limits<T>::quiet_NaN();
     }
 
     // max_pool of one plane: per output row, rows[iw] = the max of the
@@ -395,6 +474,10 @@ class PoolKernel final : public KernelBase {
 
     OpKind op_kind_;
     bool nhwc_;  // a channels-last max_pool (engine/plan/channels_last.h): NHWC in and out
+    // A global pool's channels-last input (engine/plan/channels_last.h): its
+    // channel block (C for NHWC, 8 or 16 for oneDNN's blocked layouts); 0: NCHW.
+    int64_t cl_block_ = 0;
+    static constexpr int64_t kLaneTile = 1024;
     bool ok_ = false;
     WindowGeometry g_;
     std::vector<int64_t> count_[2];
