@@ -94,15 +94,12 @@ namespace {
 // this many buffers or bytes, and at the end of every pass.
 constexpr size_t kBatchBuffers = 256;
 constexpr uint64_t kBatchBytes = uint64_t{1} << 20;
-// A hand-over wakes a sleeping reclaimer only once this many buffers (or half
-// the backlog's bound, and at least kBatchBytes) wait for it, or when the
-// executing thread is about to wait for it. A wake-up is a system call and, on
-// a virtual machine, an interrupt to the other core: 5 to 10 us of the
-// executing thread's time, which a chain of tiny tensors must not pay every
-// 256 nodes (measured: 0.10-0.11 us per node with a wake per 256 buffers,
-// 0.07 with one per 4096), and 12-15 us where oneDNN's and graphrun's threads
-// keep both cores busy: SqueezeNet's passes at batch 1 woke it 7 times each
-// when every MiB did (3% of the pass), 3 times by half the bound.
+// A hand-over wakes a sleeping reclaimer only once this many buffers (or
+// kBatchBytes) wait for it, or when the executing thread is about to wait for
+// it. A wake-up is a system call and, on a virtual machine, an interrupt to
+// the other core: 5 to 10 us of the executing thread's time, which a chain of
+// tiny tensors must not pay every 256 nodes (measured: 0.10-0.11 us per node
+// with a wake per 256 buffers, 0.07 with one per 4096).
 constexpr size_t kWakeBuffers = 4096;
 // The backlog may always reach this before the executing thread waits, even
 // when one pass's static peak is smaller: otherwise a graph of tiny tensors
@@ -196,8 +193,7 @@ void BackgroundCleanup::flush_to_reclaimer(uint64_t wait_above) {
     const bool wait = queued_bytes_ > wait_above || wait_above == 0;
     // A reclaimer that is not waiting needs no wake-up; a waiting one gets it
     // here (without a waiter, notify_one costs no system call).
-    if (wait || queue_.size() >= kWakeBuffers || queued_bytes_ >= std::max(kBatchBytes, backlog_limit_ / 2))
-        cv_work_.notify_one();
+    if (wait || queue_.size() >= kWakeBuffers || queued_bytes_ >= kBatchBytes) cv_work_.notify_one();
     if (wait) cv_drained_.wait(lock, [this] { return queue_.empty() && !busy_; });
     // The queue only shrinks from here (the reclaimer releases it): the next
     // safe point whose batch would take queue and batch past the bound hands
