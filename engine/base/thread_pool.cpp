@@ -9,6 +9,9 @@
 
 #if defined(GRAPHRUN_OPENMP_POOL)
 #include <omp.h>
+#include <sched.h>
+#include <cstdlib>
+#include <vector>
 #endif
 
 namespace graphrun {
@@ -59,6 +62,27 @@ bool spin_until(Done done) {
 
 }  // namespace
 
+#if defined(GRAPHRUN_OPENMP_POOL)
+// Moves each thread of OpenMP's team onto a CPU of its own (as far as the
+// process may use enough of them), then lets it go anywhere again.
+void spread_team(int threads) {
+    cpu_set_t allowed;
+    if (sched_getaffinity(0, sizeof allowed, &allowed) != 0) return;
+    std::vector<int> cpus;
+    for (int c = 0; c < CPU_SETSIZE; ++c)
+        if (CPU_ISSET(c, &allowed)) cpus.push_back(c);
+    if (cpus.size() < static_cast<size_t>(threads)) return;
+#pragma omp parallel num_threads(threads)
+    {
+        const int t = omp_get_thread_num();
+        cpu_set_t one;
+        CPU_ZERO(&one);
+        CPU_SET(cpus[static_cast<size_t>(t) % cpus.size()], &one);
+        if (sched_setaffinity(0, sizeof one, &one) == 0) sched_setaffinity(0, sizeof allowed, &allowed);
+    }
+}
+#endif
+
 ThreadPool::ThreadPool(int threads) {
     const int want = std::clamp(threads, 1, 1024) - 1;
 #if defined(GRAPHRUN_OPENMP_POOL)
@@ -80,6 +104,30 @@ ThreadPool::~ThreadPool() {
     }
     wake_.notify_all();
     for (std::thread& t : workers_) t.join();
+}
+
+void ThreadPool::uncrowd() {
+#if defined(GRAPHRUN_OPENMP_POOL)
+    if (size_ <= 1) return;
+    const int64_t now = now_ns(), used = team_used_ns_.load(std::memory_order_relaxed);
+    // Only while the team spins (a region now wakes nobody), and once a millisecond at most.
+    if (used == 0 || now - used > std::chrono::nanoseconds(kTeamSpin).count() ||
+        now - uncrowd_checked_ns_ < 1000000)
+        return;
+    uncrowd_checked_ns_ = now;
+    if (busy_.exchange(true, std::memory_order_acquire)) return;
+    constexpr int kMaxTeam = 64;
+    const int team = std::min(size_, kMaxTeam);
+    int cpu[kMaxTeam];
+    bool crowded = false;
+#pragma omp parallel num_threads(team)
+    { cpu[omp_get_thread_num()] = sched_getcpu(); }
+    for (int i = 0; i < team && !crowded; ++i)
+        for (int j = i + 1; j < team; ++j) crowded = crowded || (cpu[i] >= 0 && cpu[i] == cpu[j]);
+    if (crowded) spread_team(team);
+    note_team_used();
+    busy_.store(false, std::memory_order_release);
+#endif
 }
 
 void ThreadPool::note_team_used() {

@@ -411,6 +411,7 @@ std::optional<Error> Session::run_pass() {
         if (!walker_->walk(v)) return std::move(v.error);
     }
     cleanup_->at_pass_end();
+    if (pool_) pool_->uncrowd();
     if (observer_) {
         // A device's failure here is the run's to report, at its end (run()).
         if (observer_->wants_pass_sync())

@@ -179,6 +179,21 @@ TEST_CASE("thread pool: a short job finds the workers asleep and runs on the cal
     check_cover(pool, big, grain);
 }
 
+TEST_CASE("thread pool: uncrowd between jobs leaves every job whole") {
+    // On OpenMP's team (a build with oneDNN) uncrowd() runs a region of its
+    // own right after a job and may move the team's threads apart; either way
+    // the jobs around it cover their ranges exactly once.
+    for (int threads : {1, 2, 3}) {
+        ThreadPool pool(threads);
+        for (int k = 0; k < 50; ++k) {
+            check_cover(pool, 4096, 64);
+            pool.note_team_used();
+            pool.uncrowd();
+            if (k % 10 == 0) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+        }
+    }
+}
+
 TEST_CASE("thread pool: created and destroyed repeatedly, idle or not") {
     for (int k = 0; k < 20; ++k) {
         ThreadPool pool(1 + k % 4);
