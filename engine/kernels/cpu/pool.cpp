@@ -420,7 +420,21 @@ class PoolKernel final : public KernelBase {
         const T* xi = x + image * ih_n * iw_n * c_n;
         T* orow = y + r * ow_n * c_n;
         const T* px[kMaxWindow];
+        // The last input row of the next output row's window (one this row
+        // does not read), prefetched a slice per output pixel as this row
+        // goes: at batch 16 a pool's input is in memory, not in a cache, and
+        // the hardware prefetcher alone left SqueezeNet's pools reading it at
+        // 14-16 GB/s (pool 1: 3.0 -> 2.7 ms, pool 2: 1.70 -> 1.30-1.45 ms;
+        // ONNX Runtime 2.72 and 1.19). At batch 1, in cache, no change.
+        const int64_t ahead_ih = (oh + 1) * g_.stride[0] + (g_.kernel[0] - 1) * g_.dilation[0] - g_.pad_begin[0];
+        const bool prefetch = oh + 1 < oh_n && ahead_ih >= 0 && ahead_ih < ih_n;
+        const char* ahead = reinterpret_cast<const char*>(xi + ahead_ih * iw_n * c_n);
+        const int64_t ahead_bytes = iw_n * c_n * static_cast<int64_t>(sizeof(T));
+        const int64_t ahead_step = (ahead_bytes + ow_n - 1) / ow_n;
         for (int64_t ow = 0; ow < ow_n; ++ow) {
+            if (prefetch)
+                for (int64_t b = ow * ahead_step; b < std::min(ahead_bytes, (ow + 1) * ahead_step); b += 64)
+                    __builtin_prefetch(ahead + b);
             int count = 0;
             for (int64_t ki = 0; ki < g_.kernel[0]; ++ki) {
                 const int64_t ih = oh * g_.stride[0] + ki * g_.dilation[0] - g_.pad_begin[0];
