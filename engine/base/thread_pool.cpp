@@ -29,7 +29,8 @@ constexpr uint64_t kRemainingMask = 0xffffffffu;
 #if defined(GRAPHRUN_OPENMP_POOL)
 // How long after a region OpenMP's threads are taken to be still spinning:
 // libgomp spins GOMP_SPINCOUNT pauses (10000 from graphrun, cli/main.cpp:
-// about 180 us on these machines) before it sleeps; less, to be safe.
+// 180 to 250 us on these machines, 18 to 25 ns a pause) before it sleeps;
+// less, to be safe.
 constexpr auto kTeamSpin = std::chrono::microseconds(100);
 
 int64_t now_ns() {
@@ -60,8 +61,6 @@ bool spin_until(Done done) {
     }
 }
 
-}  // namespace
-
 #if defined(GRAPHRUN_OPENMP_POOL)
 // Moves each thread of OpenMP's team onto a CPU of its own (as far as the
 // process may use enough of them), then lets it go anywhere again.
@@ -82,6 +81,8 @@ void spread_team(int threads) {
     }
 }
 #endif
+
+}  // namespace
 
 ThreadPool::ThreadPool(int threads) {
     const int want = std::clamp(threads, 1, 1024) - 1;
@@ -119,6 +120,7 @@ void ThreadPool::uncrowd() {
     constexpr int kMaxTeam = 64;
     const int team = std::min(size_, kMaxTeam);
     int cpu[kMaxTeam];
+    std::fill(cpu, cpu + kMaxTeam, -1);  // OpenMP may give a smaller team
     bool crowded = false;
 #pragma omp parallel num_threads(team)
     { cpu[omp_get_thread_num()] = sched_getcpu(); }
