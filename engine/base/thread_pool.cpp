@@ -8,10 +8,18 @@
 #include <system_error>
 
 #if defined(GRAPHRUN_OPENMP_POOL)
-#include <omp.h>
 #include <sched.h>
-#include <cstdlib>
+
 #include <vector>
+
+// libgomp's entry points, called directly rather than through `#pragma omp`:
+// the team must be libgomp's, the one oneDNN (Debian's, built with GCC) runs
+// on, whichever compiler builds graphrun; clang's -fopenmp targets LLVM's
+// runtime instead, and its -fopenmp=libgomp compiles the pragma away.
+// GOMP_parallel (libgomp's ABI since GCC 4.9) runs fn(data) on a team of
+// num_threads, the caller included, and returns when all have.
+extern "C" void GOMP_parallel(void (*fn)(void*), void* data, unsigned num_threads, unsigned flags);
+extern "C" int omp_get_thread_num(void);
 #endif
 
 namespace graphrun {
@@ -27,6 +35,12 @@ constexpr int64_t kChunksPerThread = 4;
 constexpr auto kSpin = std::chrono::microseconds(50);
 constexpr uint64_t kRemainingMask = 0xffffffffu;
 #if defined(GRAPHRUN_OPENMP_POOL)
+// Runs f() on each thread of a team of `threads` (OpenMP's parallel region).
+template <class F>
+void on_team(int threads, F& f) {
+    GOMP_parallel([](void* p) { (*static_cast<F*>(p))(); }, &f, static_cast<unsigned>(threads), 0);
+}
+
 // How long after a region OpenMP's threads are taken to be still spinning:
 // libgomp spins GOMP_SPINCOUNT pauses (10000 from graphrun, cli/main.cpp:
 // 180 to 250 us on these machines, 18 to 25 ns a pause) before it sleeps;
@@ -71,14 +85,14 @@ void spread_team(int threads) {
     for (int c = 0; c < CPU_SETSIZE; ++c)
         if (CPU_ISSET(c, &allowed)) cpus.push_back(c);
     if (cpus.size() < static_cast<size_t>(threads)) return;
-#pragma omp parallel num_threads(threads)
-    {
+    auto pin_and_release = [&] {
         const int t = omp_get_thread_num();
         cpu_set_t one;
         CPU_ZERO(&one);
         CPU_SET(cpus[static_cast<size_t>(t) % cpus.size()], &one);
         if (sched_setaffinity(0, sizeof one, &one) == 0) sched_setaffinity(0, sizeof allowed, &allowed);
-    }
+    };
+    on_team(threads, pin_and_release);
 }
 #endif
 
@@ -122,8 +136,11 @@ void ThreadPool::uncrowd() {
     int cpu[kMaxTeam];
     std::fill(cpu, cpu + kMaxTeam, -1);  // OpenMP may give a smaller team
     bool crowded = false;
-#pragma omp parallel num_threads(team)
-    { cpu[omp_get_thread_num()] = sched_getcpu(); }
+    auto where = [&] {
+        const int t = omp_get_thread_num();
+        if (t >= 0 && t < kMaxTeam) cpu[t] = sched_getcpu();
+    };
+    on_team(team, where);
     for (int i = 0; i < team && !crowded; ++i)
         for (int j = i + 1; j < team; ++j) crowded = crowded || (cpu[i] >= 0 && cpu[i] == cpu[j]);
     if (crowded) spread_team(team);
@@ -160,11 +177,11 @@ bool ThreadPool::dispatch(int64_t n, int64_t chunks, Invoke invoke, const void* 
     // that joins the team late takes what is left.
     std::atomic<int64_t> next{0};
     const int team = static_cast<int>(std::min<int64_t>(chunks, size_));
-#pragma omp parallel num_threads(team)
-    {
+    auto claim = [&] {
         for (int64_t c; (c = next.fetch_add(1, std::memory_order_relaxed)) < chunks;)
             invoke(body, chunk_begin(n, chunks, c), chunk_begin(n, chunks, c + 1));
-    }
+    };
+    on_team(team, claim);
     note_team_used();
     busy_.store(false, std::memory_order_release);
     return true;
