@@ -348,7 +348,7 @@ class PoolKernel final : public KernelBase {
     template <int64_t W>
     void global_lanes_w(const T* x, T* y, int64_t row, int64_t j0, int64_t w) const {
         if constexpr (W > 0) w = W;
-        auto lanes = [w](auto f) {
+        auto lanes = [=](auto f) {
             if constexpr (W > 0) {
                 for (int64_t j = 0; j < W; ++j) f(j);
             } else {
