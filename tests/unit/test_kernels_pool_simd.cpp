@@ -224,6 +224,16 @@ bool same_bits(T a, T b) {
     return std::memcmp(&a, &b, sizeof a) == 0;
 }
 
+// How many elements of `out` differ from `ref` (a NaN matches any NaN).
+int64_t mismatches(const Tensor& out, const std::vector<double>& ref) {
+    int64_t bad = 0;
+    for (int64_t o = 0; o < out.n(); ++o) {
+        const double got = out.get(o), want = ref[static_cast<size_t>(o)];
+        if (std::isnan(want) ? !std::isnan(got) : got != want) ++bad;
+    }
+    return bad;
+}
+
 }  // namespace
 
 TEST_CASE("simd: the f32 row primitives give the same bits on every instruction set") {
@@ -518,12 +528,7 @@ TEST_CASE("simd: max_pool gives the reference's bits on every instruction set, N
                 Result r = run_node(tg, id, {&x}, 2);
                 REQUIRE(r.error == "");
                 REQUIRE(r.out.n() == static_cast<int64_t>(ref.size()));
-                int64_t bad = 0;
-                for (int64_t o = 0; o < r.out.n(); ++o) {
-                    const double got = r.out.get(o), want = ref[static_cast<size_t>(o)];
-                    if (std::isnan(want) ? !std::isnan(got) : got != want) ++bad;
-                }
-                CHECK(bad == 0);
+                CHECK(mismatches(r.out, ref) == 0);
                 // Bit for bit the scalar path's (NaN payloads and signed zeros included).
                 std::vector<uint32_t> bits(static_cast<size_t>(r.out.n()));
                 for (int64_t o = 0; o < r.out.n(); ++o)
@@ -582,12 +587,7 @@ TEST_CASE("kernel global pools: channels-last inputs (NHWC, nChw8c, nChw16c) on 
                     Result r = run_node(tg, id, {&x}, threads);
                     REQUIRE(r.error == "");
                     REQUIRE(r.out.n() == static_cast<int64_t>(ref.size()));
-                    int64_t bad = 0;
-                    for (int64_t o = 0; o < r.out.n(); ++o) {
-                        const double got = r.out.get(o), want = ref[static_cast<size_t>(o)];
-                        if (std::isnan(want) ? !std::isnan(got) : got != want) ++bad;
-                    }
-                    CHECK(bad == 0);
+                    CHECK(mismatches(r.out, ref) == 0);
                 }
             }
         }
