@@ -134,6 +134,7 @@ int compare_command(const CompareOptions& opts, std::ostream& out, std::ostream&
     PrepareOptions po = opts.engine.prepare;
     // Eager mode binds every name to its own value: with it, both modes run the unfused graph.
     for (ExecMode m : opts.modes) po.fuse = po.fuse && m != ExecMode::Eager;
+    po.threads = opts.engine.threads;  // the weights are packed for the runs' threads
     if (looks_like_onnx(opts.file)) add_feed_shapes(po, opts.engine.feeds);  // they bind its free dimensions
     PrepareResult pr = prepare(opts.file, po, err);
     if (!pr.ok()) return exit_code(*pr.error);

@@ -1,6 +1,9 @@
 // Load, validate, fetch, place, fuse, plan, refuse an over-limit static peak.
 #include "engine/api/prepare.h"
 
+#include <algorithm>
+#include <thread>
+
 #include "engine/api/devices.h"
 #include "engine/api/units.h"
 #include "engine/base/diagnostics.h"
@@ -11,6 +14,7 @@
 #include "engine/kernels/cpu/dnnl_kernels.h"
 #include "engine/plan/channels_last.h"
 #include "engine/plan/fuse.h"
+#include "engine/plan/prepack.h"
 #include "engine/plan/storage_types.h"
 
 namespace graphrun {
@@ -134,6 +138,13 @@ PrepareResult load_and_place(std::unique_ptr<LoadedGraph> loaded, const PrepareO
         // The int8 conv has no kernel of ours to hand over to either.
         fuse_graph(g, opts.memory_limit ? nullptr : kernels::dnnl_int8_runs);
         if (!opts.memory_limit) mark_channels_last(g, kernels::dnnl_conv_runs_channels_last);
+        // Then each constant weight one oneDNN kernel reads in a layout of its
+        // own, packed into it once and held so (engine/plan/prepack.h).
+        if (!opts.memory_limit && opts.prepack) {
+            const int threads =
+                opts.threads > 0 ? opts.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+            prepack_weights(g, kernels::dnnl_pack_weight, threads);
+        }
     }
     return r;
 }

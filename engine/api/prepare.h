@@ -36,6 +36,12 @@ struct PrepareOptions {
     // the session has opened it and knows its free memory).
     bool refuse_over_limit = true;
     uint64_t memory_limit = 0;  // per device; 0: the default (90% of available memory on the CPU)
+    // The CPU threads the run will use (0: all cores): the pre-pack pass packs
+    // the weights for them (engine/plan/prepack.h).
+    int threads = 0;
+    // Run the pre-pack pass (with fusion, and without a memory_limit): off
+    // only for tests that read a fused constant's values.
+    bool prepack = true;
     // The devices placement may use; null: what the CUDA plugin offers (device_availability()).
     const DeviceAvailability* devices = nullptr;
     // Called once the file is parsed, before validation (load.h's OnParsed).

@@ -61,6 +61,7 @@ RunResult run_file(const std::string& path, const RunFileOptions& opts, std::ost
     PrepareOptions po = opts.prepare;
     // Eager mode binds every name of the program to its own value: nothing fuses away.
     if (opts.mode == ExecMode::Eager) po.fuse = false;
+    po.threads = opts.threads;  // the weights are packed for the run's threads
     // The arrays fed to an ONNX model's inputs bind its free dimensions.
     if (looks_like_onnx(path)) add_feed_shapes(po, opts.feeds);
     PrepareResult pr = prepare(path, po, err);

@@ -773,6 +773,12 @@ void Graph::remap_references(const std::vector<NodeId>& remap) {
     bindings.remap(remap);
     for (Output& o : outputs) fix(o.id);
     for (Del& d : dels) fix(d.value);
+    if (!prepacked.empty()) {
+        std::unordered_map<NodeId, PrepackedWeight> moved;
+        for (auto& [id, w] : prepacked)
+            if (const NodeId to = remap[static_cast<size_t>(id)]; to >= 0) moved.emplace(to, std::move(w));
+        prepacked = std::move(moved);
+    }
 }
 
 }  // namespace graphrun

@@ -242,6 +242,17 @@ private:
     std::vector<int32_t> index_;   // per name id: index into ids_, or -1
 };
 
+// A constant weight held in the layout the CPU kernel that reads it wants
+// (the pre-pack pass, engine/plan/prepack.h): oneDNN's blocked conv filters
+// and packed GEMM panels. It replaces the constant's Node::literal, which the
+// pass empties, so that the weight is held once, in one layout; the session
+// places these bytes as the weight. 64-byte aligned, shared (never written).
+struct PrepackedWeight {
+    std::vector<uint8_t> layout;     // the kernel's description of the layout (opaque to the IR)
+    std::shared_ptr<uint8_t> bytes;  // the values in that layout
+    uint64_t size = 0;               // bytes
+};
+
 struct Graph {
     std::string file;
     bool from_json = false;
@@ -259,6 +270,14 @@ struct Graph {
 
     // The fusion pass's epilogues (engine/plan/fuse.h), one per fused node.
     std::vector<Epilogue> epilogues;
+    // The pre-pack pass's weights, by constant node (engine/plan/prepack.h).
+    std::unordered_map<NodeId, PrepackedWeight> prepacked;
+    // Constant `id`'s packed bytes, or nullptr where it holds its literal.
+    const PrepackedWeight* prepacked_weight(NodeId id) const {
+        if (prepacked.empty()) return nullptr;
+        auto it = prepacked.find(id);
+        return it == prepacked.end() ? nullptr : &it->second;
+    }
 
     const Node& node(NodeId id) const { return nodes[static_cast<size_t>(id)]; }
     // The epilogue a fused node applies to its output; nullptr for every other node.

@@ -77,6 +77,9 @@ public:
                 if (const auto b = checked_buffer_bytes(*numel, n.dtype)) size = *b;
             if (is_weight(n)) {
                 if (!runs[i]) continue;
+                // A pre-packed weight is held in its kernel's layout (engine/plan/prepack.h), padded there.
+                if (const PrepackedWeight* p = g_.prepacked_weight(static_cast<NodeId>(i)))
+                    if (const auto b = checked_buffer_bytes(p->size, DType::U8)) size = *b;
                 plan_.weight_bytes[i] = size;
                 uint64_t& w = plan_.weights[std::string(n.placed)];
                 w = saturating_add(w, plan_.weight_bytes[i]);

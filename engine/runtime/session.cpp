@@ -97,7 +97,8 @@ std::optional<Error> Session::load(const Graph& g, const Plan& plan) {
         if (aliases_input(g, n)) {
             e.alias_of = n.inputs[0].id;
         } else if (is_weight(n)) {
-            if ((weight_error = place_weight(n, plan.weight_bytes[static_cast<size_t>(s.arg)], *dev, e.weight)))
+            if ((weight_error = place_weight(n, g.prepacked_weight(s.arg), plan.weight_bytes[static_cast<size_t>(s.arg)], *dev,
+                                             e.weight)))
                 break;
         } else {
             // In place only where the strategy reuses buffers (not under close).
@@ -131,12 +132,22 @@ Session::~Session() { close(); }
 // the frame. On the CPU it is the graph's own bytes of the constant, used in
 // place (held once, not copied: the Executable outlives the session's use of
 // it, and no kernel writes an input); on a GPU a buffer of the device's,
-// filled from them once.
-std::optional<Error> Session::place_weight(const Node& n, uint64_t bytes, Device& dev, int32_t& buf) {
-    const uint64_t exact = static_cast<uint64_t>(checked_numel(n.shape).value_or(0)) * dtype_size(n.dtype);
-    if (n.literal.size() != exact)
+// filled from them once. A pre-packed weight (`packed`, engine/plan/prepack.h)
+// is its packed bytes, on the CPU.
+std::optional<Error> Session::place_weight(const Node& n, const PrepackedWeight* packed, uint64_t bytes, Device& dev,
+                                          int32_t& buf) {
+    uint64_t exact = static_cast<uint64_t>(checked_numel(n.shape).value_or(0)) * dtype_size(n.dtype);
+    const uint8_t* values = n.literal.data();
+    if (packed) {
+        exact = packed->size;
+        values = packed->bytes.get();
+        if (dev.kind() != DeviceKind::Cpu)
+            return runtime_error_at("internal error: " + node_label(n) + " is packed for the CPU, placed on " +
+                                    dev.name(), n.loc);
+    } else if (n.literal.size() != exact) {
         return runtime_error_at("internal error: " + node_label(n) + " holds " + std::to_string(n.literal.size()) +
                             " bytes, expected " + std::to_string(exact), n.loc);
+    }
     Allocator& a = dev.allocator();
     const bool adopt = dev.kind() == DeviceKind::Cpu;
     void* p = nullptr;
@@ -144,7 +155,7 @@ std::optional<Error> Session::place_weight(const Node& n, uint64_t bytes, Device
     if (adopt) {
         // Never written: the frame's pin keeps every node from taking it in place.
         static unsigned char empty[64];
-        p = exact ? static_cast<void*>(const_cast<uint8_t*>(n.literal.data())) : empty;
+        p = exact ? static_cast<void*>(const_cast<uint8_t*>(values)) : empty;
         placed = a.adopt_weights(bytes);
     } else {
         p = a.allocate_weights(bytes);
@@ -162,7 +173,7 @@ std::optional<Error> Session::place_weight(const Node& n, uint64_t bytes, Device
     buf = frame_.pin_weight(p, bytes, &dev);
     weights_.push_back(Weight{buf, p, bytes, &a, adopt});
     if (!adopt)
-        if (std::string e = dev.copy_from_host(p, n.literal.data(), exact); !e.empty())
+        if (std::string e = dev.copy_from_host(p, values, exact); !e.empty())
             return runtime_error_at("placing the weight " + node_label(n) + " on " + dev.name() + " failed: " + e, n.loc);
     return std::nullopt;
 }

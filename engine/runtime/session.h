@@ -137,8 +137,10 @@ private:
         bool adopted;  // the graph's own bytes, used in place (a CPU weight): counted, not allocated
     };
     std::vector<Weight> weights_;
-    // Places node n's constant (`bytes`: its buffer's) on `dev` as a weight: `buf`, its frame buffer.
-    std::optional<Error> place_weight(const Node& n, uint64_t bytes, Device& dev, int32_t& buf);
+    // Places node n's constant (`bytes`: its buffer's; `packed`: its pre-packed
+    // bytes, or nullptr) on `dev` as a weight: `buf`, its frame buffer.
+    std::optional<Error> place_weight(const Node& n, const PrepackedWeight* packed, uint64_t bytes, Device& dev,
+                                      int32_t& buf);
     void release_weights();  // after every value has dropped them
     struct ExecInput {
         NodeId id;

@@ -19,13 +19,15 @@ inline const DeviceAvailability& no_gpu() {
     return d;
 }
 
-// `src` prepared with fusion on or off (off: the layout pass does not run
-// either), fetching `fetch` where given.
+// `src` prepared with fusion on or off (off: the layout and pre-pack passes
+// do not run either), fetching `fetch` where given; `prepack` off keeps every
+// constant's values in its literal.
 inline PrepareResult prepared(const std::string& src, bool fuse, std::vector<std::string> fetch = {},
-                              const DeviceAvailability& devices = no_gpu()) {
+                              const DeviceAvailability& devices = no_gpu(), bool prepack = true) {
     PrepareOptions o;
     o.devices = &devices;
     o.fuse = fuse;
+    o.prepack = prepack;
     o.fetch = std::move(fetch);
     o.refuse_over_limit = false;
     std::ostringstream err;

@@ -118,6 +118,33 @@ bool dnnl_disabled() {
 // oneDNN's reference implementations are slower than ours.
 bool fast_impl(const std::string& impl) { return impl.rfind("ref", 0) != 0; }
 
+// A pre-packed weight's layout (Graph::prepacked): oneDNN 2's memory
+// descriptor, a plain struct, as bytes.
+md prepacked_md(const PrepackedWeight& w) {
+    dnnl_memory_desc_t d;
+    if (w.layout.size() != sizeof d) throw dnnl::error(dnnl_invalid_arguments, "a pre-packed weight's layout");
+    std::memcpy(&d, w.layout.data(), sizeof d);
+    return md(d);
+}
+
+// The constant `plain` (laid out as `user`) reordered into `packed`, as a
+// pre-packed weight; nullopt where `plain` does not hold `user`'s bytes.
+std::optional<PrepackedWeight> prepack(const std::vector<uint8_t>& plain, const md& user, const md& packed) {
+    if (plain.size() != user.get_size()) return std::nullopt;
+    PrepackedWeight w;
+    w.size = packed.get_size();
+    void* p = std::aligned_alloc(64, (w.size + 63) / 64 * 64);
+    if (!p) return std::nullopt;
+    w.bytes = std::shared_ptr<uint8_t>(static_cast<uint8_t*>(p), std::free);
+    dnnl::stream strm(cpu_engine());
+    dnnl::memory from(user, cpu_engine(), const_cast<uint8_t*>(plain.data())), to(packed, cpu_engine(), p);
+    dnnl::reorder(from, to).execute(strm, from, to);
+    strm.wait();
+    w.layout.resize(sizeof(dnnl_memory_desc_t));
+    std::memcpy(w.layout.data(), &packed.data, sizeof(dnnl_memory_desc_t));
+    return w;
+}
+
 uint64_t aligned(uint64_t bytes) { return (bytes + 63) / 64 * 64; }
 
 // One run's scratch from the session's ScratchMemory (workspace), carved into
@@ -267,6 +294,10 @@ class ConvKernel final : public KernelBase {
                               : md({groups, g_.out_channels / groups, g_.channels / groups, g_.kernel[0],
                                     g_.kernel[1]},
                                    dt::f32, tag::goihw);
+        if (const PrepackedWeight* w = const_w_ ? g.prepacked_weight(n.inputs[1].id) : nullptr) {
+            w_user_ = prepacked_md(*w);
+            prepacked_ = true;
+        }
         blocked_ = g_.kernel_plane() > 1;
         cl_ = block >= 0;
         io_ = block == 16 ? tag::nChw16c : block == 8 ? tag::nChw8c : tag::nhwc;
@@ -339,19 +370,37 @@ class ConvKernel final : public KernelBase {
     }
     dnnl::convolution_forward::primitive_desc primitive_desc(tag io) const { return primitive_desc(io, io); }
 
-    // The primitive for `threads` (oneDNN sizes its blocking by OpenMP's threads when made).
-    void prepare(int threads) {
+  public:
+    // The constant filter in the layout this kernel reads it in with `threads`
+    // threads, for the pre-pack pass; nullopt where it reads it as it is.
+    std::optional<PrepackedWeight> pack_weight(const Graph& g, const Node& n, int threads) const {
+        if (!const_w_ || prepacked_) return std::nullopt;
         use_threads(threads);
-        pd_ = primitive_desc();
-        if (cl_ && io_ == tag::nhwc && blocked_ && std::string_view(pd_.impl_info_str()).rfind("jit:", 0) == 0) {
+        const md packed = chosen_primitive_desc().weights_desc();
+        if (packed == w_user_) return std::nullopt;
+        return prepack(g.node(n.inputs[1].id).literal, w_user_, packed);
+    }
+
+  private:
+    // The primitive this kernel runs, for OpenMP's threads as they are set now.
+    dnnl::convolution_forward::primitive_desc chosen_primitive_desc() const {
+        dnnl::convolution_forward::primitive_desc pd = primitive_desc();
+        if (cl_ && io_ == tag::nhwc && blocked_ && std::string_view(pd.impl_info_str()).rfind("jit:", 0) == 0) {
             // oneDNN's direct conv ("jit:avx2": what a windowed conv gets on NHWC
             // where the CPU has no AVX-512, so no brgconv) is written for its
             // blocked layout: on an AVX2 Zen 3, ResNet-18's 3x3 convs took 2.1 to
             // 2.9 ms each on NHWC, 1.65 to 1.8 ms blocked. The NHWC values are
             // reordered into that layout and back, as NCHW ones are.
             dnnl::convolution_forward::primitive_desc b = primitive_desc(tag::any);
-            if (fast_impl(b.impl_info_str())) pd_ = b;
+            if (fast_impl(b.impl_info_str())) pd = b;
         }
+        return pd;
+    }
+
+    // The primitive for `threads` (oneDNN sizes its blocking by OpenMP's threads when made).
+    void prepare(int threads) {
+        use_threads(threads);
+        pd_ = chosen_primitive_desc();
         prim_ = dnnl::convolution_forward(pd_);
         threads_ = threads;
         packed_.release();  // the layout may differ with the threads
@@ -437,13 +486,15 @@ class ConvKernel final : public KernelBase {
     // No room for oneDNN's memory under the limit: our kernel runs the node
     // (im2col takes smaller tiles), or the error when there is none.
     // A node that reads or writes a channels-last value has none: our kernel reads and writes NCHW.
+    // A pre-packed filter has none either: our kernel reads the filter as OIHW.
     std::string fall_back(const TensorRef* in, TensorRef& out, const KernelContext& ctx, std::string error) {
-        if (!ours_ || x_cl_ || y_cl_ || r_cl_) return error;
+        if (!ours_ || x_cl_ || y_cl_ || r_cl_ || prepacked_) return error;
         return ours_->run(in, in_shapes_.size(), out, ctx);
     }
 
     WindowGeometry g_;
     bool const_w_;
+    bool prepacked_ = false;  // the filter is Graph::prepacked's, in w_user_'s layout
     const Epilogue* epilogue_;  // a fused node's (the graph's) as post-ops, or nullptr
     EpilogueRun<float> after_;  // the epilogue when it is not post-ops (empty when the node has none)
     bool bias_, blocked_ = false;
@@ -490,6 +541,20 @@ class MatmulKernel final : public KernelBase {
         a_ = md({rows, k}, dt::f32, tag::ab);
         b_user_ = md({k, cols}, dt::f32, tb ? tag::ba : tag::ab);
         y_ = md({rows, cols}, dt::f32, tag::ab);
+        if (const PrepackedWeight* w = const_input(g, n, 1) ? g.prepacked_weight(n.inputs[1].id) : nullptr) {
+            b_user_ = prepacked_md(*w);
+            prepacked_ = true;
+        }
+    }
+
+    // The constant b in the layout this kernel reads it in with `threads`
+    // threads, for the pre-pack pass; nullopt where it reads it as it is.
+    std::optional<PrepackedWeight> pack_weight(const Graph& g, const Node& n, int threads) const {
+        if (prepacked_ || !const_input(g, n, 1)) return std::nullopt;
+        use_threads(threads);
+        const md packed = primitive_desc().weights_desc();
+        if (packed == b_user_) return std::nullopt;
+        return prepack(g.node(n.inputs[1].id).literal, b_user_, packed);
     }
 
     bool supported() {
@@ -590,9 +655,10 @@ class MatmulKernel final : public KernelBase {
         return "";
     }
 
-    // No room for oneDNN's memory under the limit: our kernel (no scratch) runs the node.
+    // No room for oneDNN's memory under the limit: our kernel (no scratch) runs the node,
+    // unless b is pre-packed (ours reads it as given).
     std::string fall_back(const TensorRef* in, TensorRef& out, const KernelContext& ctx, std::string error) {
-        if (!ours_) return error;
+        if (!ours_ || prepacked_) return error;
         return ours_->run(in, in_shapes_.size(), out, ctx);
     }
 
@@ -618,6 +684,7 @@ class MatmulKernel final : public KernelBase {
     int64_t cols_;
     int bias_;
     int late_bias_ = -1;  // a bias row ours adds after the product (add_bias_after), or -1
+    bool prepacked_ = false;  // b is Graph::prepacked's, in b_user_'s layout
     const char* op_;  // in messages
     md a_, b_user_, y_;
     int threads_ = 0;
@@ -985,6 +1052,22 @@ bool dnnl_packs_weight(const Graph& g, const Node& n) {
                                                      : make_dnnl_matmul_kernel(g, n, nullptr);
     const auto* m = dynamic_cast<const MatmulKernel*>(k.get());
     return m && m->packs_b();
+}
+
+std::optional<PrepackedWeight> dnnl_pack_weight(const Graph& g, const Node& n, int threads) {
+    // Int8 convs and matmuls (8-bit x) keep their own packing.
+    if (n.inputs.size() < 2 || n.inputs[0].id < 0 || g.node(n.inputs[0].id).dtype != n.dtype) return std::nullopt;
+    try {
+        std::unique_ptr<Kernel> k;
+        if (n.op == OpKind::Conv) k = make_dnnl_conv_kernel(g, n, nullptr);
+        else if (n.op == OpKind::Gemm) k = make_dnnl_gemm_kernel(g, n, nullptr);
+        else if (n.op == OpKind::Matmul) k = make_dnnl_matmul_kernel(g, n, nullptr);
+        if (const auto* c = dynamic_cast<const ConvKernel*>(k.get())) return c->pack_weight(g, n, threads);
+        if (const auto* m = dynamic_cast<const MatmulKernel*>(k.get())) return m->pack_weight(g, n, threads);
+    } catch (const dnnl::error&) {
+        // oneDNN cannot make it here: the kernel packs at its first run, as without the pass.
+    }
+    return std::nullopt;
 }
 
 std::string dnnl_text() {

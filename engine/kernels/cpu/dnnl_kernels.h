@@ -5,6 +5,7 @@
 // when the environment has GRAPHRUN_NO_DNNL.
 #pragma once
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "engine/ir/graph.h"
@@ -50,6 +51,15 @@ std::unique_ptr<Kernel> make_dnnl_matmul_kernel(const Graph& g, const Node& n, O
 // its constant b (oneDNN's choice on this CPU: AVX-512's kernels pack, AVX2's
 // gemm reads b as it is); false where no oneDNN kernel runs the node. For tests.
 bool dnnl_packs_weight(const Graph& g, const Node& n);
+// The pre-pack pass (engine/plan/prepack.h) asks it of each CPU conv, gemm
+// and matmul: where oneDNN's kernel for n, made with `threads` threads, reads
+// its constant weight (input 1) in another layout than the constant's own
+// (blocked conv filters, AVX-512's packed GEMM panels), the weight in that
+// layout; nullopt otherwise. A kernel made for n once the graph holds it reads
+// it as it is (where the session's threads make oneDNN choose another layout,
+// it reorders it once into workspace, as it would the plain constant), and
+// never hands over to ours, which reads the plain layout.
+std::optional<PrepackedWeight> dnnl_pack_weight(const Graph& g, const Node& n, int threads);
 // "oneDNN 2.6.3 (avx512_core)" — version and the ISA its JIT uses — or ""
 // when graphrun was built without oneDNN.
 std::string dnnl_text();

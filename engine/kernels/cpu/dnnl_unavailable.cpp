@@ -11,6 +11,7 @@ bool dnnl_conv_runs_channels_last(const Graph&, const Node&, int) { return false
 std::unique_ptr<Kernel> make_dnnl_gemm_kernel(const Graph&, const Node&, OwnKernelFactory) { return nullptr; }
 std::unique_ptr<Kernel> make_dnnl_matmul_kernel(const Graph&, const Node&, OwnKernelFactory) { return nullptr; }
 bool dnnl_packs_weight(const Graph&, const Node&) { return false; }
+std::optional<PrepackedWeight> dnnl_pack_weight(const Graph&, const Node&, int) { return std::nullopt; }
 std::string dnnl_text() { return ""; }
 
 }  // namespace graphrun::kernels

@@ -1,0 +1,45 @@
+// The pre-pack pass (prepack.h).
+#include "engine/plan/prepack.h"
+
+#include <vector>
+
+namespace graphrun {
+
+size_t prepack_weights(Graph& g, PackWeight pack, int threads) {
+    if (!pack) return 0;
+    // How many places read each constant: every node's inputs, the repeats'
+    // carried values, the outputs.
+    const size_t count = g.nodes.size();
+    std::vector<uint32_t> reads(count, 0);
+    auto read = [&](NodeId id) {
+        if (id >= 0 && static_cast<size_t>(id) < count) ++reads[static_cast<size_t>(id)];
+    };
+    for (const Node& n : g.nodes)
+        for (const Input& in : n.inputs) read(in.id);
+    for (const Repeat& r : g.repeats)
+        for (const Carry& c : r.carries) {
+            read(c.init);
+            read(c.update);
+        }
+    for (const Output& o : g.outputs) {
+        read(o.id);
+        read(o.id);  // an output is never packed: two reads
+    }
+    size_t packed = 0;
+    for (Node& n : g.nodes) {
+        if (!n.valid || n.placed != "cpu" || n.inputs.size() < 2) continue;
+        if (n.op != OpKind::Conv && n.op != OpKind::Gemm && n.op != OpKind::Matmul) continue;
+        const NodeId wid = n.inputs[1].id;
+        if (wid < 0 || reads[static_cast<size_t>(wid)] != 1 || g.prepacked_weight(wid)) continue;
+        Node& w = g.node(wid);
+        if (w.op != OpKind::Const || !w.valid || w.placed != "cpu" || w.literal.empty()) continue;
+        std::optional<PrepackedWeight> p = pack(g, n, threads);
+        if (!p) continue;
+        g.prepacked.emplace(wid, std::move(*p));
+        std::vector<uint8_t>().swap(w.literal);  // held once: the packed bytes
+        ++packed;
+    }
+    return packed;
+}
+
+}  // namespace graphrun
