@@ -6,6 +6,7 @@
 #include <onnx/checker.h>
 #include <onnx/onnx_pb.h>
 #include <onnx/shape_inference/implementation.h>
+#include <google/protobuf/io/zero_copy_stream.h>
 
 #include <algorithm>
 #include <cstring>
@@ -102,6 +103,33 @@ class Importer {
             return false;
         }
         if (parsed) parsed();
+        return import_parsed();
+    }
+
+    // The model read from `in` (a stream over the file, `size` bytes): the
+    // file's bytes are never all in memory, only the parsed model.
+    // `read_error`: why reading failed, "" where it did not.
+    bool run(google::protobuf::io::ZeroCopyInputStream& in, uint64_t size,
+             const std::function<std::string()>& read_error) {
+        if (size > static_cast<uint64_t>(INT32_MAX)) {
+            diag_->error({}, "the model is larger than 2 GiB; graphrun reads models up to 2 GiB");
+            return false;
+        }
+        const bool ok = model_.ParseFromZeroCopyStream(&in);
+        if (stopped()) return false;
+        if (std::string why = read_error(); !why.empty()) {
+            diag_->error({}, "cannot read the file: " + why);
+            return false;
+        }
+        if (!ok) {
+            diag_->error({}, "not an ONNX model: the file does not parse as an ONNX ModelProto");
+            return false;
+        }
+        return import_parsed();
+    }
+
+  private:
+    bool import_parsed() {
         if (!model_.has_graph() || model_.graph().node_size() + model_.graph().output_size() == 0) {
             diag_->error({}, "not an ONNX model: the file holds no graph (empty, or not a model file)");
             return false;
@@ -154,7 +182,6 @@ class Importer {
         return !diag_->has_errors();
     }
 
-  private:
     // ---- the model as a whole ----
     static std::string first_line(const std::string& s) {
         auto nl = s.find('\n');

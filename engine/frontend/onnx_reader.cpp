@@ -1,9 +1,15 @@
 // The ONNX front end (onnx_reader.h).
 #include "engine/frontend/onnx_reader.h"
 
+#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 #include <string>
 #include <string_view>
 
+#include "engine/base/interrupt.h"
 #include "engine/frontend/onnx_fold.h"
 #include "engine/frontend/onnx_importer.h"
 
@@ -23,6 +29,42 @@ bool parse_onnx(std::string&& bytes, Graph& g, Diagnostics& diag, const InputLim
     std::string owned = std::move(bytes);
     onnx_import::Importer importer(g, diag, limits.memory_limit, &opts);
     importer.run(owned, [&owned] { std::string().swap(owned); });
+    return !diag.has_errors();
+}
+
+namespace {
+
+// The file's bytes for protobuf's parser, read as it asks for them (64 KiB at
+// a time); a signal stops the reading.
+class FdReader final : public google::protobuf::io::CopyingInputStream {
+  public:
+    explicit FdReader(int fd) : fd_(fd) {}
+    int Read(void* buffer, int size) override {
+        for (;;) {
+            if (interrupted()) return -1;
+            const ssize_t n = ::read(fd_, buffer, static_cast<size_t>(size));
+            if (n >= 0) return static_cast<int>(n);
+            if (errno != EINTR) {
+                error_ = errno;
+                return -1;
+            }
+        }
+    }
+    std::string error() const { return error_ ? std::strerror(error_) : ""; }
+
+  private:
+    int fd_;
+    int error_ = 0;
+};
+
+}  // namespace
+
+bool parse_onnx_fd(int fd, uint64_t size, Graph& g, Diagnostics& diag, const InputLimits& limits,
+                   const OnnxReadOptions& opts) {
+    FdReader reader(fd);
+    google::protobuf::io::CopyingInputStreamAdaptor in(&reader, 1 << 16);
+    onnx_import::Importer importer(g, diag, limits.memory_limit, &opts);
+    importer.run(in, size, [&reader] { return reader.error(); });
     return !diag.has_errors();
 }
 

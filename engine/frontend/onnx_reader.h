@@ -75,6 +75,11 @@ bool parse_onnx(std::string_view bytes, Graph& g, Diagnostics& diag, const Input
 // parsed, so that a model's weights are not held three times at once.
 bool parse_onnx(std::string&& bytes, Graph& g, Diagnostics& diag, const InputLimits& limits = {},
                 const OnnxReadOptions& opts = {});
+// The same, reading the model from the open file `fd` (`size` bytes, from
+// where it stands) as it is parsed: the file's bytes are never held whole, so
+// that while a model is read only its parsed form and then its weights are.
+bool parse_onnx_fd(int fd, uint64_t size, Graph& g, Diagnostics& diag, const InputLimits& limits = {},
+                   const OnnxReadOptions& opts = {});
 
 // One ONNX TensorProto file (the model zoo's test_data_set_N/input_K.pb):
 // its array and its name ("" where the proto has none); nullopt with `why`.

@@ -16,6 +16,10 @@ bool parse_onnx(std::string&& bytes, Graph& g, Diagnostics& diag, const InputLim
     return parse_onnx(std::string_view(bytes), g, diag, limits, opts);
 }
 
+bool parse_onnx_fd(int, uint64_t, Graph& g, Diagnostics& diag, const InputLimits& limits, const OnnxReadOptions& opts) {
+    return parse_onnx(std::string_view(), g, diag, limits, opts);
+}
+
 std::optional<NpzEntry> parse_tensor_pb(std::string_view, std::string& why, const ArrayLimits&) {
     why = "this graphrun was built without ONNX support, which reads .pb tensor files (install libonnx-dev and "
           "libprotobuf-dev, then rebuild: scripts/build.sh)";
