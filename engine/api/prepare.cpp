@@ -7,6 +7,7 @@
 #include "engine/api/devices.h"
 #include "engine/api/units.h"
 #include "engine/base/diagnostics.h"
+#include "engine/base/heap_trim.h"
 #include "engine/base/interrupt.h"
 #include "engine/base/printable.h"
 #include "engine/runtime/allocator.h"
@@ -146,6 +147,9 @@ PrepareResult load_and_place(std::unique_ptr<LoadedGraph> loaded, const PrepareO
             prepack_weights(g, kernels::dnnl_pack_weight, threads);
         }
     }
+    // What loading freed (the file's bytes, an ONNX model's parsed form, the
+    // plain copies of pre-packed weights) goes back to the system before a session opens.
+    return_free_heap();
     return r;
 }
 

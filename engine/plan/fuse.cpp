@@ -10,6 +10,7 @@
 #include <map>
 #include <optional>
 
+#include "engine/base/heap_trim.h"
 #include "engine/ir/device_name.h"
 #include "engine/plan/node_blocks.h"
 #include "engine/plan/renumber.h"
@@ -494,6 +495,19 @@ private:
             else fold_batch_norm<double>(w, cb, params, eps, m, wb, bb);
             const std::string base(g_.node(tail).display());
             const Shape w_shape = w.shape;
+            // Where this conv was w's only reader, w's values are not needed
+            // again (drop_unread_constants removes it): freed now, so that the
+            // folded weights are not held beside all the old ones at the
+            // pass's end (a model's weights twice at its load's peak).
+            const auto wi = static_cast<size_t>(h.inputs[1].id);
+            if (wi < readers_.size() && readers_[wi] == 1 && reader_[wi] == head_id && !pinned_[wi] &&
+                !removed_[wi] && w.op == OpKind::Const) {
+                readers_[wi] = 0;
+                std::vector<uint8_t>& old = g_.node(h.inputs[1].id).literal;
+                const bool big = old.size() >= (size_t{1} << 20);
+                std::vector<uint8_t>().swap(old);
+                if (big) return_free_heap();  // back to the system, not only to glibc's heap (heap_trim.h)
+            }
             const Node like = h;  // add_constant grows the node list
             const NodeId nw = add_constant(like, base + ".folded_weight", w_shape, std::move(wb), tail);
             const NodeId nb = add_constant(like, base + ".folded_bias", Shape{m}, std::move(bb), tail);

@@ -1,7 +1,10 @@
 // The pre-pack pass (prepack.h).
 #include "engine/plan/prepack.h"
 
+#include <cstdint>
 #include <vector>
+
+#include "engine/base/heap_trim.h"
 
 namespace graphrun {
 
@@ -26,6 +29,8 @@ size_t prepack_weights(Graph& g, PackWeight pack, int threads) {
         read(o.id);  // an output is never packed: two reads
     }
     size_t packed = 0;
+    constexpr uint64_t kReturnEvery = uint64_t{4} << 20;
+    uint64_t freed = 0;
     for (Node& n : g.nodes) {
         if (!n.valid || n.placed != "cpu" || n.inputs.size() < 2) continue;
         if (n.op != OpKind::Conv && n.op != OpKind::Gemm && n.op != OpKind::Matmul) continue;
@@ -36,8 +41,16 @@ size_t prepack_weights(Graph& g, PackWeight pack, int threads) {
         std::optional<PrepackedWeight> p = pack(g, n, threads);
         if (!p) continue;
         g.prepacked.emplace(wid, std::move(*p));
+        freed += w.literal.size();
         std::vector<uint8_t>().swap(w.literal);  // held once: the packed bytes
         ++packed;
+        // The plain bytes go back to the system as the pass goes, not at its
+        // end, so that a model's weights are not all held twice at its peak
+        // (glibc keeps freed blocks under its raised mmap threshold resident).
+        if (freed >= kReturnEvery) {
+            return_free_heap();
+            freed = 0;
+        }
     }
     return packed;
 }

@@ -160,6 +160,38 @@ TEST_CASE("fuse: conv + batch_norm + relu is one conv node with relu's name, bat
     }
 }
 
+TEST_CASE("fuse: a filter two conv + batch_norm chains share folds into each (its values read by both folds)") {
+    // Both convs read w; the first fold must leave w's values for the second
+    // (a fold frees the old filter only where it was its only reader).
+    std::string w = "[";
+    for (int i = 0; i < 54; ++i) w += (i ? ", " : "") + std::to_string(0.05 * (i % 7) - 0.1);
+    w += "]";
+    const std::string src = "x = random_uniform([1, 2, 5, 5], seed=3)\n"
+                            "w = const(" + w + ", shape=[3, 2, 3, 3])\n"
+                            "s = " + list({1.5, 0.5, 2}) + "\nb = " + list({0.1, -0.2, 0.3}) + "\nm = " +
+                            list({0.05, 0.1, -0.1}) + "\nv = " + list({1, 2, 0.5}) + "\n"
+                            "c1 = conv(x, w, pads=1)\nn1 = batch_norm(c1, s, b, m, v, epsilon=0.001)\n"
+                            "c2 = conv(x * 2, w, pads=1)\nn2 = batch_norm(c2, v, m, b, s, epsilon=0.001)\n"
+                            "output n1, n2\n";
+    PrepareResult f = prepared(src, true), u = prepared(src, false);
+    CHECK(fused_count(f.prepared.graph()) == 2);
+    CHECK(!find(f.prepared.graph(), "w"));  // neither conv reads it any more
+    RunResult rf = run_once(f), ru = run_once(u);
+    REQUIRE(rf.outputs.size() == 2);
+    REQUIRE(ru.outputs.size() == 2);
+    for (size_t o = 0; o < 2; ++o) {
+        const std::vector<float> a = floats(rf.outputs[o]), c = floats(ru.outputs[o]);
+        REQUIRE(a.size() == 75);
+        REQUIRE(c.size() == 75);
+        int nonzero = 0;
+        for (size_t i = 0; i < a.size(); ++i) {
+            CHECK(a[i] == doctest::Approx(c[i]).epsilon(1e-5).scale(1));
+            nonzero += a[i] != 0;
+        }
+        CHECK(nonzero > 50);
+    }
+}
+
 TEST_CASE("fuse: a fetched intermediate, a value read twice, or a batch_norm of a non-constant stops the chain") {
     // --fetch=n: the batch_norm's output must exist on its own; conv + batch_norm still fold.
     {
