@@ -178,3 +178,20 @@ TEST_CASE("prepack: not under --memory-limit, --no-fuse or eager mode") {
     PrepareResult unfused = test::prepared(graph_src(), false);
     CHECK(unfused.prepared.graph().prepacked.empty());
 }
+
+TEST_CASE("prepack: a packed weight whose node no oneDNN kernel takes is an error, never read as the plain layout") {
+    // f64: oneDNN's factories decline it; the stand-in packs it anyway.
+    const std::string src = "a = const([1, 2, 3, 4], shape=[2, 2], dtype=f64)\n"
+                            "k = const([1, 0, 0, 1], shape=[2, 2], dtype=f64)\n"
+                            "g = gemm(a, k)\n"
+                            "output g\n";
+    PrepareResult p = test::prepared(src, false);
+    Graph& g = p.prepared.graph();
+    REQUIRE(prepack_weights(g, reverse_all, 3) == 1);
+    RunFileOptions o;
+    o.threads = 1;
+    std::ostringstream err;
+    RunResult r = run_prepared(p.prepared, InputValues{}, o, err);
+    REQUIRE(r.error);
+    CHECK(r.error->message.find("packed for oneDNN's kernel") != std::string::npos);
+}

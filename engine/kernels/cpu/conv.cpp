@@ -388,6 +388,7 @@ std::unique_ptr<Kernel> make_conv_kernel(const Graph& g, const Node& n) {
         return make_dnnl_int8_kernel(g, n);
     // oneDNN where it is faster (dnnl_kernels.h), ours where it declines.
     if (auto k = make_dnnl_conv_kernel(g, n, make_own_conv_kernel)) return k;
+    if (auto k = refuse_prepacked_weight(g, n)) return k;
     return make_own_conv_kernel(g, n);
 }
 

@@ -1058,6 +1058,8 @@ std::optional<PrepackedWeight> dnnl_pack_weight(const Graph& g, const Node& n, i
     // Int8 convs and matmuls (8-bit x) keep their own packing.
     if (n.inputs.size() < 2 || n.inputs[0].id < 0 || g.node(n.inputs[0].id).dtype != n.dtype) return std::nullopt;
     try {
+        // The factory sees the threads the session's does (it sets them before making its kernels).
+        use_threads(threads);
         std::unique_ptr<Kernel> k;
         if (n.op == OpKind::Conv) k = make_dnnl_conv_kernel(g, n, nullptr);
         else if (n.op == OpKind::Gemm) k = make_dnnl_gemm_kernel(g, n, nullptr);

@@ -10,6 +10,7 @@
 
 #include "engine/ir/graph.h"
 #include "engine/kernels/common/kernel.h"
+#include "engine/kernels/common/kernel_common.h"
 
 namespace graphrun::kernels {
 
@@ -60,6 +61,16 @@ bool dnnl_packs_weight(const Graph& g, const Node& n);
 // it reorders it once into workspace, as it would the plain constant), and
 // never hands over to ours, which reads the plain layout.
 std::optional<PrepackedWeight> dnnl_pack_weight(const Graph& g, const Node& n, int threads);
+// Where the node's weight (input 1) was pre-packed but no oneDNN kernel takes
+// the node (never expected: the pass asks the same factory), an error kernel,
+// so that our kernel never reads the packed bytes as the plain layout; nullptr
+// for every other node. The CPU conv, gemm and matmul factories ask it before
+// falling back to ours.
+inline std::unique_ptr<Kernel> refuse_prepacked_weight(const Graph& g, const Node& n) {
+    if (n.inputs.size() < 2 || !g.prepacked_weight(n.inputs[1].id)) return nullptr;
+    return make_error_kernel("internal error: " + std::string(n.display()) +
+                             "'s weight was packed for oneDNN's kernel, which declined the node");
+}
 // "oneDNN 2.6.3 (avx512_core)" — version and the ISA its JIT uses — or ""
 // when graphrun was built without oneDNN.
 std::string dnnl_text();

@@ -114,6 +114,7 @@ std::unique_ptr<Kernel> make_own_gemm_kernel(const Graph& g, const Node& n);
 std::unique_ptr<Kernel> make_gemm_kernel(const Graph& g, const Node& n) {
     // oneDNN where it is faster (dnnl_kernels.h), ours where it declines.
     if (auto k = make_dnnl_gemm_kernel(g, n, make_own_gemm_kernel)) return k;
+    if (auto k = refuse_prepacked_weight(g, n)) return k;
     return make_own_gemm_kernel(g, n);
 }
 

@@ -227,6 +227,7 @@ std::unique_ptr<Kernel> make_matmul_kernel(const Graph& g, const Node& n) {
         return make_dnnl_int8_kernel(g, n);
     // oneDNN where it is faster (a constant b, packed once: dnnl_kernels.h), ours where it declines.
     if (auto k = make_dnnl_matmul_kernel(g, n, make_own_matmul_kernel)) return k;
+    if (auto k = refuse_prepacked_weight(g, n)) return k;
     return make_own_matmul_kernel(g, n);
 }
 
