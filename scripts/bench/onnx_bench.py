@@ -36,7 +36,9 @@ Peak RSS is each process's own maximum resident set (os.wait4), the host include
 whole process, and Node.js with ONNX Runtime loaded (the Node host alone before ORT is loaded
 is in the JSON as rss_before_ort). ratio = ORT ms / graphrun ms: > 1 means graphrun is faster
 (target >= 1.0). err = max |graphrun - ORT| / max |ORT| over the outputs (target 1e-4); with
-PyTorch, also against PyTorch. Exit code 0 even when targets are missed, unless --strict.
+PyTorch, also against PyTorch. graphrun's peak RSS is held to issue 25's bound: its CPU weights +
+static activation peak (what `check --format=json` predicts for the inputs' shapes) + 40 MB (the
+"bound MB" column). Exit code 0 even when targets are missed, unless --strict.
 These are figures from one machine at one moment: run on an idle machine before trusting them.
 """
 import argparse
@@ -297,6 +299,19 @@ def run_graphrun(binary, model, inputs_npz, out_npz, warmup, k, device):
             "memory": doc["memory"]["before_teardown"]}, {n: got[n] for n in got.files}
 
 
+def graphrun_rss_bound(binary, model, inputs_npz):
+    """Issue 25's bound on graphrun's peak RSS: the CPU's weights + its static activation peak (as
+    `check` predicts them for the inputs' shapes) + 40 MB; None where check fails."""
+    with np.load(inputs_npz) as z:
+        shapes = [f"--input-shape={n}={'x'.join(str(d) for d in z[n].shape)}" for n in z.files]
+    p = subprocess.run([binary, "check", model, "--format=json", *shapes],
+                       capture_output=True, text=True)
+    if p.returncode != 0:
+        return None
+    d = json.loads(p.stdout)
+    return d["weights"].get("cpu", 0) + d["static_peak"].get("cpu", 0) + 40_000_000
+
+
 def ensure_ort(ort_dir, install):
     """Returns (True, version) when onnxruntime-node loads from ort_dir, else (False, reason)."""
     node = shutil.which("node")
@@ -381,7 +396,8 @@ def fmt(v, spec):
 
 def print_table(rows):
     head = (f"{'model':<12} {'src':<5} {'batch':>5} {'graphrun ms':>11} {'ORT ms':>8} {'PyTorch ms':>10} "
-            f"{'ORT/gr':>6} {'PT/gr':>6} {'gr RSS MB':>9} {'ORT RSS MB':>10} {'err vs ORT':>10} {'err vs PT':>9}")
+            f"{'ORT/gr':>6} {'PT/gr':>6} {'gr RSS MB':>9} {'bound MB':>8} {'ORT RSS MB':>10} {'err vs ORT':>10} "
+            f"{'err vs PT':>9}")
     print(head)
     for r in rows:
         g, o, t = r["graphrun"], r["ort"], r["torch"]
@@ -390,9 +406,10 @@ def print_table(rows):
         tms = t["median_ms"] if t else None
         grss = g["rss"] / 2**20 if g and g["rss"] else None
         orss = o["rss"] / 2**20 if o and o["rss"] else None
+        bound = r["rss_bound"] / 2**20 if r.get("rss_bound") else None
         print(f"{r['model']:<12} {r['source']:<5} {r['batch']:>5} {fmt(gms, '11.2f'):>11} {fmt(oms, '8.2f'):>8} "
               f"{fmt(tms, '10.2f'):>10} {fmt(r['ratio_ort'], '6.2f'):>6} {fmt(r['ratio_torch'], '6.2f'):>6} "
-              f"{fmt(grss, '9.1f'):>9} {fmt(orss, '10.1f'):>10} "
+              f"{fmt(grss, '9.1f'):>9} {fmt(bound, '8.1f'):>8} {fmt(orss, '10.1f'):>10} "
               f"{fmt(r['err_ort'], '10.1e'):>10} {fmt(r['err_torch'], '9.1e'):>9}")
 
 
@@ -503,6 +520,8 @@ def main():
                             row["errors"].append(f"ORT: {e}")
                             break
                 row["graphrun"], row["ort"] = combine(g_runs), combine(o_runs)
+                if a.device == "cpu":
+                    row["rss_bound"] = graphrun_rss_bound(a.graphrun, path, inputs)
                 if got is not None and want_ort is not None:
                     row["err_ort"] = rel_err(got, want_ort)
                 if want_torch is not None:
@@ -527,6 +546,8 @@ def main():
                 for key in ("err_ort", "err_torch"):
                     if row[key] is not None and not row[key] <= 1e-4:
                         missed.append(f"{label} ({key.replace('_', ' vs ')} {row[key]:.1e})")
+                if g and g["rss"] and row.get("rss_bound") and g["rss"] > row["rss_bound"]:
+                    missed.append(f"{label} (RSS {g['rss'] / 1e6:.0f} MB over {row['rss_bound'] / 1e6:.0f} MB)")
                 rows.append(row)
     finally:
         if a.keep:
@@ -537,9 +558,10 @@ def main():
     print()
     print_table(rows)
     print("\nms: median per pass; ORT/gr, PT/gr: peer ms / graphrun ms (> 1: graphrun faster); "
-          "RSS: each process's peak resident set, host process included")
+          "RSS: each process's peak resident set, host process included; bound: graphrun's weights + static "
+          "peak (check) + 40 MB, issue 25's target for its RSS")
     unchecked = [] if ort_ok else [f"ONNX Runtime ({ort_info})"]
-    print("targets: ratio >= 1.0, err <= 1e-4: " + ("all met" if not missed else "missed for " + ", ".join(missed)))
+    print("targets: ratio >= 1.0, err <= 1e-4, graphrun RSS <= bound: " + ("all met" if not missed else "missed for " + ", ".join(missed)))
     if unchecked:
         print("not checked against: " + ", ".join(unchecked))
     if a.json:
