@@ -297,6 +297,10 @@ int run_command_line(int argc, char** argv) {
     check_cmd->add_option("--fetch", check.engine.fetch, "name to fetch instead of the script's outputs (repeatable)");
     add_fuse_option(check_cmd, check.engine);
     add_shape_options(check_cmd, check.engine.shapes);
+    check_cmd
+        ->add_option("--threads", check.engine.threads,
+                     "the run's CPU threads, for which weights are packed (default: all cores)")
+        ->check(CLI::Validator([](std::string& v) { return integer_problem(v, 1, 1024, "1024"); }, ""));
 
     RunOptions run;
     std::string run_cleanup = "background", run_format = "text", run_memory_limit;

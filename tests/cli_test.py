@@ -714,6 +714,12 @@ def bad_option_values_say_what_is_expected():
         expect(err.startswith(msg), f"{arg}: {err!r}")
     docs, _ = run_json(add, "--iterations=0")
     expect(docs[0]["session"]["iterations"] == 0, docs[0]["session"])
+    # check takes the run's --threads (the weights are packed for them), in the same range.
+    code, out, err = run("check", add, "--threads=0")
+    expect(code == 2 and out == "" and err.startswith("--threads: '0' is out of range; expected an integer from 1 "
+                                                      "to 1024"), f"check --threads=0: exit {code} {err!r}")
+    code, out, err = run("check", add, "--threads=3")
+    expect(code == 0 and "static peak" in out, f"check --threads=3: exit {code} {err!r}")
 
 
 @test
