@@ -1,6 +1,7 @@
 // Preparing a text graph for the plan passes' tests (test_fuse.cpp,
-// test_channels_last.cpp): loaded, placed on the CPU (or a stand-in GPU) and
-// planned as `graphrun check` does, with the diagnostics shown on a failure.
+// test_channels_last.cpp, test_prepack.cpp): loaded, placed on the CPU (or a
+// stand-in GPU) and planned as `graphrun check` does, with the diagnostics
+// shown on a failure; and running it once.
 #pragma once
 #include <doctest/doctest.h>
 
@@ -10,6 +11,7 @@
 
 #include "engine/api/load.h"
 #include "engine/api/prepare.h"
+#include "engine/api/run.h"
 
 namespace graphrun::test {
 
@@ -34,6 +36,20 @@ inline PrepareResult prepared(const std::string& src, bool fuse, std::vector<std
     PrepareResult r = prepare(load_graph_source("t.graph", src, false), o, err);
     INFO(err.str());
     REQUIRE(r.ok());
+    return r;
+}
+
+// Runs a prepared graph once under safepoint with `threads` CPU threads and
+// the leak check: its outputs and statistics (the run must succeed).
+inline RunResult run_once(const PrepareResult& p, int threads = 2) {
+    RunFileOptions o;
+    o.cleanup = CleanupStrategy::Safepoint;
+    o.threads = threads;
+    o.check_leaks = true;
+    std::ostringstream err;
+    RunResult r = run_prepared(p.prepared, InputValues{}, o, err);
+    INFO(err.str());
+    REQUIRE_FALSE(r.error);
     return r;
 }
 

@@ -34,6 +34,7 @@ const DeviceAvailability& fake_gpu() {
 }
 
 using test::prepared;
+using test::run_once;
 
 const Node* find(const Graph& g, std::string_view name) {
     for (const Node& n : g.nodes)
@@ -69,19 +70,6 @@ std::vector<float> floats(const HostTensor& t) {
     std::vector<float> v(t.data.size() / sizeof(float));
     std::memcpy(v.data(), t.data.data(), t.data.size());
     return v;
-}
-
-// Runs a prepared graph once under safepoint: its outputs and statistics.
-RunResult run_once(const PrepareResult& p) {
-    RunFileOptions o;
-    o.cleanup = CleanupStrategy::Safepoint;
-    o.threads = 2;
-    o.check_leaks = true;
-    std::ostringstream err;
-    RunResult r = run_prepared(p.prepared, InputValues{}, o, err);
-    INFO(err.str());
-    REQUIRE_FALSE(r.error);
-    return r;
 }
 
 }  // namespace

@@ -68,18 +68,6 @@ std::optional<PrepackedWeight> reverse_all(const Graph& g, const Node& n, int th
     return w;
 }
 
-RunResult run(const PrepareResult& p, int threads) {
-    RunFileOptions o;
-    o.cleanup = CleanupStrategy::Safepoint;
-    o.threads = threads;
-    o.check_leaks = true;
-    std::ostringstream err;
-    RunResult r = run_prepared(p.prepared, InputValues{}, o, err);
-    INFO(err.str());
-    REQUIRE_FALSE(r.error);
-    return r;
-}
-
 bool same_bits(const HostTensor& a, const HostTensor& b) {
     return a.data.size() == b.data.size() && std::memcmp(a.data.data(), b.data.data(), a.data.size()) == 0;
 }
@@ -144,7 +132,7 @@ TEST_CASE("prepack: oneDNN's packed weights are held once as weights and give th
     CHECK(w1->literal.empty() == conv_packed);
     for (int threads : {1, 2, 3}) {
         CAPTURE(threads);
-        RunResult rp = run(packed, threads), ru = run(plain, threads);
+        RunResult rp = test::run_once(packed, threads), ru = test::run_once(plain, threads);
         REQUIRE(rp.outputs.size() == 4);
         REQUIRE(ru.outputs.size() == 4);
         for (size_t i = 0; i < 4; ++i) {
