@@ -147,9 +147,11 @@ PrepareResult load_and_place(std::unique_ptr<LoadedGraph> loaded, const PrepareO
             prepack_weights(g, kernels::dnnl_pack_weight, threads);
         }
     }
-    // What loading freed (the file's bytes, an ONNX model's parsed form, the
-    // plain copies of pre-packed weights) goes back to the system before a session opens.
-    return_free_heap();
+    // What reading a model freed (its parsed form) goes back to the system
+    // before a session opens; fusion and pre-packing hand back what they free
+    // themselves. Not for a script (nor for each REPL statement, which comes
+    // here too): nothing large was freed, and the call walks the heap.
+    if (g.from_onnx) return_free_heap();
     return r;
 }
 
