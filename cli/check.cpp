@@ -307,6 +307,13 @@ std::vector<std::string> render_listing(const Graph& g, Places& places) {
 
 // The rest of the text listing: what was fused, the inputs, outputs, the
 // static peak, the weights and the close growth.
+// The tensors the CPU's offset plan places (Plan::cpu_offset).
+uint64_t planned_tensors(const Plan& plan) {
+    uint64_t n = 0;
+    for (uint64_t offset : plan.cpu_offset) n += offset != kNotPlanned;
+    return n;
+}
+
 void print_text_tail(const Graph& g, const Plan& plan, std::ostream& out) {
     if (!g.epilogues.empty()) {
         out << "\nfused (one kernel each; --no-fuse runs them apart):\n";
@@ -344,6 +351,13 @@ void print_text_tail(const Graph& g, const Plan& plan, std::ostream& out) {
     out << "\nstatic peak (one pass, live tensor bytes):\n";
     for (const auto& [dev, bytes] : plan.static_peak)
         out << "  " << dev << ": " << bytes << " bytes (" << human_bytes(bytes) << ")\n";
+    if (plan.cpu_arena_bytes) {
+        const uint64_t tensors = planned_tensors(plan);
+        out << "\noffset plan (safepoint and background put each tensor of " << kPlannedBytes / 1024
+            << " KiB or more at its place in one block):\n";
+        out << "  cpu: " << plan.cpu_arena_bytes << " bytes (" << human_bytes(plan.cpu_arena_bytes) << ") for "
+            << tensors << (tensors == 1 ? " tensor\n" : " tensors\n");
+    }
     if (!plan.weights.empty()) {
         out << "\nweights (constants, placed once when the session opens and held until it closes):\n";
         for (const auto& [dev, bytes] : plan.weights)
@@ -436,6 +450,10 @@ void print_json(const Graph& g, const Plan& plan, Places& places, std::ostream& 
     nlohmann::ordered_json weights = nlohmann::ordered_json::object();
     for (const auto& [dev, bytes] : plan.weights) weights[dev] = bytes;
     doc["weights"] = std::move(weights);
+    nlohmann::ordered_json offsets = nlohmann::ordered_json::object();
+    if (plan.cpu_arena_bytes)
+        offsets[std::string(kCpuDeviceName)] = {{"bytes", plan.cpu_arena_bytes}, {"tensors", planned_tensors(plan)}};
+    doc["offset_plan"] = std::move(offsets);
     out << dump_json(doc) << "\n";
 }
 

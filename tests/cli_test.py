@@ -120,7 +120,8 @@ def check_json_fields():
     expect(doc["outputs"][0]["shape"] == [32, 10] and doc["outputs"][0]["dtype"] == "f32", doc["outputs"][0])
     expect(doc["outputs"][1]["shape"] == [32], doc["outputs"][1])
     expect(isinstance(doc["static_peak"]["cpu"], int) and doc["static_peak"]["cpu"] > 0, doc["static_peak"])
-    expect(list(doc.keys())[-3:] == ["static_peak", "close_growth", "weights"], list(doc.keys()))
+    expect(list(doc.keys())[-4:] == ["static_peak", "close_growth", "weights", "offset_plan"], list(doc.keys()))
+    expect(doc["offset_plan"] == {}, doc["offset_plan"])  # no tensor of mlp's is 256 KiB
     expect(doc["close_growth"].keys() == doc["static_peak"].keys(), doc["close_growth"])
     expect(doc["close_growth"]["cpu"] > doc["static_peak"]["cpu"], doc)  # mlp runs in place under safepoint
     code, out, _ = run("check", os.path.join(EXAMPLES, "mlp.graph"))
@@ -532,6 +533,32 @@ def readme_close_growth_figures_are_what_the_binary_prints():
         docs, _ = run_json(path, "--cleanup=safepoint", "--iterations=16")
         peak = docs[0]["memory"]["before_teardown"]["cpu"]["peak"]
         expect(f"`safepoint` peaks at {peak} bytes whatever" in readme, f"safepoint peak {peak}")
+
+
+@test
+def offset_plan_is_what_safepoint_and_background_reserve():
+    # Three tensors of 1 MiB and more with crossing lifetimes: check's offset
+    # plan is the block the run takes, and no other segment is needed.
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "cross.graph")
+        with open(path, "w") as f:
+            f.write("x = random_uniform([512, 1024], seed=1)\n"
+                    "t = transpose(x)\n"
+                    "u = concat(x, transpose(t), axis=0)\n"
+                    "s = softmax(u, axis=-1)\n"
+                    "m = reduce_sum(s, axes=[0])\n"
+                    "output m\n")
+        doc = check_json(path)
+        plan = doc["offset_plan"]["cpu"]
+        expect(plan["tensors"] == 5, plan)
+        expect(plan["bytes"] <= doc["static_peak"]["cpu"], (plan, doc["static_peak"]))
+        for strategy in ("safepoint", "background"):
+            docs, _ = run_json(path, f"--cleanup={strategy}", "--iterations=3")
+            reserved = docs[0]["memory"]["before_teardown"]["cpu"]["reserved"]
+            # The block, and the free list of m's 4 KiB.
+            expect(plan["bytes"] <= reserved <= plan["bytes"] + 4096 + 64, (strategy, reserved, plan))
+        docs, _ = run_json(path, "--cleanup=close")
+        expect(docs[0]["memory"]["before_teardown"]["cpu"]["reserved"] >= doc["close_growth"]["cpu"], docs[0])
 
 
 @test

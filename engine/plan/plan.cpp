@@ -252,6 +252,50 @@ private:
     std::unordered_map<int32_t, std::unordered_map<NodeId, bool>> free_cache_;
 };
 
+// A buffer of the offset plan: node `node`'s output, of `bytes`, allocated at
+// Run step `start` and released before Run step `end` allocates (UINT64_MAX:
+// held past the pass's end, as its outputs are).
+struct Lifetime {
+    NodeId node;
+    uint64_t bytes;
+    uint64_t start, end;
+};
+
+// Greedy by size (TFLite's arena planner, ONNX Runtime's memory pattern):
+// the largest buffer first, each at the lowest offset where it overlaps no
+// buffer placed before it whose lifetime meets its own. The block it needs is
+// at least the static peak of these buffers, and close to it in practice.
+void plan_offsets(const std::vector<Lifetime>& bufs, size_t nodes, Plan& plan) {
+    plan.cpu_offset.clear();
+    plan.cpu_arena_bytes = 0;
+    if (bufs.empty() || bufs.size() > kMaxPlannedBuffers) return;
+    std::vector<size_t> order(bufs.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return bufs[a].bytes > bufs[b].bytes; });
+    std::vector<uint64_t> offset(bufs.size(), 0);
+    std::vector<size_t> placed, meets;
+    placed.reserve(bufs.size());
+    uint64_t arena = 0;
+    for (size_t i : order) {
+        const Lifetime& b = bufs[i];
+        meets.clear();
+        for (size_t j : placed)
+            if (bufs[j].start < b.end && b.start < bufs[j].end) meets.push_back(j);
+        std::sort(meets.begin(), meets.end(), [&](size_t x, size_t y) { return offset[x] < offset[y]; });
+        uint64_t at = 0;
+        for (size_t j : meets) {
+            if (offset[j] >= at + b.bytes) break;  // the gap below j takes it
+            at = std::max(at, offset[j] + bufs[j].bytes);
+        }
+        offset[i] = at;
+        arena = std::max(arena, at + b.bytes);
+        placed.push_back(i);
+    }
+    plan.cpu_offset.assign(nodes, kNotPlanned);
+    for (size_t i = 0; i < bufs.size(); ++i) plan.cpu_offset[static_cast<size_t>(bufs[i].node)] = offset[i];
+    plan.cpu_arena_bytes = arena;
+}
+
 // Runs the steps with sizes instead of data: the same moves the executor makes
 // under safepoint (the static peak). In the same walk it adds up what every
 // Run step allocates when nothing is reused or released (the close growth):
@@ -285,6 +329,10 @@ public:
 
     bool simulate(std::map<std::string, uint64_t>& peak, std::map<std::string, uint64_t>& close_growth) {
         budget_ = kMaxSimulatedSteps;
+        // The offset plan's lifetimes: a plan without loops walks each Run
+        // step once, so a step's index is a time.
+        for (size_t k = 0; k < devices_.size(); ++k)
+            if (p_.loops.empty() && devices_[k] == kCpuDeviceName) cpu_ = static_cast<uint32_t>(k);
         if (!PlanWalker(g_, p_).walk(*this)) return false;
         // Every device a node is placed on has a figure, 0 if nothing was allocated there.
         for (size_t k = 0; k < devices_.size(); ++k)
@@ -301,6 +349,7 @@ public:
     bool step() { return budget_-- != 0 && ((budget_ & 4095) != 0 || !interrupted()); }
     bool run(NodeId id) {
         run_node(id);
+        ++runs_;
         return true;
     }
     // Every pass after the second repeats the second exactly.
@@ -335,9 +384,17 @@ public:
         if (--buf.refs == 0) {
             live_[buf.device] -= buf.bytes;
             free_.push_back(b);
+            // Released at the safe point before the next Run step, before it allocates.
+            if (static_cast<size_t>(b) < planned_of_buf_.size() && planned_of_buf_[static_cast<size_t>(b)] >= 0) {
+                lifetimes_[static_cast<size_t>(planned_of_buf_[static_cast<size_t>(b)])].end = runs_;
+                planned_of_buf_[static_cast<size_t>(b)] = -1;
+            }
         }
         b = -1;
     }
+
+    // The offset plan of the CPU buffers the walk recorded (Plan::cpu_offset).
+    void place_offsets(Plan& plan) const { plan_offsets(lifetimes_, g_.nodes.size(), plan); }
 
 private:
     struct Buffer {
@@ -414,6 +471,11 @@ private:
             }
             value_buf_[static_cast<size_t>(id)] = b;
             alloc(dev, bytes);
+            if (dev == cpu_ && bytes >= kPlannedBytes) {
+                if (planned_of_buf_.size() <= static_cast<size_t>(b)) planned_of_buf_.resize(static_cast<size_t>(b) + 1, -1);
+                planned_of_buf_[static_cast<size_t>(b)] = static_cast<int64_t>(lifetimes_.size());
+                lifetimes_.push_back(Lifetime{id, bytes, runs_, UINT64_MAX});
+            }
         }
         if (copies) live_[dev] -= copies;
     }
@@ -440,6 +502,13 @@ private:
     std::vector<bool> touched_;          // per device: allocated on at least once
     std::vector<bool> used_;             // per device: a node (not a loop parameter) is placed there
     uint64_t budget_ = 0;                // steps left to simulate
+    // The offset plan's record: the CPU's index in devices_ (none: a plan
+    // with loops, or no CPU node), Run steps walked, and each planned
+    // buffer's lifetime; per buffer slot, its lifetime while it is live.
+    uint32_t cpu_ = UINT32_MAX;
+    uint64_t runs_ = 0;
+    std::vector<Lifetime> lifetimes_;
+    std::vector<int64_t> planned_of_buf_;
 };
 
 }  // namespace
@@ -464,7 +533,8 @@ std::optional<Plan> compile_plan(const Graph& g, const std::vector<NodeId>& outp
         }
         simulated += mult;
     }
-    if (simulated > static_cast<double>(kMaxSimulatedSteps) || !PeakSimulator(g, plan).simulate(plan.static_peak, plan.close_growth)) {
+    PeakSimulator sim(g, plan);
+    if (simulated > static_cast<double>(kMaxSimulatedSteps) || !sim.simulate(plan.static_peak, plan.close_growth)) {
         if (const int sig = interrupted(); sig && error)
             *error = "interrupted by " + signal_name(sig) + " while planning";
         else if (error)
@@ -472,6 +542,7 @@ std::optional<Plan> compile_plan(const Graph& g, const std::vector<NodeId>& outp
                      " simulated steps (repeat loops nested too deeply)";
         return std::nullopt;
     }
+    sim.place_offsets(plan);
     return plan;
 }
 

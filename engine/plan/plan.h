@@ -61,7 +61,26 @@ struct Plan {
     std::map<std::string, uint64_t> weights;
     // Per node: the bytes of its weight buffer (0 for a node that is not one).
     std::vector<uint64_t> weight_bytes;
+    // The CPU's offset plan (ONNX Runtime's memory pattern, TFLite's arena
+    // planner): for a plan without loops, every CPU tensor buffer of
+    // kPlannedBytes or more that the safepoint walk allocates has an offset in
+    // one block of cpu_arena_bytes, placed greedily by size over the buffers'
+    // lifetimes, so that two buffers live at once never overlap. The CPU
+    // allocator carves each buffer at its offset when that range is free and
+    // allocates as it would otherwise when not. cpu_offset: per node, its
+    // output's offset or kNotPlanned; empty (and cpu_arena_bytes 0) when no
+    // buffer is planned.
+    std::vector<uint64_t> cpu_offset;
+    uint64_t cpu_arena_bytes = 0;
 };
+
+// The smallest buffer the offset plan places: smaller ones are reused by size
+// from the CPU allocator's free lists, at a few nanoseconds a node.
+constexpr uint64_t kPlannedBytes = uint64_t{256} << 10;
+constexpr uint64_t kNotPlanned = UINT64_MAX;
+// The most buffers the offset plan places (its greedy placement is quadratic
+// in the worst case); a plan with more has none.
+constexpr size_t kMaxPlannedBuffers = 4096;
 
 // Largest number of steps simulated for the static peak. The simulation runs
 // each loop at most twice per pass of its parent, so only deeply nested loops

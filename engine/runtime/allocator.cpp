@@ -98,6 +98,69 @@ void CpuAllocator::arena_give_back(void* ptr) {
     free_ranges_.emplace(it->second.bytes, it->first);
 }
 
+void CpuAllocator::set_offset_plan_locked(uint64_t bytes) {
+    if (bytes == plan_bytes_) return;
+    // Another plan: the old block stays a segment like any other (its free
+    // ranges serve the best fit; trim gives it back once it is all free).
+    plan_block_ = nullptr;
+    plan_bytes_ = bytes;
+}
+
+void* CpuAllocator::obtain_at_locked(uint64_t bytes, uint64_t offset) {
+    drain_returned();
+    if (bytes < kArenaBytes || offset > plan_bytes_ || bytes > plan_bytes_ - offset) return obtain_locked(bytes);
+    if (!plan_block_) {
+        // A block over the memory limit is not taken: the buffers go by best fit.
+        if (plan_bytes_ > limit()) return obtain_locked(bytes);
+        char* p = static_cast<char*>(from_system_locked(plan_bytes_));
+        if (!p) return obtain_locked(bytes);
+        ranges_.emplace(p, Range{plan_bytes_, p, true});
+        free_ranges_.emplace(plan_bytes_, p);
+        plan_block_ = p;
+    }
+    if (char* p = carve(plan_block_ + offset, bytes)) return p;
+    return arena_take(bytes);
+}
+
+bool CpuAllocator::range_free_locked(uint64_t offset, uint64_t bytes) {
+    drain_returned();
+    if (!plan_block_ || offset > plan_bytes_ || bytes > plan_bytes_ - offset) return true;
+    char* p = plan_block_ + offset;
+    auto it = ranges_.upper_bound(p);
+    if (it == ranges_.begin()) return false;
+    --it;
+    return it->second.free && it->second.segment == plan_block_ && it->first + it->second.bytes >= p + bytes;
+}
+
+// [p, p + bytes) out of the plan's block, when one free range holds it all:
+// the range is split around it (its free rest on either side stays free, of
+// any size, and merges back when the buffer is given back); nullptr when
+// any of it is held.
+char* CpuAllocator::carve(char* p, uint64_t bytes) {
+    auto it = ranges_.upper_bound(p);
+    if (it == ranges_.begin()) return nullptr;
+    --it;
+    char* start = it->first;
+    Range& r = it->second;
+    if (!r.free || r.segment != plan_block_ || start + r.bytes < p + bytes) return nullptr;
+    free_ranges_.erase({r.bytes, start});
+    const uint64_t before = static_cast<uint64_t>(p - start);
+    const uint64_t after = r.bytes - before - bytes;
+    if (before) {
+        r.bytes = before;
+        free_ranges_.emplace(before, start);
+        ranges_.emplace(p, Range{bytes, plan_block_, false});
+    } else {
+        r.bytes = bytes;
+        r.free = false;
+    }
+    if (after) {
+        ranges_.emplace(p + bytes, Range{after, plan_block_, true});
+        free_ranges_.emplace(after, p + bytes);
+    }
+    return p;
+}
+
 // Every segment that is one free range (free ranges merge, so: a free range
 // where its segment starts, with no range of that segment after it) goes back
 // to the system.
@@ -107,6 +170,7 @@ void CpuAllocator::arena_trim() {
         const Range& range = r->second;
         if (range.free && range.segment == r->first && (next == ranges_.end() || next->second.segment != range.segment)) {
             free_ranges_.erase({range.bytes, r->first});
+            if (r->first == plan_block_) plan_block_ = nullptr;  // the next planned buffer takes it anew
             reserved_ -= range.bytes;
             std::free(r->first);
             ranges_.erase(r);

@@ -54,6 +54,24 @@ public:
     // (or the system has no memory); the caller decides what that means.
     virtual void* allocate(uint64_t bytes) = 0;
     virtual void release(void* p, uint64_t bytes) = 0;
+    // The offset plan of the executable the session runs (Plan::cpu_offset):
+    // its buffers go at their offsets in one block of `bytes`, taken from the
+    // system at the first of them (0: no plan). Only the CPU's allocator has
+    // one; another ignores it.
+    virtual void set_offset_plan(uint64_t bytes) { (void)bytes; }
+    // allocate(), at `offset` of the plan's block when [offset, offset +
+    // bytes) is free there, and as allocate() does otherwise.
+    virtual void* allocate_at(uint64_t bytes, uint64_t offset) {
+        (void)offset;
+        return allocate(bytes);
+    }
+    // Whether allocate_at(bytes, offset) would find its range free now
+    // (what the background reclaimer has returned counted in).
+    virtual bool planned_range_free(uint64_t offset, uint64_t bytes) {
+        (void)offset;
+        (void)bytes;
+        return true;
+    }
     // release() for each of n pending buffers of this allocator; one lock for
     // the lot where the allocator can (the reclaimer's batches).
     virtual void release_batch(const PendingRelease* items, size_t n) {
@@ -160,6 +178,18 @@ public:
         if (injected_allocation_failure()) return nullptr;
         return allocate_counted(bytes);
     }
+    void* allocate_at(uint64_t bytes, uint64_t offset) override {
+        if (injected_allocation_failure()) return nullptr;
+        return allocate_counted(bytes, Kind::Tensor, offset);
+    }
+    void set_offset_plan(uint64_t bytes) override {
+        std::lock_guard<BriefMutex> lock(mu_);
+        impl().set_offset_plan_locked(bytes);
+    }
+    bool planned_range_free(uint64_t offset, uint64_t bytes) override {
+        std::lock_guard<BriefMutex> lock(mu_);
+        return impl().range_free_locked(offset, bytes);
+    }
     void release(void* p, uint64_t bytes) override {
         std::lock_guard<BriefMutex> lock(mu_);
         s_.pending -= std::min(s_.pending, bytes);
@@ -241,15 +271,17 @@ public:
 
 protected:
     enum class Kind { Tensor, Workspace, Weights };
+    static constexpr uint64_t kAnywhere = UINT64_MAX;
     // allocate() without the failure-injection hook: a tensor buffer, a
-    // workspace buffer or a weight. The limit holds the three together.
-    void* allocate_counted(uint64_t bytes, Kind kind = Kind::Tensor) {
+    // workspace buffer or a weight (`offset`: in the offset plan's block, or
+    // kAnywhere). The limit holds the three together.
+    void* allocate_counted(uint64_t bytes, Kind kind = Kind::Tensor, uint64_t offset = kAnywhere) {
         std::lock_guard<BriefMutex> lock(mu_);
         const uint64_t held = s_.in_use + s_.workspace + s_.weights;
         if (held + bytes > limit_ || held + bytes < held) return nullptr;
         void* p = empty_buffer_;
         if (bytes != 0) {
-            p = impl().obtain_locked(bytes);
+            p = offset == kAnywhere ? impl().obtain_locked(bytes) : impl().obtain_at_locked(bytes, offset);
             if (!p) return nullptr;
         }
         if (kind == Kind::Workspace) {
@@ -277,6 +309,11 @@ protected:
     }
 
     uint64_t in_use_locked() const { return s_.in_use; }
+
+    // An Impl with no offset plan (the GPU's): these do what allocate() does.
+    void set_offset_plan_locked(uint64_t) {}
+    void* obtain_at_locked(uint64_t bytes, uint64_t) { return impl().obtain_locked(bytes); }
+    bool range_free_locked(uint64_t, uint64_t) const { return true; }
 
     // Guards the statistics and whatever Impl keeps with them.
     mutable BriefMutex mu_;
@@ -325,6 +362,16 @@ public:
 private:
     friend class CountingAllocator<CpuAllocator>;
     void* obtain_locked(uint64_t bytes);
+    // The offset plan: its block is a segment of its own, taken at the first
+    // planned buffer; a planned buffer is carved out of a free range of it at
+    // its offset, and given back (merged) as any other. A range still held
+    // (a buffer the reclaimer has not returned yet, or one the plan did not
+    // foresee) sends the buffer to the best fit instead. Unplanned buffers
+    // (kernel scratch) may use the block's free ranges by best fit too.
+    void set_offset_plan_locked(uint64_t bytes);
+    void* obtain_at_locked(uint64_t bytes, uint64_t offset);
+    bool range_free_locked(uint64_t offset, uint64_t bytes);
+    char* carve(char* p, uint64_t bytes);
     void* from_system_locked(uint64_t bytes);
     void give_back_locked(void* p, uint64_t bytes);
     void trim_locked();
@@ -368,6 +415,10 @@ private:
     };
     std::map<char*, Range> ranges_;
     std::set<std::pair<uint64_t, char*>> free_ranges_;
+    // The offset plan's block (a segment of ranges_; nullptr until its first
+    // buffer or after a trim gave it back) and its size.
+    char* plan_block_ = nullptr;
+    uint64_t plan_bytes_ = 0;
 };
 
 // 90% of the memory the system has available (MemAvailable), the default

@@ -202,6 +202,32 @@ void BackgroundCleanup::flush_to_reclaimer(uint64_t wait_above) {
     flush_bytes_ = std::min(kBatchBytes, room + 1);
 }
 
+// The executing thread releases the backlog itself: no wake-up and no
+// thread switch to wait for, only the releases (a planned range is wanted
+// now, and the reclaimer may not be running at all). A batch the reclaimer
+// has already taken is waited for: it is being released.
+void BackgroundCleanup::release_backlog_now() {
+    if (!reclaimer_.joinable()) {
+        release_pending_now();
+        return;
+    }
+    std::vector<PendingRelease>& work = taken_;
+    uint64_t room = 0;
+    {
+        std::unique_lock<std::mutex> lock(mu_);
+        work.swap(queue_);
+        cv_drained_.wait(lock, [this] { return !busy_; });
+        uint64_t done = 0;
+        for (const PendingRelease& f : work) done += f.bytes;
+        queued_bytes_ -= std::min(queued_bytes_, done);
+        room = backlog_limit_ - std::min(queued_bytes_, backlog_limit_);
+    }
+    release_all(work.data(), work.size(), true);  // counted as pending when handed over
+    work.clear();  // its capacity goes to the queue at the next call
+    release_pending_now();
+    flush_bytes_ = std::min(kBatchBytes, room + 1);
+}
+
 void BackgroundCleanup::reclaimer_loop() {
     std::vector<PendingRelease> work;
     std::unique_lock<std::mutex> lock(mu_);

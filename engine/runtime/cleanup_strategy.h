@@ -51,6 +51,13 @@ public:
     // The run stopped, finished or not: what is unreferenced and not yet
     // counted shows as pending from here on, before anyone reads the figures.
     void at_run_end() { mark_pending(); }
+    // A planned buffer's range (Plan::cpu_offset) is still held, maybe by a
+    // buffer waiting to be released: whatever the strategy holds back that it
+    // would release before close goes back now, on the executing thread, so
+    // that the range can be reused (background: the batch, the reclaimer's
+    // queue, and the batch it is releasing, waited for). Safepoint has
+    // released everything at the safe point just before; close keeps all.
+    virtual void release_backlog_now() {}
     // The session goes idle after a run (the run's time is taken).
     virtual void after_run() {}
     // Between runs: what the strategy gives back before close is given back
@@ -145,6 +152,7 @@ public:
     bool thread_running() const override { return reclaimer_.joinable(); }
     void set_static_peak(uint64_t bytes) override;
     void drain() override { flush_to_reclaimer(0); }
+    void release_backlog_now() override;
 
 protected:
     // Hands the batch over: one lock per batch, not per buffer.
@@ -173,6 +181,7 @@ private:
     std::mutex mu_;
     std::condition_variable cv_work_, cv_drained_;
     std::vector<PendingRelease> queue_;
+    std::vector<PendingRelease> taken_;  // release_backlog_now's, from the queue (executing thread)
     uint64_t queued_bytes_ = 0;  // handed over, not yet released
     bool stop_ = false;
     bool busy_ = false;

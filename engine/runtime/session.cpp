@@ -66,6 +66,7 @@ std::optional<Error> Session::load(const Graph& g, const Plan& plan) {
     walker_.reset();
     g_ = nullptr;
     plan_ = nullptr;
+    planned_ = nullptr;
     cleanup_->set_static_peak(largest_static_peak(plan));
     bool uses_blas = false;
     for (const Node& n : g.nodes)
@@ -118,6 +119,12 @@ std::optional<Error> Session::load(const Graph& g, const Plan& plan) {
         exec_inputs_.clear();
         kernels_.clear();
             return open_error_ ? open_error_ : weight_error;
+    }
+    // The offset plan: not under close, which reuses nothing.
+    if (auto cpu = devices_.find(kCpuDeviceName); cpu != devices_.end()) {
+        const bool use = !holds_all_ && plan.cpu_arena_bytes > 0 && plan.cpu_offset.size() == g.nodes.size();
+        cpu->second->allocator().set_offset_plan(use ? plan.cpu_arena_bytes : 0);
+        if (use) planned_ = plan.cpu_offset.data();
     }
     g_ = &g;
     plan_ = &plan;
@@ -300,7 +307,8 @@ std::optional<Error> Session::run_node(NodeId id) {
     void* data = e.donor != kNoNode ? frame.take_donor(id, e.donor, &dev) : nullptr;
     if (!data) {
         const uint64_t bytes = e.bytes;
-        data = allocate_with_retry(dev, *cleanup_, bytes);
+        data = bytes >= kPlannedBytes && planned_ ? allocate_planned(id, dev, bytes)
+                                                  : allocate_with_retry(dev, *cleanup_, bytes);
         if (!data) {
             release_scratch();
             const Node& n = g_->node(id);
@@ -318,6 +326,22 @@ std::optional<Error> Session::run_node(NodeId id) {
         return runtime_error_at(node_label(n) + " on " + std::string(n.placed) + ": " + err, n.loc);
     }
     return std::nullopt;
+}
+
+// The plan placed the buffer where every buffer that was live there has been
+// released by now under safepoint. Under background one may still wait for
+// the reclaimer: the backlog goes back first, on this thread. A range held
+// all the same (the run went otherwise than the plan: a donor not taken)
+// sends the buffer to the allocator's best fit.
+void* Session::allocate_planned(NodeId id, Device& dev, uint64_t bytes) {
+    static_assert(kPlannedBytes >= CpuAllocator::kArenaBytes, "planned buffers are the allocator's segment buffers");
+    const uint64_t offset = planned_[static_cast<size_t>(id)];
+    if (offset == kNotPlanned) return allocate_with_retry(dev, *cleanup_, bytes);
+    Allocator& a = dev.allocator();
+    if (!a.planned_range_free(offset, bytes)) cleanup_->release_backlog_now();
+    void* p = a.allocate_at(bytes, offset);
+    if (!p && cleanup_->release_for_retry(a, bytes)) p = a.allocate_at(bytes, offset);
+    return p;
 }
 
 // run_node, timed: the profile's totals (the bytes it allocated for its

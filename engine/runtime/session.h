@@ -99,6 +99,9 @@ private:
     Error interrupted(NodeId before, int sig) const;  // the error of a run stopped by `sig`
     Device* device_for(std::string_view name);
     void release_scratch();
+    // Node id's output buffer of `bytes` (kPlannedBytes or more) on the CPU,
+    // at its offset of the plan where it has one (Plan::cpu_offset).
+    void* allocate_planned(NodeId id, Device& dev, uint64_t bytes);
     std::optional<Error> copy_input(const Node& n, const Node& in, const ExecutionFrame::Buffer& src, Device& dev,
                                        TensorRef& ref);
     std::string oom_message(const Node& n, uint64_t bytes, const Allocator& a, const std::string& what) const;
@@ -137,6 +140,9 @@ private:
         bool adopted;  // the graph's own bytes, used in place (a CPU weight): counted, not allocated
     };
     std::vector<Weight> weights_;
+    // The loaded plan's Plan::cpu_offset, or nullptr: no buffer is planned
+    // (none is large enough, the plan has loops, or the strategy is close).
+    const uint64_t* planned_ = nullptr;
     // Places node n's constant (`bytes`: its buffer's; `packed`: its pre-packed
     // bytes, or nullptr) on `dev` as a weight: `buf`, its frame buffer.
     std::optional<Error> place_weight(const Node& n, const PrepackedWeight* packed, uint64_t bytes, Device& dev,
