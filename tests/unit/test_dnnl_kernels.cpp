@@ -177,6 +177,30 @@ TEST_CASE("dnnl conv: odd shapes against float64 loops") {
     check_conv(dynamic_1x1, 1);
 }
 
+TEST_CASE("dnnl conv: a batch whose blocked copies pass conv_chunk_bytes runs a slice at a time, same values") {
+    if (!have_dnnl()) return;
+    struct Restore {
+        uint64_t was = kernels::conv_chunk_bytes();
+        ~Restore() { kernels::set_conv_chunk_bytes(was); }
+    } restore;
+    const std::vector<ConvCase> cases = {
+        {2, 4, 10, 7, 6, 3, 2, 1, {2, 1}, {0, 1, 2, 0}, {1, 1}},     // batch 2: slices of 1
+        {6, 16, 9, 9, 32, 3, 3, 1, {1, 1}, {1, 1, 1, 1}, {1, 1}},    // batch 6: 3 or 2 images a slice
+        {3, 6, 8, 9, 4, 3, 3, 2, {1, 2}, {1, 1, 1, 1}, {1, 1}},      // groups, batch 3
+        {4, 3, 20, 20, 8, 7, 7, 1, {2, 2}, {3, 3, 3, 3}, {1, 1}},    // a first layer
+    };
+    // 64 bytes: every reordered conv goes one image at a time; 12 KiB: some
+    // images at a time (a divisor of the batch).
+    for (uint64_t most : {uint64_t{64}, uint64_t{12} << 10}) {
+        kernels::set_conv_chunk_bytes(most);
+        for (const ConvCase& c : cases)
+            for (int threads : {1, 2}) check_conv(c, threads);
+        ConvCase dynamic = cases[1];
+        dynamic.const_w = false;
+        check_conv(dynamic, 2);
+    }
+}
+
 TEST_CASE("dnnl conv: a constant filter is packed once and held as workspace until the kernel ends") {
     if (!have_dnnl()) return;
     TestGraph tg;

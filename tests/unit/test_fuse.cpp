@@ -4,6 +4,7 @@
 // equal to the fused plan's static peak.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <sstream>
@@ -13,6 +14,7 @@
 #include "engine/api/prepare.h"
 #include "engine/api/run.h"
 #include "engine/plan/fuse.h"
+#include "engine/kernels/cpu/dnnl_kernels.h"
 #include "tests/unit/prepare_helpers.h"
 
 using namespace graphrun;
@@ -338,6 +340,40 @@ TEST_CASE("fuse: conv + add residual + clip, and --no-fuse leaves the graph as w
     }
     CHECK(clipped > 0);
     CHECK(below > 0);
+}
+
+TEST_CASE("fuse: a residual block in channels-last convs gives the same bits run a slice of the batch at a time") {
+    // Convs whose blocked copies pass conv_chunk_bytes run the batch in
+    // slices (dnnl_kernels.cpp): the residual and the output are sliced with it.
+    const std::string src =
+        "x = random_uniform([4, 16, 12, 12], seed=1)\n"
+        "w1 = random_uniform([16, 16, 3, 3], low=-0.1, high=0.1, seed=2)\n"
+        "w2 = random_uniform([16, 16, 3, 3], low=-0.1, high=0.1, seed=3)\n"
+        "w3 = random_uniform([8, 16, 1, 1], low=-0.1, high=0.1, seed=4)\n"
+        "a = relu(conv(x, w1, pads=1))\n"
+        "b = relu(conv(a, w2, pads=1) + a)\n"
+        "y = conv(b, w3)\n"
+        "output b, y\n";  // b NCHW: its conv reorders its output, the residual sliced with it
+    struct Restore {
+        uint64_t was = kernels::conv_chunk_bytes();
+        ~Restore() { kernels::set_conv_chunk_bytes(was); }
+    } restore;
+    const RunResult whole = run_once(prepared(src, true));
+    for (uint64_t most : {uint64_t{64}, uint64_t{20} << 10}) {
+        kernels::set_conv_chunk_bytes(most);
+        const RunResult sliced = run_once(prepared(src, true));
+        CHECK(sliced.outputs[0].data == whole.outputs[0].data);
+        CHECK(sliced.outputs[1].data == whole.outputs[1].data);
+    }
+    kernels::set_conv_chunk_bytes(restore.was);
+    const RunResult unfused = run_once(prepared(src, false));
+    const std::vector<float> a = floats(whole.outputs[1]), c = floats(unfused.outputs[1]);
+    REQUIRE(a.size() == c.size());
+    // y sums terms of both signs: within 1e-5 of its largest magnitude.
+    float most = 0;
+    for (float v : c) most = std::max(most, std::fabs(v));
+    REQUIRE(most > 0);
+    for (size_t i = 0; i < a.size(); ++i) CHECK(std::fabs(a[i] - c[i]) <= 1e-5f * most);
 }
 
 TEST_CASE("fuse: the GELU written as ops (erf and tanh forms) becomes gelu, and a matmul chain takes it") {

@@ -46,6 +46,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <initializer_list>
@@ -339,24 +340,32 @@ class ConvKernel final : public KernelBase {
     }
 
   private:
-    dnnl::convolution_forward::primitive_desc primitive_desc() const {
-        if (!cl_) return primitive_desc(blocked_ ? tag::any : tag::nchw);
-        dnnl::convolution_forward::primitive_desc pd = primitive_desc(io_);
+    // The primitive for `images` of the batch at a time (0: all of it).
+    dnnl::convolution_forward::primitive_desc primitive_desc(int64_t images = 0) const {
+        if (!cl_) return primitive_desc(blocked_ ? tag::any : tag::nchw, images);
+        dnnl::convolution_forward::primitive_desc pd = primitive_desc(io_, images);
         // A chain's first conv, x in NCHW: a blocked conv's fast code may want
         // another src layout (with 3 channels, oneDNN's is for src in NCHW).
         if (io_ != tag::nhwc && !x_cl_ && !fast_impl(pd.impl_info_str())) {
-            dnnl::convolution_forward::primitive_desc any = primitive_desc(tag::any, io_);
+            dnnl::convolution_forward::primitive_desc any = primitive_desc(tag::any, io_, images);
             if (fast_impl(any.impl_info_str())) return any;
         }
         return pd;
     }
+    // src's and dst's dims with `images` for the batch (0: the whole batch).
+    dims batch_of(const dims& d, int64_t images) const {
+        dims r = d;
+        if (images > 0) r[0] = images;
+        return r;
+    }
     // The primitive with src in layout src and dst in dst (tag::any: the one oneDNN picks).
-    dnnl::convolution_forward::primitive_desc primitive_desc(tag src, tag dst) const {
+    dnnl::convolution_forward::primitive_desc primitive_desc(tag src, tag dst, int64_t images) const {
         const dims w_dims = w_user_.dims();
         dnnl::convolution_forward::desc d(
-            dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, md(src_d_, dt::f32, src),
-            md(w_dims, dt::f32, tag::any), bias_ ? md({g_.out_channels}, dt::f32, tag::x) : md(),
-            md(dst_d_, dt::f32, dst), {g_.stride[0], g_.stride[1]}, {g_.dilation[0] - 1, g_.dilation[1] - 1},
+            dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
+            md(batch_of(src_d_, images), dt::f32, src), md(w_dims, dt::f32, tag::any),
+            bias_ ? md({g_.out_channels}, dt::f32, tag::x) : md(), md(batch_of(dst_d_, images), dt::f32, dst),
+            {g_.stride[0], g_.stride[1]}, {g_.dilation[0] - 1, g_.dilation[1] - 1},
             {g_.pad_begin[0], g_.pad_begin[1]}, {g_.pad_end[0], g_.pad_end[1]});
         dnnl::primitive_attr attr;
         attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
@@ -368,7 +377,9 @@ class ConvKernel final : public KernelBase {
         }
         return dnnl::convolution_forward::primitive_desc(d, attr, cpu_engine());
     }
-    dnnl::convolution_forward::primitive_desc primitive_desc(tag io) const { return primitive_desc(io, io); }
+    dnnl::convolution_forward::primitive_desc primitive_desc(tag io, int64_t images) const {
+        return primitive_desc(io, io, images);
+    }
 
   public:
     // The constant filter in the layout this kernel reads it in with `threads`
@@ -382,16 +393,43 @@ class ConvKernel final : public KernelBase {
     }
 
   private:
-    // The primitive this kernel runs, for OpenMP's threads as they are set now.
-    dnnl::convolution_forward::primitive_desc chosen_primitive_desc() const {
-        dnnl::convolution_forward::primitive_desc pd = primitive_desc();
+    // The primitive this kernel runs, for OpenMP's threads as they are set
+    // now, and how many images of the batch it takes at a time (`images`).
+    // Where src or dst is reordered into oneDNN's layout and back, the
+    // blocked copies are scratch of the run: over conv_chunk_bytes() they
+    // would hold a whole activation twice (SqueezeNet's first conv at batch
+    // 16: 50 MB, beside its output), so the batch goes through in slices
+    // whose copies fit (images are independent in a conv, and each slice of
+    // every layout here is contiguous).
+    dnnl::convolution_forward::primitive_desc chosen_primitive_desc(int64_t* images = nullptr) const {
+        const int64_t n = src_d_[0];
+        dnnl::convolution_forward::primitive_desc pd = chosen_for(0);
+        uint64_t copies = 0;
+        if (pd.src_desc() != md(src_d_, dt::f32, x_tag_)) copies += pd.src_desc().get_size();
+        if (pd.dst_desc() != md(dst_d_, dt::f32, y_tag_)) copies += pd.dst_desc().get_size();
+        int64_t slice = n;
+        const uint64_t most = conv_chunk_bytes();
+        if (copies > most && n > 1) {
+            slice = 1;  // the largest divisor of the batch whose copies fit, else one image
+            for (int64_t d = n / 2; d > 1; --d)
+                if (n % d == 0 && copies / static_cast<uint64_t>(n) * static_cast<uint64_t>(d) <= most) {
+                    slice = d;
+                    break;
+                }
+            pd = chosen_for(slice);
+        }
+        if (images) *images = slice;
+        return pd;
+    }
+    dnnl::convolution_forward::primitive_desc chosen_for(int64_t images) const {
+        dnnl::convolution_forward::primitive_desc pd = primitive_desc(images);
         if (cl_ && io_ == tag::nhwc && blocked_ && std::string_view(pd.impl_info_str()).rfind("jit:", 0) == 0) {
             // oneDNN's direct conv ("jit:avx2": what a windowed conv gets on NHWC
             // where the CPU has no AVX-512, so no brgconv) is written for its
             // blocked layout: on an AVX2 Zen 3, ResNet-18's 3x3 convs took 2.1 to
             // 2.9 ms each on NHWC, 1.65 to 1.8 ms blocked. The NHWC values are
             // reordered into that layout and back, as NCHW ones are.
-            dnnl::convolution_forward::primitive_desc b = primitive_desc(tag::any);
+            dnnl::convolution_forward::primitive_desc b = primitive_desc(tag::any, images);
             if (fast_impl(b.impl_info_str())) pd = b;
         }
         return pd;
@@ -400,11 +438,11 @@ class ConvKernel final : public KernelBase {
     // The primitive for `threads` (oneDNN sizes its blocking by OpenMP's threads when made).
     void prepare(int threads) {
         use_threads(threads);
-        pd_ = chosen_primitive_desc();
+        pd_ = chosen_primitive_desc(&images_);
         prim_ = dnnl::convolution_forward(pd_);
         threads_ = threads;
         packed_.release();  // the layout may differ with the threads
-        const md src_user(src_d_, dt::f32, x_tag_), dst_user(dst_d_, dt::f32, y_tag_);
+        const md src_user(batch_of(src_d_, images_), dt::f32, x_tag_), dst_user(batch_of(dst_d_, images_), dt::f32, y_tag_);
         src_ = dnnl::memory(src_user, cpu_engine(), DNNL_MEMORY_NONE);
         dst_ = dnnl::memory(dst_user, cpu_engine(), DNNL_MEMORY_NONE);
         reorder_src_ = pd_.src_desc() != src_user;
@@ -419,7 +457,7 @@ class ConvKernel final : public KernelBase {
         if (reorder_dst_) from_blocked_ = dnnl::reorder(dst_b_, dst_);
         if (epilogue_ && epilogue_->residual >= 0) {
             // The residual in its own layout; copied into the primitive's output where that is the same.
-            const md r_user(dst_d_, dt::f32, r_tag_);
+            const md r_user(batch_of(dst_d_, images_), dt::f32, r_tag_);
             residual_ = dnnl::memory(r_user, cpu_engine(), DNNL_MEMORY_NONE);
             copy_residual_ = r_user == pd_.dst_desc();
             if (!copy_residual_) to_dst_b_ = dnnl::reorder(residual_, reorder_dst_ ? dst_b_ : dst_);
@@ -452,32 +490,39 @@ class ConvKernel final : public KernelBase {
             w = copy;
         }
         w_.set_data_handle(w);
-        src_.set_data_handle(in[0].data);
-        dst_.set_data_handle(out.data);
         if (reorder_src_) src_b_.set_data_handle(scratch.take(s_bytes));
         if (reorder_dst_) dst_b_.set_data_handle(scratch.take(d_bytes));
         scratchpad_.set_data_handle(p_bytes ? scratch.take(p_bytes) : nullptr);
-        if (reorder_src_) to_blocked_.execute(strm, src_, src_b_);
-        std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, reorder_src_ ? src_b_ : src_},
-                                                   {DNNL_ARG_WEIGHTS, w_},
-                                                   {DNNL_ARG_DST, reorder_dst_ ? dst_b_ : dst_},
-                                                   {DNNL_ARG_SCRATCHPAD, scratchpad_}};
-        if (bias_) {
-            bias_m_.set_data_handle(in[2].data);
-            args.emplace(DNNL_ARG_BIAS, bias_m_);
-        }
-        if (epilogue_ && epilogue_->residual >= 0) {  // the sum post-op adds onto what the output holds
-            const void* r = in[epilogue_->residual].data;
-            dnnl::memory& d = reorder_dst_ ? dst_b_ : dst_;
-            if (copy_residual_) {
-                std::memcpy(d.get_data_handle(), r, static_cast<size_t>(out.numel) * sizeof(float));
-            } else {
-                residual_.set_data_handle(const_cast<void*>(r));
-                to_dst_b_.execute(strm, residual_, d);
+        if (bias_) bias_m_.set_data_handle(in[2].data);
+        // The batch, images_ at a time: each slice of x, the output and the
+        // residual is contiguous in every layout here (the batch is outermost).
+        const int64_t n = src_d_[0], slices = n / images_;
+        const size_t x_step = static_cast<size_t>(in[0].numel / slices) * sizeof(float);
+        const size_t y_step = static_cast<size_t>(out.numel / slices) * sizeof(float);
+        for (int64_t k = 0; k < slices; ++k) {
+            const size_t at = static_cast<size_t>(k);
+            src_.set_data_handle(static_cast<char*>(in[0].data) + at * x_step);
+            dst_.set_data_handle(static_cast<char*>(out.data) + at * y_step);
+            if (reorder_src_) to_blocked_.execute(strm, src_, src_b_);
+            std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, reorder_src_ ? src_b_ : src_},
+                                                       {DNNL_ARG_WEIGHTS, w_},
+                                                       {DNNL_ARG_DST, reorder_dst_ ? dst_b_ : dst_},
+                                                       {DNNL_ARG_SCRATCHPAD, scratchpad_}};
+            if (bias_) args.emplace(DNNL_ARG_BIAS, bias_m_);
+            if (epilogue_ && epilogue_->residual >= 0) {  // the sum post-op adds onto what the output holds
+                const char* r = static_cast<const char*>(in[epilogue_->residual].data) + at * y_step;
+                dnnl::memory& d = reorder_dst_ ? dst_b_ : dst_;
+                if (copy_residual_) {
+                    strm.wait();  // the last slice's reorder out of d has run
+                    std::memcpy(d.get_data_handle(), r, y_step);
+                } else {
+                    residual_.set_data_handle(const_cast<char*>(r));
+                    to_dst_b_.execute(strm, residual_, d);
+                }
             }
+            prim_.execute(strm, args);
+            if (reorder_dst_) from_blocked_.execute(strm, dst_b_, dst_);
         }
-        prim_.execute(strm, args);
-        if (reorder_dst_) from_blocked_.execute(strm, dst_b_, dst_);
         strm.wait();
         if (!epilogue_) apply_epilogue(after_, in, out, out_shape_, ctx);  // no-op without an epilogue
         return "";
@@ -509,6 +554,7 @@ class ConvKernel final : public KernelBase {
     int threads_ = 0;
     dnnl::convolution_forward::primitive_desc pd_;
     dnnl::convolution_forward prim_;
+    int64_t images_ = 1;  // of the batch per run of prim_ (chosen_primitive_desc)
     bool reorder_src_ = false, reorder_dst_ = false, reorder_w_ = false;
     dnnl::memory src_, dst_, src_b_, dst_b_, w_, bias_m_, scratchpad_;
     dnnl::reorder to_blocked_, from_blocked_;
@@ -1077,5 +1123,12 @@ std::string dnnl_text() {
     return "oneDNN " + std::to_string(v->major) + "." + std::to_string(v->minor) + "." + std::to_string(v->patch) +
            " (" + isa_text(dnnl::get_effective_cpu_isa()) + ")";
 }
+
+namespace {
+std::atomic<uint64_t> chunk_bytes{uint64_t{8} << 20};
+}  // namespace
+
+uint64_t conv_chunk_bytes() { return chunk_bytes.load(std::memory_order_relaxed); }
+void set_conv_chunk_bytes(uint64_t bytes) { chunk_bytes.store(bytes, std::memory_order_relaxed); }
 
 }  // namespace graphrun::kernels

@@ -75,4 +75,10 @@ inline std::unique_ptr<Kernel> refuse_prepacked_weight(const Graph& g, const Nod
 // when graphrun was built without oneDNN.
 std::string dnnl_text();
 
+// The most scratch a oneDNN conv's blocked copies of its src and dst may take
+// in one run (8 MiB): a conv whose copies would take more runs its batch in
+// slices (dnnl_kernels.cpp). Set it before kernels are made (tests).
+uint64_t conv_chunk_bytes();
+void set_conv_chunk_bytes(uint64_t bytes);
+
 }  // namespace graphrun::kernels

@@ -13,5 +13,7 @@ std::unique_ptr<Kernel> make_dnnl_matmul_kernel(const Graph&, const Node&, OwnKe
 bool dnnl_packs_weight(const Graph&, const Node&) { return false; }
 std::optional<PrepackedWeight> dnnl_pack_weight(const Graph&, const Node&, int) { return std::nullopt; }
 std::string dnnl_text() { return ""; }
+uint64_t conv_chunk_bytes() { return 0; }
+void set_conv_chunk_bytes(uint64_t) {}
 
 }  // namespace graphrun::kernels
