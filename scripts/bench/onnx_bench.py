@@ -404,9 +404,10 @@ def print_table(rows):
         gms = g["median_ms"] if g else None
         oms = o["median_ms"] if o else None
         tms = t["median_ms"] if t else None
-        grss = g["rss"] / 2**20 if g and g["rss"] else None
-        orss = o["rss"] / 2**20 if o and o["rss"] else None
-        bound = r["rss_bound"] / 2**20 if r.get("rss_bound") else None
+        # MB (10^6 bytes), as the bound's 40 MB and the missed-target line count them.
+        grss = g["rss"] / 1e6 if g and g["rss"] else None
+        orss = o["rss"] / 1e6 if o and o["rss"] else None
+        bound = r["rss_bound"] / 1e6 if r.get("rss_bound") else None
         print(f"{r['model']:<12} {r['source']:<5} {r['batch']:>5} {fmt(gms, '11.2f'):>11} {fmt(oms, '8.2f'):>8} "
               f"{fmt(tms, '10.2f'):>10} {fmt(r['ratio_ort'], '6.2f'):>6} {fmt(r['ratio_torch'], '6.2f'):>6} "
               f"{fmt(grss, '9.1f'):>9} {fmt(bound, '8.1f'):>8} {fmt(orss, '10.1f'):>10} "
