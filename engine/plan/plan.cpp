@@ -284,9 +284,10 @@ void plan_offsets(const std::vector<Lifetime>& bufs, size_t nodes, Plan& plan) {
         std::sort(meets.begin(), meets.end(), [&](size_t x, size_t y) { return offset[x] < offset[y]; });
         uint64_t at = 0;
         for (size_t j : meets) {
-            if (offset[j] >= at + b.bytes) break;  // the gap below j takes it
-            at = std::max(at, offset[j] + bufs[j].bytes);
+            if (offset[j] >= at && offset[j] - at >= b.bytes) break;  // the gap below j takes it
+            at = std::max(at, offset[j] + bufs[j].bytes);  // placed ones end below 2^64 (checked below)
         }
+        if (at > UINT64_MAX - b.bytes) return;  // past 2^64 bytes (sizes a file declared): no plan
         offset[i] = at;
         arena = std::max(arena, at + b.bytes);
         placed.push_back(i);
