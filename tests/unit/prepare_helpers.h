@@ -1,10 +1,12 @@
 // Preparing a text graph for the plan passes' tests (test_fuse.cpp,
 // test_channels_last.cpp, test_prepack.cpp): loaded, placed on the CPU (or a
 // stand-in GPU) and planned as `graphrun check` does, with the diagnostics
-// shown on a failure; and running it once.
+// shown on a failure; and running it once. And a script only placed and
+// planned (test_session.cpp, test_offset_plan.cpp).
 #pragma once
 #include <doctest/doctest.h>
 
+#include <memory>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -12,6 +14,8 @@
 #include "engine/api/load.h"
 #include "engine/api/prepare.h"
 #include "engine/api/run.h"
+#include "engine/check/placement.h"
+#include "engine/plan/plan.h"
 
 namespace graphrun::test {
 
@@ -51,6 +55,31 @@ inline RunResult run_once(const PrepareResult& p, int threads = 2) {
     INFO(err.str());
     REQUIRE_FALSE(r.error);
     return r;
+}
+
+// A script loaded, placed on the CPU and planned as written (no fusion or
+// other pass): the graph and its plan, for tests of the plan and sessions.
+struct PlannedScript {
+    std::unique_ptr<LoadedGraph> lg;
+    Plan plan;
+};
+
+inline PlannedScript plan_script(const std::string& src, const std::string& name = "test.graph", bool json = false) {
+    PlannedScript p;
+    p.lg = load_graph_source(name, src, json);
+    const std::string first = p.lg->diag.all().empty() ? "" : p.lg->diag.format(p.lg->diag.all()[0]);
+    INFO(first);
+    REQUIRE(p.lg->ok());
+    std::ostringstream log;
+    PlacementOptions po;
+    po.device = "cpu";
+    REQUIRE_FALSE(place(p.lg->graph, po, DeviceAvailability{}, log).has_value());
+    std::vector<NodeId> outs;
+    for (const Output& o : p.lg->graph.outputs) outs.push_back(o.id);
+    auto plan = compile_plan(p.lg->graph, outs, nullptr);
+    REQUIRE(plan);
+    p.plan = std::move(*plan);
+    return p;
 }
 
 }  // namespace graphrun::test

@@ -18,6 +18,7 @@
 #include "engine/kernels/cpu/dnnl_kernels.h"
 #include "engine/plan/plan.h"
 #include "engine/runtime/session.h"
+#include "tests/unit/prepare_helpers.h"
 
 using namespace graphrun;
 
@@ -80,20 +81,10 @@ struct PlannedExample {
 };
 
 PlannedExample plan_example(const std::filesystem::path& p) {
+    test::PlannedScript s = test::plan_script(read_file(p), p.string(), p.extension() == ".json");
     PlannedExample ex;
-    ex.lg = load_graph_source(p.string(), read_file(p), p.extension() == ".json");
-    std::string first = ex.lg->diag.all().empty() ? "" : ex.lg->diag.format(ex.lg->diag.all()[0]);
-    INFO(first);
-    REQUIRE(ex.lg->ok());
-    std::ostringstream log;  // soft-placement warnings of placement.graph
-    PlacementOptions po;
-    po.device = "cpu";
-    REQUIRE_FALSE(place(ex.lg->graph, po, DeviceAvailability{}, log).has_value());
-    std::vector<NodeId> outs;
-    for (const Output& o : ex.lg->graph.outputs) outs.push_back(o.id);
-    auto plan = compile_plan(ex.lg->graph, outs, nullptr);
-    REQUIRE(plan);
-    ex.plan = std::make_unique<Plan>(std::move(*plan));
+    ex.lg = std::move(s.lg);
+    ex.plan = std::make_unique<Plan>(std::move(s.plan));
     return ex;
 }
 

@@ -13,11 +13,10 @@
 #include <string>
 #include <vector>
 
-#include "engine/api/load.h"
-#include "engine/check/placement.h"
 #include "engine/plan/plan.h"
 #include "engine/runtime/allocator.h"
 #include "engine/runtime/session.h"
+#include "tests/unit/prepare_helpers.h"
 
 using namespace graphrun;
 
@@ -42,26 +41,9 @@ k = concat(h, reduce_sum(b, axes=[0]))
 output k, g
 )";
 
-struct Loaded {
-    std::unique_ptr<LoadedGraph> lg;
-    Plan plan;
-};
+using Loaded = test::PlannedScript;
 
-Loaded load(const std::string& src) {
-    Loaded l;
-    l.lg = load_graph_source("t.graph", src, false);
-    REQUIRE(l.lg->ok());
-    std::ostringstream log;
-    PlacementOptions po;
-    po.device = "cpu";
-    REQUIRE_FALSE(place(l.lg->graph, po, DeviceAvailability{}, log).has_value());
-    std::vector<NodeId> outs;
-    for (const Output& o : l.lg->graph.outputs) outs.push_back(o.id);
-    auto plan = compile_plan(l.lg->graph, outs, nullptr);
-    REQUIRE(plan);
-    l.plan = std::move(*plan);
-    return l;
-}
+Loaded load(const std::string& src) { return test::plan_script(src); }
 
 struct Ran {
     std::vector<HostTensor> outputs;

@@ -25,6 +25,7 @@
 #include "engine/runtime/device_factory.h"
 #include "engine/runtime/execution_frame.h"
 #include "engine/runtime/session.h"
+#include "tests/unit/prepare_helpers.h"
 
 using namespace graphrun;
 
@@ -296,26 +297,8 @@ TEST_CASE("session: integer division by zero is a runtime error, not a crash") {
 
 namespace {
 
-struct PlannedScript {
-    std::unique_ptr<LoadedGraph> lg;
-    Plan plan;
-};
-
-PlannedScript plan_script(const std::string& src) {
-    PlannedScript p;
-    p.lg = load_graph_source("test.graph", src, false);
-    REQUIRE(p.lg->ok());
-    std::ostringstream log;
-    PlacementOptions po;
-    po.device = "cpu";
-    REQUIRE_FALSE(place(p.lg->graph, po, DeviceAvailability{}, log).has_value());
-    std::vector<NodeId> outs;
-    for (const Output& o : p.lg->graph.outputs) outs.push_back(o.id);
-    auto plan = compile_plan(p.lg->graph, outs, nullptr);
-    REQUIRE(plan);
-    p.plan = std::move(*plan);
-    return p;
-}
+using test::PlannedScript;
+using test::plan_script;
 
 // Records what the walker asks of it; passes() caps like the static peak when `cap` > 0.
 struct RecordingVisitor {
