@@ -96,14 +96,36 @@ void CpuAllocator::arena_give_back(void* ptr) {
         }
     }
     free_ranges_.emplace(it->second.bytes, it->first);
+    // A retired plan's block, all free now: back to the system.
+    if (!retired_.empty() && retired_.count(it->second.segment)) free_whole_segment(ranges_.find(it->second.segment));
 }
 
 void CpuAllocator::set_offset_plan_locked(uint64_t bytes) {
     if (bytes == plan_bytes_) return;
-    // Another plan: the old block stays a segment like any other (its free
-    // ranges serve the best fit; trim gives it back once it is all free).
+    // Another plan: the old block goes back to the system as soon as it is
+    // all free (now, or at the give-back that frees its last range), so that
+    // a session that loads one executable after another holds one block.
+    if (plan_block_) {
+        auto it = ranges_.find(plan_block_);
+        if (!free_whole_segment(it)) retired_.insert(plan_block_);
+    }
     plan_block_ = nullptr;
     plan_bytes_ = bytes;
+}
+
+// The segment that starts at `it`, given back to the system when it is one
+// free range; false (nothing done) otherwise.
+bool CpuAllocator::free_whole_segment(std::map<char*, Range>::iterator it) {
+    if (it == ranges_.end() || !it->second.free || it->second.segment != it->first) return false;
+    const auto next = std::next(it);
+    if (next != ranges_.end() && next->second.segment == it->first) return false;
+    free_ranges_.erase({it->second.bytes, it->first});
+    reserved_ -= it->second.bytes;
+    retired_.erase(it->first);
+    if (it->first == plan_block_) plan_block_ = nullptr;
+    std::free(it->first);
+    ranges_.erase(it);
+    return true;
 }
 
 void* CpuAllocator::obtain_at_locked(uint64_t bytes, uint64_t offset) {
@@ -167,14 +189,7 @@ char* CpuAllocator::carve(char* p, uint64_t bytes) {
 void CpuAllocator::arena_trim() {
     for (auto r = ranges_.begin(); r != ranges_.end();) {
         const auto next = std::next(r);
-        const Range& range = r->second;
-        if (range.free && range.segment == r->first && (next == ranges_.end() || next->second.segment != range.segment)) {
-            free_ranges_.erase({range.bytes, r->first});
-            if (r->first == plan_block_) plan_block_ = nullptr;  // the next planned buffer takes it anew
-            reserved_ -= range.bytes;
-            std::free(r->first);
-            ranges_.erase(r);
-        }
+        free_whole_segment(r);  // the plan's block too: the next planned buffer takes it anew
         r = next;
     }
 }

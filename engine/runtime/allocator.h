@@ -415,10 +415,15 @@ private:
     };
     std::map<char*, Range> ranges_;
     std::set<std::pair<uint64_t, char*>> free_ranges_;
+    // The segment that starts at `it` back to the system, when it is one free range.
+    bool free_whole_segment(std::map<char*, Range>::iterator it);
     // The offset plan's block (a segment of ranges_; nullptr until its first
     // buffer or after a trim gave it back) and its size.
     char* plan_block_ = nullptr;
     uint64_t plan_bytes_ = 0;
+    // Blocks of earlier plans that still hold a buffer: each goes back to the
+    // system when its last range is given back.
+    std::set<char*> retired_;
 };
 
 // 90% of the memory the system has available (MemAvailable), the default

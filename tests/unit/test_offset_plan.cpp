@@ -207,3 +207,23 @@ TEST_CASE("cpu allocator: a block larger than the memory limit is never taken") 
     a.trim();
     CHECK(a.stats().reserved == 0);
 }
+
+TEST_CASE("cpu allocator: an earlier plan's block goes back to the system once it is all free") {
+    constexpr uint64_t K = 1024;
+    CpuAllocator a(uint64_t{1} << 30);
+    a.set_offset_plan(1024 * K);
+    void* p = a.allocate_at(512 * K, 0);
+    REQUIRE(p);
+    a.set_offset_plan(2048 * K);  // p still lives in the old block: it stays
+    CHECK(a.stats().reserved == 1024 * K);
+    void* q = a.allocate_at(512 * K, 0);
+    REQUIRE(q);
+    CHECK(q != p);
+    CHECK(a.stats().reserved == 3072 * K);
+    a.release(p, 512 * K);  // its last range: the old block goes
+    CHECK(a.stats().reserved == 2048 * K);
+    a.release(q, 512 * K);
+    a.set_offset_plan(1024 * K);  // the current block, all free, goes at once
+    CHECK(a.stats().reserved == 0);
+    CHECK(a.stats().in_use == 0);
+}
