@@ -464,6 +464,15 @@ def main():
     except (OSError, StopIteration):
         pass
     print(f"graphrun {a.graphrun} on {CORES} cores ({cpu}), device {a.device}")
+    # The kernels graphrun picked for this CPU (oneDNN's ISA: avx2, avx512_core, ...): a table's
+    # ratios depend on it as much as on the model, so each run says which it had.
+    kernels = "unknown"
+    try:
+        dev = subprocess.run([a.graphrun, "devices"], capture_output=True, text=True, timeout=60).stdout
+        kernels = next(l.split("kernels:", 1)[1].strip() for l in dev.splitlines() if l.startswith("cpu:"))
+    except (OSError, subprocess.SubprocessError, StopIteration):
+        pass
+    print(f"graphrun's CPU kernels: {kernels}")
     print("ONNX Runtime: " + (f"onnxruntime-node {ort_info} (CPU provider)" if ort_ok else f"unavailable: {ort_info}"))
     print(f"PyTorch: {torch.__version__ if use_torch else ('left out' if torch is not None else 'not installed')}")
 
@@ -567,7 +576,7 @@ def main():
         print("not checked against: " + ", ".join(unchecked))
     if a.json:
         with open(a.json, "w") as fh:
-            json.dump({"cores": CORES, "cpu": cpu, "device": a.device,
+            json.dump({"cores": CORES, "cpu": cpu, "kernels": kernels, "device": a.device,
                        "ort": ort_info if ort_ok else None, "ort_unavailable": None if ort_ok else ort_info,
                        "torch": torch.__version__ if use_torch else None, "rows": rows, "missed": missed,
                        "not_checked": unchecked}, fh,
