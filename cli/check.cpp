@@ -330,7 +330,7 @@ void print_text_tail(const Graph& g, const Plan& plan, std::ostream& out) {
     for (const Node& n : g.nodes) {
         if (!n.channels_last) continue;
         out << (any_cl ? ", " : "\nchannels-last (NHWC between oneDNN convs, max_pools and concats, or oneDNN's blocked "
-                                "nChw8c/nChw16c, marked [8]/[16], between convs only; --no-fuse keeps NCHW):\n  ")
+                                "nChw8c/nChw16c, marked [8]/[16]; --no-fuse keeps NCHW):\n  ")
             << terminal_text(n.display());
         if (n.channel_block) out << " [" << int{n.channel_block} << "]";
         any_cl = true;

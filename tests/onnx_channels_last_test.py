@@ -15,6 +15,7 @@ Usage: onnx_channels_last_test.py GRAPHRUN
 """
 import json
 import os
+import re
 import sys
 import tempfile
 
@@ -75,8 +76,12 @@ def pool_ref(x, k, s, pad, ceil=False):
     return np.max(np.stack(win), axis=0)
 
 
-def build_fire():
-    """conv 3x3 -> padded max_pool -> 9x9 max_pool -> squeeze 1x1 -> three expands -> concat -> ceil max_pool -> conv."""
+def build_fire(sq_c=12, e5_c=5):
+    """conv 3x3 -> padded max_pool -> 9x9 max_pool -> squeeze 1x1 -> three expands -> concat -> ceil max_pool -> conv.
+
+    With the default channels (the last expand's 5) it stays NHWC; with sq_c=16, e5_c=8 every value's
+    channels are a multiple of 8, so that where oneDNN has no AVX-512 the group is held in nChw8c
+    (dnnl_free_op_block), our max_pools and concat included."""
     net = onnx_models.Net(seed=11)
     x = net.input("x", net.rng.standard_normal((2, 20, 17, 17)).astype(np.float32))
     names = {}
@@ -86,22 +91,23 @@ def build_fire():
     # A 9x9 window (81 pixels where it lies inside): more than the 64 the kernel gathers at once.
     pb = net.op("MaxPool", [p1], lambda a: pool_ref(a, 9, 1, 4), kernel_shape=[9, 9], strides=[1, 1],
                 pads=[4, 4, 4, 4])
-    sq = net.relu(net.conv(pb, 24, 12, 1, pad=0, bias=True))
-    e1 = net.relu(net.conv(sq, 12, 20, 1, pad=0, bias=True))
-    e3 = net.relu(net.conv(sq, 12, 20, 3, pad=1, bias=True))
-    e5 = net.relu(net.conv(sq, 12, 5, 1, pad=0, bias=True))
+    sq = net.relu(net.conv(pb, 24, sq_c, 1, pad=0, bias=True))
+    e1 = net.relu(net.conv(sq, sq_c, 24, 1, pad=0, bias=True))
+    e3 = net.relu(net.conv(sq, sq_c, 24, 3, pad=1, bias=True))
+    e5 = net.relu(net.conv(sq, sq_c, e5_c, 1, pad=0, bias=True))
     cat = net.op("Concat", [e1, e3, e5], lambda a, b, c: np.concatenate([a, b, c], axis=1), axis=1)
     p2 = net.op("MaxPool", [cat], lambda a: pool_ref(a, 2, 2, 0, ceil=True), kernel_shape=[2, 2],
                 strides=[2, 2], ceil_mode=1)
-    last = net.conv(p2, 45, 16, 1, pad=0, bias=True)
+    last = net.conv(p2, 48 + e5_c, 16, 1, pad=0, bias=True)
     y = net.relu(last)
     names.update(stem=stem, p1=p1, pb=pb, sq=sq, e1=e1, e3=e3, e5=e5, cat=cat, p2=p2, last=last, y=y)
     return net.model([y], "channels_last_fire"), names, net.vals
 
 
-def fire_main(dnnl):
-    model, names, refs = build_fire()
-    path = os.path.join(TMP, "fire.onnx")
+def fire_main(dnnl, sq_c=12, e5_c=5, layouts=("nhwc",)):
+    """The fire block; layouts: the layouts its channels-last values may be held in (one for all)."""
+    model, names, refs = build_fire(sq_c, e5_c)
+    path = os.path.join(TMP, f"fire{sq_c}_{e5_c}.onnx")
     onnx.save(model.proto, path)
     np.save(os.path.join(TMP, "fire_x.npy"), model.feeds["x"])
     feeds = [f"--input=x=@{os.path.join(TMP, 'fire_x.npy')}"]
@@ -123,7 +129,10 @@ def fire_main(dnnl):
             continue
         cl = plan["channels_last"]
         want = want_cl if dnnl else []
+        how = f"{how} ({sq_c}/{e5_c} channels)"
         check(sorted(cl) == sorted(want), f"{how}: channels-last values {cl}, expected {want} (oneDNN: {dnnl})")
+        held = sorted(set(plan["channel_layouts"].values()))
+        check(len(held) <= 1 and set(held) <= set(layouts), f"{how}: layouts {held}, expected one of {layouts}")
         mem = doc["memory"]["before_teardown"]["cpu"]
         check(mem["peak"] == plan["static_peak"]["cpu"],
               f"{how}: safepoint peak {mem['peak']} != check's static peak {plan['static_peak']['cpu']}")
@@ -131,7 +140,7 @@ def fire_main(dnnl):
             ref = refs[oname]
             e = rel_error(value, ref)
             check(value.shape == ref.shape and e <= RTOL, f"{how}: {oname} {value.shape} differs from NumPy by {e:.3g}")
-        print(f"{how}: {len(cl)} channels-last values, peak {mem['peak']} = static peak; "
+        print(f"{how}: {len(cl)} channels-last values {held}, peak {mem['peak']} = static peak; "
               f"y error vs NumPy {rel_error(got[names['y']], refs[names['y']]):.2e}")
 
 
@@ -216,7 +225,8 @@ def chain_main(dnnl, c1, c2, layouts):
 
 
 def main():
-    dnnl = "oneDNN" in graphrun("devices").stdout
+    devices = graphrun("devices").stdout
+    dnnl = "oneDNN" in devices
     # 20 and 36 channels (no multiple of 8): NHWC. 24 and 48: oneDNN's nChw8c where its
     # convs run fast in it (AVX2 and AVX-512 have such code), and 16 and 32 nChw16c
     # (AVX-512) or nChw8c; NHWC where oneDNN has neither.
@@ -224,6 +234,9 @@ def main():
     chain_main(dnnl, 24, 48, ["nChw8c", "nhwc"])
     chain_main(dnnl, 16, 32, ["nChw16c", "nChw8c", "nhwc"])
     fire_main(dnnl)
+    # Every channel count a multiple of 8: our pools and concat run on nChw8c where oneDNN's
+    # code is AVX2 (its windowed convs would reorder NHWC into it), else NHWC.
+    fire_main(dnnl, 16, 8, ["nChw8c"] if re.search(r"oneDNN [^,]*\(avx2", devices) else ["nhwc"])
     if failures:
         print(f"onnx_channels_last: {len(failures)} failed")
         return 1

@@ -78,8 +78,8 @@ struct Node {
     bool host_literal = false;
     // (layout pass, engine/plan/channels_last.h) the output is held channels-last
     // between the oneDNN convs, max_pools and concats that write and read it:
-    // NHWC (channel_block 0), or, between convs only, oneDNN's blocked nChw8c
-    // or nChw16c (channel_block 8 or 16, the channels a multiple of it). Each
+    // NHWC (channel_block 0), or oneDNN's blocked nChw8c or nChw16c
+    // (channel_block 8 or 16, the channels a multiple of it). Each
     // has the bytes of NCHW, in another order. (One byte for both: Node may not grow.)
     bool channels_last : 1 = false;
     uint8_t channel_block : 7 = 0;

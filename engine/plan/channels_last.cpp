@@ -15,8 +15,10 @@ constexpr int32_t kNoBlock = NodeBlocks::kNone;
 // A concat along the channels or a max_pool of 4-D f32 values on the CPU: our
 // own kernels run them on NHWC when every input and the output are held so
 // (each pixel's channels copied in turn; the window's pixels maxed a channel
-// vector at a time), so a chain of convs stays channels-last through them
-// (SqueezeNet's fire modules and pools).
+// vector at a time), or on a blocked layout (each image's blocks copied in
+// turn; a block maxed as an NHWC image of `block` channels), so a chain of
+// convs stays channels-last through them (SqueezeNet's fire modules and
+// pools, ResNet's stem pool).
 bool layout_free(const Graph& g, const Node& n) {
     if (!n.valid || n.dtype != DType::F32 || n.shape.size() != 4 ||
         device_kind(n.placed) != DeviceKind::Cpu)
@@ -85,7 +87,7 @@ void each_touched(const Graph& g, NodeId self, bool free_op, const std::vector<b
 
 // Node::channel_block for each marked value, one per group (channels_last.h).
 void choose_blocks(Graph& g, const std::vector<bool>& cl, const std::vector<bool>& free_op,
-                   RunsChannelsLast runs_channels_last) {
+                   RunsChannelsLast runs_channels_last, int free_block) {
     const size_t n = g.nodes.size();
     Groups groups(n);
     std::vector<bool> touches(n, false);  // a conv, max_pool or concat next to a marked value
@@ -99,8 +101,8 @@ void choose_blocks(Graph& g, const std::vector<bool>& cl, const std::vector<bool
             else groups.join(first, v);
         });
     }
-    // Per group (at its root): the blocks every value's channels allow, and whether our
-    // max_pool or concat reads it (NHWC only).
+    // Per group (at its root): the blocks every value's channels allow, and
+    // which our max_pool or concat may read (NHWC and free_block).
     constexpr uint8_t kAllow16 = 1, kAllow8 = 2;
     std::vector<uint8_t> allow(n, kAllow16 | kAllow8);
     for (size_t i = 0; i < n; ++i) {
@@ -111,9 +113,10 @@ void choose_blocks(Graph& g, const std::vector<bool>& cl, const std::vector<bool
         if (c <= 0 || c % 16 != 0) a &= static_cast<uint8_t>(~kAllow16);
         if (c <= 0 || c % 8 != 0) a &= static_cast<uint8_t>(~kAllow8);
     }
+    const uint8_t free_allow = free_block == 16 ? kAllow16 : free_block == 8 ? kAllow8 : 0;
     for (size_t i = 0; i < n; ++i)
         if (touches[i] && free_op[i])
-            each_touched(g, static_cast<NodeId>(i), true, cl, [&](NodeId v) { allow[static_cast<size_t>(groups.find(v))] = 0; });
+            each_touched(g, static_cast<NodeId>(i), true, cl, [&](NodeId v) { allow[static_cast<size_t>(groups.find(v))] &= free_allow; });
     // A block is dropped for the group when one of its convs has no fast code in it.
     for (const uint8_t bit : {kAllow16, kAllow8})
         for (size_t i = 0; i < n; ++i) {
@@ -133,7 +136,7 @@ void choose_blocks(Graph& g, const std::vector<bool>& cl, const std::vector<bool
 
 }  // namespace
 
-size_t mark_channels_last(Graph& g, RunsChannelsLast runs_channels_last) {
+size_t mark_channels_last(Graph& g, RunsChannelsLast runs_channels_last, int free_block) {
     const size_t n = g.nodes.size();
     // Without a conv there is no chain to keep, and most graphs end here,
     // before the passes below (18M instructions for 100,000 nodes of
@@ -224,7 +227,7 @@ size_t mark_channels_last(Graph& g, RunsChannelsLast runs_channels_last) {
         g.nodes[i].channels_last = cl[i];
         marked += cl[i] ? 1 : 0;
     }
-    if (marked) choose_blocks(g, cl, free_op, runs_channels_last);
+    if (marked) choose_blocks(g, cl, free_op, runs_channels_last, free_block);
     return marked;
 }
 

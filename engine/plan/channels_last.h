@@ -22,7 +22,14 @@
 // reference code). A group with no max_pool or concat is held in oneDNN's
 // blocked nChw16c where every value's channels are a multiple of 16, else
 // nChw8c where they are of 8, provided every conv of the group runs fast in
-// it; otherwise, and wherever our max_pool or concat reads or writes, NHWC.
+// it; otherwise NHWC. A group our max_pool or concat reads or writes is
+// blocked only in `free_block` (the caller's choice: 8 where oneDNN has no
+// AVX-512, so that its windowed convs on NHWC would reorder into nChw8c and
+// back around each run; 0, NHWC only, elsewhere), else NHWC: our max_pool
+// reads a block as an NHWC image of `block` channels, our concat copies each
+// image's blocks of each input in turn. On a 2-core AVX2 EPYC that took
+// ResNet-18's and SqueezeNet's reorders out of every 3x3 conv (batch 16:
+// reserved 71 -> 65 MB and 69 -> 63 MB; SqueezeNet 84 -> 72-78 ms a pass).
 // On a 2-core Zen 4 (AVX-512), MobileNet-v2's batch-16 convs ran 1.3 to 1.9x
 // faster blocked than on NHWC (a depthwise 144-channel 3x3 at 56x56: 2.4 ->
 // 1.4 ms; the 144 -> 24 projection with its residual: 2.9 -> 1.7 ms), and
@@ -43,7 +50,9 @@ namespace graphrun {
 using RunsChannelsLast = bool (*)(const Graph& g, const Node& n, int block);
 
 // Marks the values as above (none with a null runs_channels_last, every
-// mark of an earlier call cleared); returns how many were marked.
-size_t mark_channels_last(Graph& g, RunsChannelsLast runs_channels_last);
+// mark of an earlier call cleared); returns how many were marked. free_block:
+// the blocked layout (8 or 16) a group with a max_pool or concat may be held
+// in; 0 keeps such groups NHWC.
+size_t mark_channels_last(Graph& g, RunsChannelsLast runs_channels_last, int free_block = 0);
 
 }  // namespace graphrun

@@ -243,7 +243,7 @@ TEST_CASE(
     for (const Node& n : h.nodes) CHECK(n.channel_block == 0);
 }
 
-TEST_CASE("channels_last: a group our max_pool or concat reads or writes stays NHWC") {
+TEST_CASE("channels_last: a group our max_pool or concat reads or writes is NHWC or in the block asked for") {
     // kFire with 16 channels everywhere: the pools and the concat read NHWC only.
     std::string s = fire_with_axis("1");
     for (const char* from : {"[1, 4, 8, 8]", "[4, 4, 1, 1]", "[4, 8, 1, 1]"}) {
@@ -255,6 +255,15 @@ TEST_CASE("channels_last: a group our max_pool or concat reads or writes stays N
     PrepareResult p = prepared_unfused(s);
     Graph& g = p.prepared.graph();
     CHECK(mark_channels_last(g, every_conv) == 6);
+    CHECK(blocks(g) == std::vector<std::string>{"a:0", "p:0", "e1:0", "e2:0", "c:0", "q:0"});
+    // Where the caller's kernels take a blocked layout (8: oneDNN without
+    // AVX-512), the group is held in it, though 16 would fit its channels.
+    CHECK(mark_channels_last(g, every_conv, 8) == 6);
+    CHECK(blocks(g) == std::vector<std::string>{"a:8", "p:8", "e1:8", "e2:8", "c:8", "q:8"});
+    CHECK(mark_channels_last(g, every_conv, 16) == 6);
+    CHECK(blocks(g) == std::vector<std::string>{"a:16", "p:16", "e1:16", "e2:16", "c:16", "q:16"});
+    // A conv with no fast code in that block leaves the group NHWC.
+    CHECK(mark_channels_last(g, [](const Graph&, const Node&, int block) { return block != 8; }, 8) == 6);
     CHECK(blocks(g) == std::vector<std::string>{"a:0", "p:0", "e1:0", "e2:0", "c:0", "q:0"});
 }
 

@@ -472,11 +472,21 @@ TEST_CASE("simd: max_pool gives the reference's bits on every instruction set, N
     };
     const Case cases[] = {{23, 41, 3, 2, 1, 1}, {19, 70, 3, 1, 1, 1}, {9, 33, 2, 2, 1, 0},
                           {12, 50, 3, 3, 1, 2}, {15, 37, 3, 1, 2, 2}, {4, 8, 5, 2, 1, 4}};
+    // Layouts: -1 NCHW, 0 NHWC, 8 nChw8c, 16 nChw16c ([N][C / block][H][W][block]).
     for (const Case& c : cases) {
-        for (bool nhwc : {false, true})
+        for (int64_t block : {int64_t{-1}, int64_t{0}, int64_t{8}, int64_t{16}})
         // 37: two AVX-512 channel blocks and a tail; 85: the four-block
-        // loop (64 channels with AVX-512, 2 x 32 with AVX2), then a block and a tail.
-        for (int64_t ch : {int64_t{11}, int64_t{37}, int64_t{85}}) {
+        // loop (64 channels with AVX-512, 2 x 32 with AVX2), then a block and a
+        // tail; 16 and 48 for the blocked layouts (four pixels at a time
+        // where their windows are inside the input, one at a time elsewhere).
+        for (int64_t ch : {int64_t{11}, int64_t{37}, int64_t{85}, int64_t{16}, int64_t{48}}) {
+            if ((block > 0) != (ch % 16 == 0)) continue;
+            const bool nhwc = block == 0;
+            // The element (b, cc, i, j) of an h x w array in the layout.
+            auto index = [&](int64_t b, int64_t cc, int64_t i, int64_t j, int64_t h, int64_t w) {
+                if (block > 0) return (((b * (ch / block) + cc / block) * h + i) * w + j) * block + cc % block;
+                return nhwc ? ((b * h + i) * w + j) * ch + cc : ((b * ch + cc) * h + i) * w + j;
+            };
             const int64_t oh = (c.h + 2 * c.p - (c.k - 1) * c.d - 1) / c.s + 1;
             const int64_t ow = (c.w + 2 * c.p - (c.k - 1) * c.d - 1) / c.s + 1;
             Tensor x = random_tensor(DType::F32, nhwc ? Shape{2, c.h, c.w, ch} : Shape{2, ch, c.h, c.w}, -5, 5);
@@ -489,9 +499,7 @@ TEST_CASE("simd: max_pool gives the reference's bits on every instruction set, N
             for (int64_t i = 53; i < x.n(); i += 107) x.set(i, std::bit_cast<float>(0x7fc01234u));
             for (int64_t i = 7; i < x.n(); i += 11) x.set(i, (i / 11) % 2 ? 0.0f : -0.0f);
             // The reference: each output the max of its window's elements, NaN once one is, -inf for none.
-            auto at = [&](int64_t b, int64_t cc, int64_t i, int64_t j) {
-                return nhwc ? x.get(((b * c.h + i) * c.w + j) * ch + cc) : x.get(((b * ch + cc) * c.h + i) * c.w + j);
-            };
+            auto at = [&](int64_t b, int64_t cc, int64_t i, int64_t j) { return x.get(index(b, cc, i, j, c.h, c.w)); };
             std::vector<double> ref;
             const Shape out_shape = nhwc ? Shape{2, oh, ow, ch} : Shape{2, ch, oh, ow};
             ref.resize(static_cast<size_t>(numel(out_shape)));
@@ -508,7 +516,7 @@ TEST_CASE("simd: max_pool gives the reference's bits on every instruction set, N
                                     if (std::isnan(v) || std::isnan(m)) m = kNaN;
                                     else m = std::max(m, v);
                                 }
-                            const int64_t o = nhwc ? ((b * oh + i) * ow + j) * ch + cc : ((b * ch + cc) * oh + i) * ow + j;
+                            const int64_t o = index(b, cc, i, j, oh, ow);
                             ref[static_cast<size_t>(o)] = m;
                         }
             const std::vector<NamedAttr> attrs = {{"kernel_shape", Ints({c.k, c.k}), {}},
@@ -518,13 +526,14 @@ TEST_CASE("simd: max_pool gives the reference's bits on every instruction set, N
             std::vector<uint32_t> baseline_bits;  // the scalar path's output, the first ISA's
             for (kernels::Isa isa : isas()) {
                 IsaScope scope(isa);
-                INFO("h ", c.h, " w ", c.w, " k ", c.k, " s ", c.s, " d ", c.d, " p ", c.p, " nhwc ", nhwc,
+                INFO("h ", c.h, " w ", c.w, " k ", c.k, " s ", c.s, " d ", c.d, " p ", c.p, " block ", block,
                      " ch ", ch, " isa ", std::string(kernels::isa_name(isa)));
                 TestGraph tg;
                 // The kernel reads the NCHW shapes from the node; channels-last data flows as NHWC.
                 const NodeId in = tg.input(DType::F32, Shape{2, ch, c.h, c.w});
                 const NodeId id = tg.op(OpKind::MaxPool, {in}, attrs, DType::F32, Shape{2, ch, oh, ow});
-                tg.g.nodes[static_cast<size_t>(id)].channels_last = nhwc;
+                tg.g.nodes[static_cast<size_t>(id)].channels_last = block >= 0;
+                tg.g.nodes[static_cast<size_t>(id)].channel_block = static_cast<uint8_t>(std::max<int64_t>(block, 0));
                 Result r = run_node(tg, id, {&x}, 2);
                 REQUIRE(r.error == "");
                 REQUIRE(r.out.n() == static_cast<int64_t>(ref.size()));

@@ -260,6 +260,59 @@ TEST_CASE("kernel concat along any axis, any number of inputs") {
         }
 }
 
+// A concat along the channels the layout pass holds channels-last
+// (engine/plan/channels_last.h) reads and writes NHWC ([N, H, W, C], each
+// pixel's channels of each input in turn) or oneDNN's blocked nChw8c /
+// nChw16c ([N][C / block][H][W][block], each image's blocks of each input in
+// turn); a blocked input whose channels are no multiple of the block is an
+// internal error, never a wrong copy.
+TEST_CASE("kernel concat: channels-last inputs (NHWC, nChw8c, nChw16c)") {
+    const std::vector<int64_t> chans = {16, 32, 48};
+    const int64_t n = 2, h = 3, w = 5;
+    for (int64_t block : {int64_t{0}, int64_t{8}, int64_t{16}}) {
+        INFO("block ", block);
+        auto index = [&](int64_t ch, int64_t b, int64_t c, int64_t i, int64_t j) {
+            if (block > 0) return (((b * (ch / block) + c / block) * h + i) * w + j) * block + c % block;
+            return ((b * h + i) * w + j) * ch + c;
+        };
+        TestGraph tg;
+        std::vector<NodeId> ins;
+        std::vector<Tensor> xs;
+        int64_t total = 0;
+        for (int64_t ch : chans) {
+            ins.push_back(tg.input(DType::F32, Shape{n, ch, h, w}));
+            xs.push_back(random_tensor(DType::F32, Shape{n, ch, h, w}, -9, 9));
+            total += ch;
+        }
+        const NodeId id = tg.op(OpKind::Concat, ins, {{"axis", I(1), {}}}, DType::F32, Shape{n, total, h, w});
+        tg.g.nodes[static_cast<size_t>(id)].channels_last = true;
+        tg.g.nodes[static_cast<size_t>(id)].channel_block = static_cast<uint8_t>(block);
+        std::vector<Tensor*> ptrs;
+        for (Tensor& x : xs) ptrs.push_back(&x);
+        Result r = run_node(tg, id, ptrs, 2);
+        REQUIRE(r.error == "");
+        int64_t wrong = 0;
+        for (int64_t b = 0; b < n; ++b)
+            for (int64_t c = 0, from = 0, k = 0; c < total; ++c) {
+                if (c - from == chans[static_cast<size_t>(k)]) from += chans[static_cast<size_t>(k++)];
+                const int64_t ch = chans[static_cast<size_t>(k)];
+                for (int64_t i = 0; i < h; ++i)
+                    for (int64_t j = 0; j < w; ++j)
+                        wrong += r.out.get(index(total, b, c, i, j)) !=
+                                 xs[static_cast<size_t>(k)].get(index(ch, b, c - from, i, j));
+            }
+        CHECK(wrong == 0);
+    }
+    // 12 channels held in blocks of 8: refused.
+    TestGraph tg;
+    const NodeId a = tg.input(DType::F32, Shape{1, 12, 2, 2}), b = tg.input(DType::F32, Shape{1, 4, 2, 2});
+    const NodeId id = tg.op(OpKind::Concat, {a, b}, {{"axis", I(1), {}}}, DType::F32, Shape{1, 16, 2, 2});
+    tg.g.nodes[static_cast<size_t>(id)].channels_last = true;
+    tg.g.nodes[static_cast<size_t>(id)].channel_block = 8;
+    Tensor xa = random_tensor(DType::F32, Shape{1, 12, 2, 2}, -1, 1), xb = random_tensor(DType::F32, Shape{1, 4, 2, 2}, -1, 1);
+    CHECK(run_node(tg, id, {&xa, &xb}).error.find("internal error") != std::string::npos);
+}
+
 // --- cast --------------------------------------------------------------------------
 
 TEST_CASE("kernel cast between every pair of dtypes") {

@@ -941,6 +941,13 @@ bool dnnl_conv_runs_channels_last(const Graph& g, const Node& n, int block) {
     return k.supported() && !k.gemm_based();
 }
 
+int dnnl_free_op_block() {
+    if (dnnl_disabled()) return 0;
+    using isa = dnnl::cpu_isa;
+    const isa i = dnnl::get_effective_cpu_isa();
+    return i == isa::avx2 || i == isa::avx2_vnni ? 8 : 0;
+}
+
 std::unique_ptr<Kernel> make_dnnl_conv_kernel(const Graph& g, const Node& n, OwnKernelFactory ours) {
     std::optional<WindowGeometry> geo = dnnl_conv_geometry(g, n);
     if (!geo) return nullptr;

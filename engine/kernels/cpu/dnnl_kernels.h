@@ -31,6 +31,12 @@ std::unique_ptr<Kernel> make_dnnl_conv_kernel(const Graph& g, const Node& n, Own
 // conv; make_dnnl_conv_kernel then makes such a kernel for a node that reads
 // or writes a channels-last value, in the layout the pass chose).
 bool dnnl_conv_runs_channels_last(const Graph& g, const Node& n, int block);
+// The blocked layout a group of channels-last values that our max_pool or
+// concat reads may be held in (the layout pass's free_block): 8 where
+// oneDNN's CPU code has no AVX-512, whose windowed convs on NHWC run its
+// nChw8c code with a reorder each way around every run; 0 (NHWC) elsewhere,
+// where its NHWC convs (brgconv) need no reorder.
+int dnnl_free_op_block();
 // The int8 conv and matmul the fusion pass makes of an ONNX integer conv or
 // matmul (engine/plan/fuse.h): x (a matmul's a) 8-bit (u8 or i8), its zero
 // point the node's x_zero_point attribute, w (b) a constant i8 filter (2-D

@@ -329,7 +329,13 @@ class ConcatKernel final : public KernelBase {
         outer_ = split->outer;
         for (int64_t width : split->widths)
             chunk_bytes_.push_back(static_cast<size_t>(width) * dtype_size(n.dtype));
-        if (n.channels_last) {
+        if (n.channels_last && n.channel_block > 0) {
+            // oneDNN's blocked layout ([N][C / block][H][W][block], every
+            // input's channels a multiple of the block): each image's blocks of
+            // each input in turn, the same copies as NCHW's.
+            for (const Shape& s : in_shapes_)
+                if (s.size() != 4 || s[1] % n.channel_block != 0) ok_ = false;
+        } else if (n.channels_last) {
             // Channels-last (engine/plan/channels_last.h: a 4-D concat along
             // axis 1 whose inputs are NHWC too): each pixel's channels of each
             // input in turn, the concat of the [N, H, W, C] arrays along C.
