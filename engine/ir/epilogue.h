@@ -47,7 +47,26 @@ struct FusedOp {
     std::string name;  // its display name
 };
 
+// Attention as one node (fusion): the last matmul of
+//
+//     softmax(q @ k [· or / scale] [+ mask]) @ v
+//
+// with q, k, v (and a mask) as its inputs 0, 1, 2 (and 3), computed a slice
+// of the batch at a time (engine/kernels/cpu/attention.cpp), so that the
+// scores and probabilities, [..., Lq, Lk] each, are never whole tensors. The
+// products are the matmul kernel's and the softmax is the softmax kernel's
+// row, so the values are the unfused ops' bits.
+struct Attention {
+    enum class Scale : uint8_t { None, Multiply, Divide };
+    bool on = false;
+    bool qk_ta = false, qk_tb = false;  // the first matmul's transpose flags (the node's own attrs: the second's)
+    Scale scale_op = Scale::None;
+    double scale = 1;  // the scalar constant, exact in the node's dtype
+    int8_t mask = -1;  // input index of the added mask, or -1
+};
+
 struct Epilogue {
+    Attention attention;   // (a matmul) the attention it computes; when on, nothing below applies
     int8_t bias = -1;      // input index of a bias along the output's last axis (numel = its size), or -1
     int8_t residual = -1;  // input index of a tensor of the output's dtype and shape, or -1
     Activation act = Activation::None;

@@ -129,6 +129,9 @@ public:
         // concat leaves (SqueezeNet's fire modules; Inception's blocks).
         const bool split = split_concats();
         if (split) recount();
+        // Attention before the chains: a scores matmul with a full-shape mask
+        // added would otherwise take the mask as its residual.
+        for (size_t id = 0; id < g_.nodes.size(); ++id) try_attention(static_cast<NodeId>(id));
         for (size_t id = 0; id < g_.nodes.size(); ++id) try_chain(static_cast<NodeId>(id));
         // A matmul no chain took still lists the transposes it took in, and a
         // gelu no chain took the ops it replaced.
@@ -540,6 +543,147 @@ private:
         g_.epilogues.push_back(std::move(e));
         for (NodeId id : chain)
             if (id != tail) removed_[static_cast<size_t>(id)] = true;
+        ++stats_.fused;
+    }
+
+    // The f32 value of a scalar f32 constant (not a cast of one: the unfused
+    // op reads the constant's own value).
+    std::optional<float> f32_scalar(NodeId id) const {
+        const Node& c = g_.node(id);
+        if (c.op != OpKind::Const || !c.valid || c.dtype != DType::F32 || checked_numel(c.shape) != 1 ||
+            c.literal.size() != 4)
+            return std::nullopt;
+        float f;
+        std::memcpy(&f, c.literal.data(), 4);
+        return f;
+    }
+
+    // Whether a matmul's attributes are at most its transpose flags (Bool).
+    static bool only_transpose_flags(const Node& m) {
+        for (const NamedAttr& a : m.attrs)
+            if ((a.name != "transpose_a" && a.name != "transpose_b") || a.value.kind != Attr::Kind::Bool) return false;
+        return true;
+    }
+    static bool flag(const Node& m, std::string_view name) {
+        const NamedAttr* a = m.find_attr(name);
+        return a && a->value.kind == Attr::Kind::Bool && a->value.b;
+    }
+
+    // softmax(q @ k [* s | / s] [+ mask]) @ v, from its last matmul `pv_id`,
+    // becomes that matmul with an Attention epilogue (epilogue.h) reading q,
+    // k, v and the mask: every f32 node of it on the CPU, each inner value read
+    // only by the next in the same block, the batch dimensions of q, k, v and
+    // the scores the same (no broadcast), the softmax over the last axis, and
+    // the mask the scores' shape or one [Lq, Lk] matrix for all of them.
+    void try_attention(NodeId pv_id) {
+        const Node& pv = g_.node(pv_id);
+        if (pv.op != OpKind::Matmul || pv.inputs.size() != 2 || pv.dtype != DType::F32 ||
+            block_[static_cast<size_t>(pv_id)] == kNoBlock || !fusable(pv) || !only_transpose_flags(pv) ||
+            flag(pv, "transpose_a"))
+            return;
+        auto inner = [&](NodeId v, NodeId reader) {
+            if (v < 0 || !only_for(v, reader)) return false;
+            const Node& n = g_.node(v);
+            return fusable(n) && n.dtype == DType::F32;
+        };
+        const NodeId sm_id = pv.inputs[0].id;
+        if (!inner(sm_id, pv_id)) return;
+        const Node& sm = g_.node(sm_id);
+        const size_t rank = sm.shape.size();
+        if (sm.op != OpKind::Softmax || sm.inputs.size() != 1 || rank < 2) return;
+        for (const NamedAttr& a : sm.attrs)
+            if (a.name != "axis" || !a.value.is_int ||
+                (a.value.i != -1 && a.value.i != static_cast<int64_t>(rank) - 1))
+                return;
+        const Shape& scores = sm.shape;
+        std::vector<NodeId> chain{sm_id};  // program order reversed
+        NodeId cur = sm.inputs[0].id, next = sm_id, mask = kNoNode;
+        if (!inner(cur, next)) return;
+        if (const Node& add = g_.node(cur); add.op == OpKind::Add && add.inputs.size() == 2 && add.attrs.empty()) {
+            for (size_t k = 0; k < 2 && mask == kNoNode; ++k) {
+                const NodeId x = add.inputs[k].id, m = add.inputs[1 - k].id;
+                const OpKind xo = x >= 0 ? g_.node(x).op : OpKind::Invalid;
+                if (x == m || (xo != OpKind::Mul && xo != OpKind::Div && xo != OpKind::Matmul) || !inner(x, cur) ||
+                    g_.node(x).shape != scores)
+                    continue;
+                const Node& mn = g_.node(m);
+                bool one = mn.shape.size() >= 2 && mn.shape.size() <= rank &&
+                           mn.shape[mn.shape.size() - 2] == scores[rank - 2] && mn.shape.back() == scores[rank - 1];
+                for (size_t d = 0; one && d + 2 < mn.shape.size(); ++d) one = mn.shape[d] == 1;
+                if (mn.dtype != DType::F32 || !mn.valid || (mn.shape != scores && !one)) continue;
+                mask = m;
+                chain.push_back(cur);
+                next = cur;
+                cur = x;
+            }
+        }
+        Attention at;
+        if (const Node& sc = g_.node(cur); (sc.op == OpKind::Mul || sc.op == OpKind::Div) && sc.inputs.size() == 2 &&
+                                           sc.attrs.empty()) {
+            for (size_t k = 0; k < 2 && at.scale_op == Attention::Scale::None; ++k) {
+                if (sc.op == OpKind::Div && k == 1) break;  // x / s only
+                const NodeId x = sc.inputs[k].id;
+                const std::optional<float> s = f32_scalar(sc.inputs[1 - k].id);
+                if (!s || x < 0 || g_.node(x).op != OpKind::Matmul || !inner(x, cur) || g_.node(x).shape != scores)
+                    continue;
+                at.scale_op = sc.op == OpKind::Mul ? Attention::Scale::Multiply : Attention::Scale::Divide;
+                at.scale = *s;
+                unread_.push_back(sc.inputs[1 - k].id);
+                chain.push_back(cur);
+                next = cur;
+                cur = x;
+            }
+        }
+        if (!inner(cur, next)) return;
+        const NodeId qk_id = cur;
+        const Node& qk = g_.node(qk_id);
+        if (qk.op != OpKind::Matmul || qk.inputs.size() != 2 || !only_transpose_flags(qk) || qk.shape != scores)
+            return;
+        chain.push_back(qk_id);
+        // q, k, v and the output: the scores' rank and batch dimensions.
+        const NodeId q = qk.inputs[0].id, k = qk.inputs[1].id, v = pv.inputs[1].id;
+        for (NodeId id : {q, k, v, pv_id}) {
+            const Node& n = g_.node(id);
+            if (n.dtype != DType::F32 || n.shape.size() != rank ||
+                !std::equal(scores.begin(), scores.end() - 2, n.shape.begin()))
+                return;
+            for (size_t d = rank - 2; d < rank; ++d)
+                if (n.shape[d] > INT32_MAX) return;  // BLAS's int dimensions
+        }
+        if (scores[rank - 2] > INT32_MAX || scores[rank - 1] > INT32_MAX) return;
+        at.on = true;
+        at.qk_ta = flag(qk, "transpose_a");
+        at.qk_tb = flag(qk, "transpose_b");
+
+        Epilogue e;
+        std::reverse(chain.begin(), chain.end());
+        for (NodeId id : chain) {
+            if (auto taken = absorbed_.find(id); taken != absorbed_.end()) {
+                for (FusedOp& f : taken->second) e.fused.push_back(std::move(f));
+                taken->second.clear();
+            }
+            e.fused.push_back(FusedOp{g_.node(id).op, std::string(g_.node(id).display())});
+        }
+        if (auto taken = absorbed_.find(pv_id); taken != absorbed_.end()) {
+            for (FusedOp& f : taken->second) e.fused.push_back(std::move(f));
+            taken->second.clear();
+        }
+        e.fused.push_back(FusedOp{pv.op, std::string(pv.display())});
+        Inputs inputs;
+        inputs.push_back(Input{q, qk.inputs[0].loc});
+        inputs.push_back(Input{k, qk.inputs[1].loc});
+        inputs.push_back(Input{v, pv.inputs[1].loc});
+        if (mask != kNoNode) {
+            at.mask = 3;
+            inputs.push_back(Input{mask, {}});
+        }
+        e.attention = at;
+        for (NodeId id : chain) removed_[static_cast<size_t>(id)] = true;
+        Node& t = g_.node(pv_id);
+        t.inputs = std::move(inputs);
+        t.weak = false;
+        t.epilogue = static_cast<int32_t>(g_.epilogues.size());
+        g_.epilogues.push_back(std::move(e));
         ++stats_.fused;
     }
 

@@ -5,6 +5,8 @@
 //   conv [+ batch_norm] [+ add residual] [+ relu | clip | gelu | tanh | sigmoid]
 //   matmul [+ add bias] [+ add residual] [+ activation]
 //   gemm [+ activation]
+//   softmax(matmul(q, k) [* or / scalar constant] [+ mask]) @ v: attention,
+//     the last matmul with an Attention epilogue (engine/ir/epilogue.h)
 //
 // and first, wherever it is, the GELU an exporter writes as elementwise ops
 // (x/√2 -> erf -> +1 -> ·x·0.5, or the tanh form with 0.044715 and √(2/π))

@@ -664,3 +664,94 @@ TEST_CASE("fuse: an integer matmul on 8-bit a becomes an int8 matmul, b's column
     fuse_graph(t.prepared.graph(), int8_yes);
     CHECK(!find(t.prepared.graph(), "y")->find_attr("x_zero_point"));
 }
+
+namespace {
+
+// softmax(q @ kᵀ · s + mask) @ v over [2, 3] heads of 8 queries and 9 keys
+// of 2 features (the scores larger than q and k together, as in a
+// transformer), with `scores` the expression of the scores (q, k, v, m, mf
+// in scope) and `tail` the rest.
+std::string attention_src(const std::string& scores, const std::string& tail = "output y\n") {
+    return "q = random_uniform([2, 3, 8, 2], seed=1)\nk = random_uniform([2, 3, 9, 2], seed=2)\n"
+           "v = random_uniform([2, 3, 9, 3], seed=3)\nm = random_uniform([8, 9], seed=4)\n"
+           "mf = random_uniform([2, 3, 8, 9], seed=5)\n"
+           "s = " + scores + "\ny = matmul(softmax(s), v)\n" + tail;
+}
+
+}  // namespace
+
+TEST_CASE("fuse: softmax(q @ kT * scale + mask) @ v becomes one attention node, with the unfused ops' bits") {
+    struct Case {
+        std::string scores, parts;
+        Attention::Scale scale;
+        bool mask;
+    };
+    const Case cases[] = {
+        {"matmul(q, transpose(k, perm=[0, 1, 3, 2])) * 0.5 + m", "transpose + matmul + mul + add + softmax + matmul",
+         Attention::Scale::Multiply, true},
+        {"mf + matmul(q, k, transpose_b=true) / 3", "matmul + div + add + softmax + matmul", Attention::Scale::Divide,
+         true},
+        {"0.25 * matmul(q, k, transpose_b=true)", "matmul + mul + softmax + matmul", Attention::Scale::Multiply, false},
+        {"matmul(q, k, transpose_b=true)", "matmul + softmax + matmul", Attention::Scale::None, false},
+    };
+    for (const Case& c : cases) {
+        INFO(c.scores);
+        const std::string src = attention_src(c.scores);
+        PrepareResult f = prepared(src, true), u = prepared(src, false);
+        const Graph& g = f.prepared.graph();
+        const Node* y = find(g, "y");
+        REQUIRE(y);
+        const Epilogue* e = g.epilogue_of(*y);
+        REQUIRE(e);
+        CHECK(y->op == OpKind::Matmul);
+        CHECK(e->attention.on);
+        CHECK(e->describe() == c.parts);
+        CHECK(e->attention.scale_op == c.scale);
+        CHECK(e->attention.qk_tb);
+        REQUIRE(y->inputs.size() == (c.mask ? 4u : 3u));
+        CHECK(g.node(y->inputs[0].id).display() == "q");
+        CHECK(g.node(y->inputs[1].id).display() == "k");
+        CHECK(g.node(y->inputs[2].id).display() == "v");
+        if (c.mask) CHECK(g.node(y->inputs[3].id).display().substr(0, 1) == "m");
+        CHECK(!find(g, "s"));
+        CHECK(count_op(g, OpKind::Softmax) == 0);
+        // The scores ([2, 3, 8, 9]) are never whole: the static peak falls, and
+        // the safepoint run's peak is the fused plan's.
+        CHECK(f.prepared.plan->static_peak.at("cpu") < u.prepared.plan->static_peak.at("cpu"));
+        for (int threads : {1, 2}) {
+            RunResult rf = run_once(f, threads), ru = run_once(u, threads);
+            REQUIRE(rf.outputs.size() == 1);
+            CHECK(rf.outputs[0].data == ru.outputs[0].data);
+            CHECK(rf.before.at("cpu").peak == f.prepared.plan->static_peak.at("cpu"));
+        }
+    }
+    // Inside a repeat body, from values carried around it.
+    const std::string loop =
+        "q = random_uniform([3, 5, 4], seed=1)\nk = random_uniform([3, 4, 5], seed=2)\n"
+        "h = random_uniform([3, 5, 4], seed=3)\n"
+        "repeat 2 { h = matmul(softmax(matmul(q, k) / 2), h) }\noutput h\n";
+    PrepareResult lf = prepared(loop, true), lu = prepared(loop, false);
+    CHECK(count_op(lf.prepared.graph(), OpKind::Softmax) == 0);
+    CHECK(run_once(lf).outputs[0].data == run_once(lu).outputs[0].data);
+}
+
+TEST_CASE("fuse: attention stays apart where the scores are fetched, the softmax is not over their last axis, or the batch broadcasts") {
+    auto unfused = [](const std::string& src, std::vector<std::string> fetch = {}) {
+        PrepareResult r = prepared(src, true, std::move(fetch));
+        const Graph& g = r.prepared.graph();
+        CHECK(count_op(g, OpKind::Softmax) == 1);
+        for (const Node& n : g.nodes)
+            if (const Epilogue* e = g.epilogue_of(n)) CHECK_FALSE(e->attention.on);
+    };
+    const std::string qk = "matmul(q, k, transpose_b=true)";
+    unfused(attention_src(qk + " * 0.5"), {"y", "s"});  // the scores fetched
+    unfused(attention_src("matmul(q, k, transpose_b=true) * 0.5",
+                          "z = s + 1\noutput y, z\n"));  // the scores read twice
+    unfused("q = random_uniform([2, 3, 5, 4], seed=1)\nk = random_uniform([2, 3, 5, 4], seed=2)\n"
+            "y = matmul(softmax(matmul(q, k, transpose_b=true), axis=2), q)\noutput y\n");  // not the last axis
+    unfused("q = random_uniform([2, 3, 8, 2], seed=1)\nk = random_uniform([1, 3, 9, 2], seed=2)\n"
+            "v = random_uniform([2, 3, 9, 3], seed=3)\n"
+            "y = matmul(softmax(matmul(q, k, transpose_b=true)), v)\noutput y\n");  // k's batch broadcasts
+    unfused(attention_src(qk + " * v2", "output y\n").insert(0, "v2 = random_uniform([1])\n"));  // scale not a constant
+    unfused(attention_src(qk + " + random_uniform([9], seed=9)"));  // a mask of one row, broadcast
+}

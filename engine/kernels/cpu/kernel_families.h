@@ -14,8 +14,10 @@ std::unique_ptr<Kernel> make_creation_kernel(const Graph& g, const Node& n);
 // sigmoid sin cos
 std::unique_ptr<Kernel> make_binary_kernel(const Graph& g, const Node& n);
 std::unique_ptr<Kernel> make_unary_kernel(const Graph& g, const Node& n);
-// matmul.cpp: matmul (gemm: gemm.cpp)
+// matmul.cpp: matmul (gemm: gemm.cpp; the fused attention: attention.cpp)
 std::unique_ptr<Kernel> make_matmul_kernel(const Graph& g, const Node& n);
+// attention.cpp: a matmul node with an Attention epilogue (engine/ir/epilogue.h)
+std::unique_ptr<Kernel> make_attention_kernel(const Graph& g, const Node& n);
 // Picks OpenBLAS's kernels for a CPU newer than it knows (matmul.cpp); every
 // kernel factory that calls CBLAS calls it first.
 void select_openblas_core();

@@ -222,6 +222,7 @@ std::unique_ptr<Kernel> make_own_matmul_kernel(const Graph& g, const Node& n) {
 std::unique_ptr<Kernel> make_matmul_kernel(const Graph& g, const Node& n) {
     select_openblas_core();
     if (n.op == OpKind::Gemm) return make_gemm_kernel(g, n);
+    if (const Epilogue* e = g.epilogue_of(n); e && e->attention.on) return make_attention_kernel(g, n);
     // The fusion pass's int8 matmul (8-bit a): oneDNN's, which the pass asked for.
     if (n.inputs.size() >= 2 && n.inputs[0].id >= 0 && g.node(n.inputs[0].id).dtype != n.dtype)
         return make_dnnl_int8_kernel(g, n);

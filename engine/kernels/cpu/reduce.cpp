@@ -480,22 +480,23 @@ class SoftmaxKernel final : public KernelBase {
     }
 
   private:
-    // One contiguous f32 slice: the same formula with the exponential of
-    // simd.h, evaluated in double (x - max is exact there), and the sum in double.
+    // One contiguous f32 slice: softmax_row_f32 (simd.h), the exponential
+    // evaluated in double (x - max is exact there), and the sum in double;
     // log_softmax: x - max - log(sum), in double.
     static void contiguous_slice(const float* x, float* o, int64_t len, bool log) {
+        if (!log) {
+            softmax_row_f32(x, o, len);
+            return;
+        }
         const float m = max_f32(x, len);
         if (!std::isfinite(m)) {  // NaN inside, or an infinite max: NaN, as exp(x - m) / sum gives
             std::fill(o, o + len, std::numeric_limits<float>::quiet_NaN());
             return;
         }
         const double sum = exp_shifted_f32(x, o, len, m);  // >= 1: the max contributes exp(0)
-        if (log) {  // (x - max) - log(sum): x - max is exact in double
-            const double lse = std::log(sum), md = m;
-            for (int64_t i = 0; i < len; ++i) o[i] = static_cast<float>((static_cast<double>(x[i]) - md) - lse);
-            return;
-        }
-        scale_f32(o, len, 1.0 / sum);
+        // (x - max) - log(sum): x - max is exact in double
+        const double lse = std::log(sum), md = m;
+        for (int64_t i = 0; i < len; ++i) o[i] = static_cast<float>((static_cast<double>(x[i]) - md) - lse);
     }
 
     // `w` neighbouring slices of length s_.len, element k of slice j at k * s_.inner + j.

@@ -6,6 +6,7 @@
 #include "engine/ir/half.h"
 
 #include <algorithm>
+#include <cmath>
 #include <bit>
 #include <limits>
 
@@ -420,6 +421,16 @@ double exp_nonpositive(double t) {
     for (int d = 1; d < 9; ++d) p = p * r + kInvFact[d];
     const uint64_t bits = (std::bit_cast<uint64_t>(kd) - kExpBias) << 52;
     return p * std::bit_cast<double>(bits);
+}
+
+void softmax_row_f32(const float* x, float* o, int64_t n) {
+    const float m = max_f32(x, n);
+    if (!std::isfinite(m)) {  // NaN inside, or an infinite max: NaN, as exp(x - m) / sum gives
+        std::fill(o, o + n, std::numeric_limits<float>::quiet_NaN());
+        return;
+    }
+    const double sum = exp_shifted_f32(x, o, n, m);  // >= 1: the max contributes exp(0)
+    scale_f32(o, n, 1.0 / sum);
 }
 
 double sum_f32(const float* x, int64_t n) {

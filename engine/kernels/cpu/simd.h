@@ -88,6 +88,11 @@ float max_f32(const float* x, int64_t n);
 double exp_shifted_f32(const float* x, float* o, int64_t n, float m);
 // o[i] = float(double(o[i]) * s).
 void scale_f32(float* o, int64_t n, double s);
+// One softmax row of n >= 1 (o may be x): exp(x - max) / sum, the exponential
+// and the sum as exp_shifted_f32's, scaled by 1 / sum in double; all NaN
+// where the row holds a NaN or an infinite max. The softmax kernel's rows and
+// the fused attention's (so both give the same bits).
+void softmax_row_f32(const float* x, float* o, int64_t n);
 
 // f32 <-> f16 rows (the storage type's casts): F16C's vcvtps2ph / vcvtph2ps
 // where the CPU has them (every AVX2 CPU graphrun has met), the scalar
