@@ -125,12 +125,12 @@ class AttentionKernel final : public KernelBase {
         }
         const int64_t n = lq_ * lk_;
         const float sc = static_cast<float>(a_.scale);
-        if (a_.scale_op == Attention::Scale::Multiply)
-            for (int64_t i = 0; i < n; ++i) s[i] = s[i] * sc;
-        else if (a_.scale_op == Attention::Scale::Divide)
-            for (int64_t i = 0; i < n; ++i) s[i] = s[i] / sc;
-        if (mask)
-            for (int64_t i = 0; i < n; ++i) s[i] = s[i] + mask[i];
+        const Attention::Scale op = a_.scale_op;
+        with_isa([&] {  // vectorized, the same f32 operations
+            if (op == Attention::Scale::Multiply) blocked_loop(n, [=](int64_t i) { s[i] = s[i] * sc; });
+            else if (op == Attention::Scale::Divide) blocked_loop(n, [=](int64_t i) { s[i] = s[i] / sc; });
+            if (mask) blocked_loop(n, [=](int64_t i) { s[i] = s[i] + mask[i]; });
+        });
         if (lk_ > 0)
             for (int64_t row = 0; row < lq_; ++row) softmax_row_f32(s + row * lk_, s + row * lk_, lk_);
         if (lk == 0) {
