@@ -755,3 +755,46 @@ TEST_CASE("fuse: attention stays apart where the scores are fetched, the softmax
     unfused(attention_src(qk + " * v2", "output y\n").insert(0, "v2 = random_uniform([1])\n"));  // scale not a constant
     unfused(attention_src(qk + " + random_uniform([9], seed=9)"));  // a mask of one row, broadcast
 }
+
+TEST_CASE("fuse: the fused attention's scores are workspace under the limit: over it the run fails and gives all back") {
+    // q, k, v and the output, [2, 3, 32, 2] f32 each, are the static peak (at
+    // the attention node); the scores' buffer, [32, 32] f32 for one worker,
+    // comes on top of it as workspace. A limit with room for the peak and the
+    // output's host copy but not the scores fails at that node.
+    const std::string src =
+        "q = random_uniform([2, 3, 32, 2], seed=1)\nk = random_uniform([2, 3, 32, 2], seed=2)\n"
+        "v = random_uniform([2, 3, 32, 2], seed=3)\n"
+        "y = matmul(softmax(matmul(q, k, transpose_b=true) * 0.5), v)\noutput y\n";
+    const uint64_t tensor = 2 * 3 * 32 * 2 * sizeof(float), scores = 32 * 32 * sizeof(float);
+    CHECK(prepared(src, true).prepared.plan->static_peak.at("cpu") == 4 * tensor);
+    for (bool room : {false, true}) {
+        INFO("room for the scores: " << room);
+        PrepareOptions o;
+        o.devices = &no_gpu();
+        o.fuse = true;
+        o.memory_limit = 4 * tensor + tensor + (room ? scores : 0);
+        std::ostringstream err;
+        PrepareResult r = prepare(load_graph_source("t.graph", src, false), o, err);
+        INFO(err.str());
+        REQUIRE(r.ok());
+        REQUIRE(count_op(r.prepared.graph(), OpKind::Softmax) == 0);
+        RunFileOptions ro;
+        ro.prepare = o;
+        ro.cleanup = CleanupStrategy::Safepoint;
+        ro.threads = 1;
+        ro.check_leaks = true;
+        RunResult rr = run_prepared(r.prepared, InputValues{}, ro, err);
+        if (room) {
+            CHECK_FALSE(rr.error);
+        } else {
+            REQUIRE(rr.error);
+            CHECK(rr.error->message.find("4096 bytes of scratch for the fused attention's scores (workspace) exceed "
+                                         "the memory limit") != std::string::npos);
+        }
+        REQUIRE(rr.ran);
+        const MemoryStats& after = rr.after.at("cpu");
+        CHECK(after.in_use == 0);
+        CHECK(after.workspace == 0);
+        CHECK(after.live == 0);
+    }
+}
