@@ -657,18 +657,15 @@ private:
 
         Epilogue e;
         std::reverse(chain.begin(), chain.end());
-        for (NodeId id : chain) {
+        chain.push_back(pv_id);
+        for (NodeId id : chain) {  // each after the transposes it took in
             if (auto taken = absorbed_.find(id); taken != absorbed_.end()) {
                 for (FusedOp& f : taken->second) e.fused.push_back(std::move(f));
                 taken->second.clear();
             }
             e.fused.push_back(FusedOp{g_.node(id).op, std::string(g_.node(id).display())});
         }
-        if (auto taken = absorbed_.find(pv_id); taken != absorbed_.end()) {
-            for (FusedOp& f : taken->second) e.fused.push_back(std::move(f));
-            taken->second.clear();
-        }
-        e.fused.push_back(FusedOp{pv.op, std::string(pv.display())});
+        chain.pop_back();  // the rest leave; pv_id becomes the fused node
         Inputs inputs;
         inputs.push_back(Input{q, qk.inputs[0].loc});
         inputs.push_back(Input{k, qk.inputs[1].loc});

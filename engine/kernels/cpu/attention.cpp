@@ -28,9 +28,6 @@ namespace graphrun::kernels {
 
 namespace {
 
-// Multiply-adds below which the heads run one after another (matmul.cpp's kPerWorkerMacs).
-constexpr int64_t kPerWorkerMacs = int64_t{1} << 21;
-
 class AttentionKernel final : public KernelBase {
   public:
     AttentionKernel(const Graph& g, const Node& n) : KernelBase(g, n), a_(g.epilogue_of(n)->attention) {

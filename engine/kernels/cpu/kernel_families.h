@@ -16,6 +16,9 @@ std::unique_ptr<Kernel> make_binary_kernel(const Graph& g, const Node& n);
 std::unique_ptr<Kernel> make_unary_kernel(const Graph& g, const Node& n);
 // matmul.cpp: matmul (gemm: gemm.cpp; the fused attention: attention.cpp)
 std::unique_ptr<Kernel> make_matmul_kernel(const Graph& g, const Node& n);
+// Multiply-adds of a batch of products (matmul's, attention's heads) below
+// which they run one after another rather than whole ones per worker.
+constexpr int64_t kPerWorkerMacs = int64_t{1} << 21;
 // attention.cpp: a matmul node with an Attention epilogue (engine/ir/epilogue.h)
 std::unique_ptr<Kernel> make_attention_kernel(const Graph& g, const Node& n);
 // Picks OpenBLAS's kernels for a CPU newer than it knows (matmul.cpp); every

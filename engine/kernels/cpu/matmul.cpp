@@ -87,8 +87,6 @@ void gemm(bool ta, bool tb, int m, int n, int k, const double* a, int lda, const
                 k, 1.0, a, lda, b, ldb, 0.0, c, ldc);
 }
 
-// Multiply-adds of a batch below which its products run one after another.
-constexpr int64_t kPerWorkerMacs = int64_t{1} << 21;
 
 bool fits_int(int64_t v) {
     return v >= 0 && v <= INT_MAX;
