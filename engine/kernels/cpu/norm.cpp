@@ -20,16 +20,6 @@ namespace graphrun::kernels {
 
 namespace {
 
-// The next loop's iterations touch no memory another writes (GCC's ivdep),
-// for loops whose pointers lost __restrict. Nothing for clang: its vectorizer
-// checks aliasing at run time, and its assume_safety hint is an error
-// (-Werror=pass-failed) wherever it cannot vectorize, as in the fuzz build.
-#if defined(__GNUC__) && !defined(__clang__)
-#define GRAPHRUN_NO_ALIAS_LOOP _Pragma("GCC ivdep")
-#else
-#define GRAPHRUN_NO_ALIAS_LOOP
-#endif
-
 // Elements per task, about: small rows are grouped.
 constexpr int64_t kGrainElements = int64_t{1} << 14;
 
