@@ -177,10 +177,12 @@ def main():
     if plans:
         check(plans[0]["static_peak"]["cpu"] < plans[1]["static_peak"]["cpu"], "mobilenet: fusing did not lower the peak")
     # The erf GELU the exporter writes out (div, erf, add, mul, mul) goes into its matmul too,
-    # and attention (q @ kᵀ as a transpose of k, the scale, softmax, @ v) is one node.
+    # and attention is one node: the head split's transposes of q, k and v, kᵀ's transpose, the
+    # scale, softmax, @ v, and the heads' merge.
     check_model("transformer", transformer, ["matmul + add", "matmul + add + add",
                                              "matmul + add + div + erf + mul + add + mul",
-                                             "transpose + matmul + mul + softmax + matmul"])
+                                             "transpose + transpose + transpose + transpose + matmul + mul"
+                                             " + softmax + matmul + transpose"])
     if failures:
         print(f"onnx_fuse: {len(failures)} failed")
         return 1

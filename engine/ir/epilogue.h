@@ -63,6 +63,13 @@ struct Attention {
     Scale scale_op = Scale::None;
     double scale = 1;  // the scalar constant, exact in the node's dtype
     int8_t mask = -1;  // input index of the added mask, or -1
+    // q, k, v (inputs 0, 1, 2) given as [..., L, H, D] where the matmuls read
+    // [..., H, L, D]: the head split's transpose (axes r-3 and r-2 swapped)
+    // taken in, each head's rows read H·D apart.
+    bool heads[3] = {false, false, false};
+    // The output written as [..., Lq, H, Dv], the head merge's transpose of
+    // the [..., H, Lq, Dv] product taken in (the node has the merged shape).
+    bool heads_out = false;
 };
 
 struct Epilogue {

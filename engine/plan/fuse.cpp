@@ -656,6 +656,34 @@ private:
         at.qk_tb = flag(qk, "transpose_b");
 
         Epilogue e;
+        // An operand made by the head split's transpose ([..., L, H, D] to
+        // [..., H, L, D]) that only this attention reads: the kernel reads the
+        // split's input in place (Attention::heads) and the transpose leaves.
+        NodeId operand[3] = {q, k, v};
+        const NodeId user[3] = {qk_id, qk_id, pv_id};
+        for (size_t j = 0; j < 3; ++j) {
+            const NodeId t = operand[j];
+            const Node& tn = g_.node(t);
+            if (!swaps_heads(tn, rank) || !only_for(t, user[j]) || !fusable(tn) || tn.dtype != DType::F32 ||
+                tn.inputs[0].id < 0)
+                continue;
+            operand[j] = tn.inputs[0].id;
+            at.heads[j] = true;
+            removed_[static_cast<size_t>(t)] = true;
+            e.fused.push_back(FusedOp{tn.op, std::string(tn.display())});
+        }
+        // The product merged back by the same transpose ([..., H, Lq, Dv] to
+        // [..., Lq, H, Dv]), its only reader: the kernel writes the merged
+        // layout.
+        NodeId merge = kNoNode;
+        if (const auto p = static_cast<size_t>(pv_id); !pinned_[p] && readers_[p] == 1) {
+            const NodeId t = reader_[p];
+            const auto ti = static_cast<size_t>(t);
+            const Node& tn = g_.node(t);
+            if (swaps_heads(tn, rank) && only_for(pv_id, t) && fusable(tn) && tn.dtype == DType::F32 &&
+                !removed_[ti])
+                merge = t;
+        }
         std::reverse(chain.begin(), chain.end());
         chain.push_back(pv_id);
         for (NodeId id : chain) {  // each after the transposes it took in
@@ -665,23 +693,53 @@ private:
             }
             e.fused.push_back(FusedOp{g_.node(id).op, std::string(g_.node(id).display())});
         }
+        if (merge != kNoNode) e.fused.push_back(FusedOp{g_.node(merge).op, std::string(g_.node(merge).display())});
         chain.pop_back();  // the rest leave; pv_id becomes the fused node
         Inputs inputs;
-        inputs.push_back(Input{q, qk.inputs[0].loc});
-        inputs.push_back(Input{k, qk.inputs[1].loc});
-        inputs.push_back(Input{v, pv.inputs[1].loc});
+        inputs.push_back(Input{operand[0], qk.inputs[0].loc});
+        inputs.push_back(Input{operand[1], qk.inputs[1].loc});
+        inputs.push_back(Input{operand[2], pv.inputs[1].loc});
         if (mask != kNoNode) {
             at.mask = 3;
             inputs.push_back(Input{mask, {}});
         }
+        // With the merge taken, the merge's node becomes the fused one (it
+        // keeps its name, merged shape and readers) and pv_id leaves too.
+        const NodeId fused = merge != kNoNode ? merge : pv_id;
+        std::vector<NamedAttr> pv_attrs = g_.node(pv_id).attrs;  // transpose_b
+        if (merge != kNoNode) {
+            at.heads_out = true;
+            chain.push_back(pv_id);
+        }
         e.attention = at;
         for (NodeId id : chain) removed_[static_cast<size_t>(id)] = true;
-        Node& t = g_.node(pv_id);
+        for (const Input& in : inputs) reader_[static_cast<size_t>(in.id)] = fused;
+        Node& t = g_.node(fused);
+        if (merge != kNoNode) {
+            t.op = OpKind::Matmul;
+            t.attrs = std::move(pv_attrs);
+        }
         t.inputs = std::move(inputs);
         t.weak = false;
         t.epilogue = static_cast<int32_t>(g_.epilogues.size());
         g_.epilogues.push_back(std::move(e));
         ++stats_.fused;
+    }
+
+    // Whether `t` is a transpose of only axes r-3 and r-2 (rank r 3 or more):
+    // a head split, [..., L, H, D] to [..., H, L, D].
+    static bool swaps_heads(const Node& t, size_t rank) {
+        if (t.op != OpKind::Transpose || t.inputs.size() != 1 || rank < 3 || t.shape.size() != rank) return false;
+        const NamedAttr* a = t.find_attr("perm");
+        if (!a || a->value.kind != Attr::Kind::List || a->value.list.size() != rank) return false;
+        for (size_t k = 0; k < rank; ++k) {
+            const Attr& p = a->value.list[k];
+            if (!p.is_int) return false;
+            const int64_t axis = p.i < 0 ? p.i + static_cast<int64_t>(rank) : p.i;
+            const size_t want = k == rank - 3 ? rank - 2 : (k == rank - 2 ? rank - 3 : k);
+            if (axis != static_cast<int64_t>(want)) return false;
+        }
+        return true;
     }
 
     // Whether `t` is a transpose of only its last two axes (rank 2 or more).

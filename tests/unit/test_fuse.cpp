@@ -735,6 +735,72 @@ TEST_CASE("fuse: softmax(q @ kT * scale + mask) @ v becomes one attention node, 
     CHECK(run_once(lf).outputs[0].data == run_once(lu).outputs[0].data);
 }
 
+TEST_CASE("fuse: the attention reads a head split's input in place, with the unfused ops' bits") {
+    // q, k, v as a transformer's projections give them, [batch, L, heads, D],
+    // each split into heads by a transpose of axes 1 and 2.
+    const std::string split =
+        "q4 = random_uniform([2, 8, 3, 2], seed=1)\nk4 = random_uniform([2, 9, 3, 2], seed=2)\n"
+        "v4 = random_uniform([2, 9, 3, 3], seed=3)\n"
+        "q = transpose(q4, perm=[0, 2, 1, 3])\nk = transpose(k4, perm=[0, 2, 1, 3])\n"
+        "v = transpose(v4, perm=[0, 2, 1, 3])\n";
+    {
+        // ... and the heads merged back ([2, 8, 3, 3], then [2, 8, 9]).
+        const std::string src = split +
+                                "o = matmul(softmax(matmul(q, k, transpose_b=true) * 0.5), v)\n"
+                                "y = reshape(transpose(o, perm=[0, 2, 1, 3]), shape=[2, 8, 9])\noutput y\n";
+        PrepareResult f = prepared(src, true), u = prepared(src, false);
+        const Graph& g = f.prepared.graph();
+        // The merge's transpose became the fused node: o is gone.
+        CHECK(!find(g, "o"));
+        const Node* y = nullptr;
+        for (const Node& n : g.nodes)
+            if (const Epilogue* a = g.epilogue_of(n); a && a->attention.on) y = &n;
+        REQUIRE(y);
+        CHECK(y->op == OpKind::Matmul);
+        CHECK(y->shape == Shape{2, 8, 3, 3});
+        const Epilogue* e = g.epilogue_of(*y);
+        REQUIRE(e);
+        REQUIRE(e->attention.on);
+        CHECK(e->attention.heads[0]);
+        CHECK(e->attention.heads[1]);
+        CHECK(e->attention.heads[2]);
+        CHECK(e->attention.heads_out);
+        CHECK(e->describe() == "transpose + transpose + transpose + matmul + mul + softmax + matmul + transpose");
+        REQUIRE(y->inputs.size() == 3);
+        CHECK(g.node(y->inputs[0].id).display() == "q4");
+        CHECK(g.node(y->inputs[1].id).display() == "k4");
+        CHECK(g.node(y->inputs[2].id).display() == "v4");
+        CHECK(count_op(g, OpKind::Transpose) == 0);
+        CHECK(f.prepared.plan->static_peak.at("cpu") < u.prepared.plan->static_peak.at("cpu"));
+        for (int threads : {1, 2}) {
+            RunResult rf = run_once(f, threads), ru = run_once(u, threads);
+            REQUIRE(rf.outputs.size() == 1);
+            CHECK(rf.outputs[0].data == ru.outputs[0].data);
+            CHECK(rf.before.at("cpu").peak == f.prepared.plan->static_peak.at("cpu"));
+        }
+    }
+    {
+        // q's split is read again (fetched): it stays, and k's and v's are taken.
+        const std::string src = split + "y = matmul(softmax(matmul(q, k, transpose_b=true)), v)\noutput y, q\n";
+        PrepareResult f = prepared(src, true), u = prepared(src, false);
+        const Graph& g = f.prepared.graph();
+        const Node* y = find(g, "y");
+        REQUIRE(y);
+        const Epilogue* e = g.epilogue_of(*y);
+        REQUIRE(e);
+        REQUIRE(e->attention.on);
+        CHECK_FALSE(e->attention.heads[0]);
+        CHECK(e->attention.heads[1]);
+        CHECK(e->attention.heads[2]);
+        CHECK_FALSE(e->attention.heads_out);  // y is fetched: no merge to take
+        CHECK(count_op(g, OpKind::Transpose) == 1);
+        RunResult rf = run_once(f, 2), ru = run_once(u, 2);
+        REQUIRE(rf.outputs.size() == 2);
+        CHECK(rf.outputs[0].data == ru.outputs[0].data);
+        CHECK(rf.outputs[1].data == ru.outputs[1].data);
+    }
+}
+
 TEST_CASE("fuse: attention stays apart where the scores are fetched, the softmax is not over their last axis, or the batch broadcasts") {
     auto unfused = [](const std::string& src, std::vector<std::string> fetch = {}) {
         PrepareResult r = prepared(src, true, std::move(fetch));

@@ -13,6 +13,13 @@
 // worker holds one matrix of them. A batch of at least as many matrices as
 // workers (and enough work: matmul.cpp's bound) gives each worker whole
 // heads, each gemm on one OpenBLAS thread, as the unfused matmul does.
+//
+// Where the fusion took in a head split (Attention::heads: q, k or v given
+// as [..., L, H, D]) each head's matrix is read in place, its rows H·D apart
+// (the gemm's leading dimension), and where it took in the heads' merge
+// (heads_out) the output is written as [..., Lq, H, Dv] the same way: the
+// transposes' copies (a quarter of the transformer's attention time) go, and
+// the gemms, which pack their operands whatever the stride, give the same bits.
 #include <cblas.h>
 
 #include <algorithm>
@@ -32,17 +39,33 @@ class AttentionKernel final : public KernelBase {
   public:
     AttentionKernel(const Graph& g, const Node& n) : KernelBase(g, n), a_(g.epilogue_of(n)->attention) {
         const size_t want = a_.mask >= 0 ? 4 : 3;
-        const Shape& out = out_shape_;
+        // The output as the matmul makes it: a merged one ([..., Lq, H, Dv],
+        // Attention::heads_out) as [..., H, Lq, Dv].
+        Shape out = out_shape_;
         const size_t r = out.size();
+        if (a_.heads_out) {
+            if (r < 3) {
+                ok_ = false;
+                return;
+            }
+            std::swap(out[r - 3], out[r - 2]);
+        }
         if (n.inputs.size() != want || n.dtype != DType::F32 || r < 2) {
             ok_ = false;
             return;
         }
-        const Shape &q = in_shapes_[0], &k = in_shapes_[1], &v = in_shapes_[2];
-        if (q.size() != r || k.size() != r || v.size() != r) {
-            ok_ = false;
-            return;
+        // The operands as the matmuls read them: a head split's input
+        // ([..., L, H, D], Attention::heads) as [..., H, L, D].
+        Shape view[3];
+        for (size_t j = 0; j < 3; ++j) {
+            view[j] = in_shapes_[j];
+            if (view[j].size() != r || (a_.heads[j] && r < 3)) {
+                ok_ = false;
+                return;
+            }
+            if (a_.heads[j]) std::swap(view[j][r - 3], view[j][r - 2]);
         }
+        const Shape &q = view[0], &k = view[1], &v = view[2];
         pv_tb_ = bool_attr(n, "transpose_b", false);
         lq_ = a_.qk_ta ? q[r - 1] : q[r - 2];
         d_ = a_.qk_ta ? q[r - 2] : q[r - 1];
@@ -64,6 +87,17 @@ class AttentionKernel final : public KernelBase {
             mask_step_ = m == batch_ * lq_ * lk_ && batch_ > 1 ? lq_ * lk_ : 0;
             if (m != lq_ * lk_ && mask_step_ == 0) ok_ = false;
         }
+        // Where each head's matrix starts and its row stride: heads t of a
+        // split operand lie H·C apart within [L, H, C] blocks.
+        for (size_t j = 0; j < 3; ++j) {
+            Operand& o = operand_[j];
+            o.rows = view[j][r - 2];
+            o.cols = view[j][r - 1];
+            o.heads = a_.heads[j] ? view[j][r - 3] : 1;
+            if (o.heads <= 0 || o.cols > INT_MAX / std::max<int64_t>(o.heads, 1)) ok_ = false;
+        }
+        output_ = Operand{lq_, dv_, a_.heads_out ? out[r - 3] : 1};
+        if (output_.heads <= 0 || dv_ > INT_MAX / std::max<int64_t>(output_.heads, 1)) ok_ = false;
         large_ = static_cast<double>(batch_) * static_cast<double>(lq_) * static_cast<double>(lk_) *
                      static_cast<double>(d_ + dv_) >=
                  static_cast<double>(kPerWorkerMacs);
@@ -93,8 +127,9 @@ class AttentionKernel final : public KernelBase {
         blas_threads(per_item ? 1 : threads);
         auto heads = [&](int64_t slot, int64_t t0, int64_t t1) {
             float* s = static_cast<float*>(buf) + slot * lq_ * lk_;
-            for (int64_t t = t0; t < t1; ++t) head(q + t * lq_ * d_, k + t * d_ * lk_, v + t * lk_ * dv_,
-                                                   mask ? mask + t * mask_step_ : nullptr, s, o + t * lq_ * dv_);
+            for (int64_t t = t0; t < t1; ++t)
+                head(q + operand_[0].offset(t), k + operand_[1].offset(t), v + operand_[2].offset(t),
+                     mask ? mask + t * mask_step_ : nullptr, s, o + output_.offset(t));
         };
         if (per_item) {
             // One contiguous share of the heads per slot, each with its own scores.
@@ -118,7 +153,7 @@ class AttentionKernel final : public KernelBase {
             std::fill(s, s + lq_ * lk_, 0.0f);  // the matmul's all-zero product
         } else {
             cblas_sgemm(CblasRowMajor, a_.qk_ta ? CblasTrans : CblasNoTrans, a_.qk_tb ? CblasTrans : CblasNoTrans, lq,
-                        lk, d, 1.0f, q, a_.qk_ta ? lq : d, k, a_.qk_tb ? d : lk, 0.0f, s, lk);
+                        lk, d, 1.0f, q, operand_[0].ld(), k, operand_[1].ld(), 0.0f, s, lk);
         }
         const int64_t n = lq_ * lk_;
         const float sc = static_cast<float>(a_.scale);
@@ -131,14 +166,24 @@ class AttentionKernel final : public KernelBase {
         if (lk_ > 0)
             for (int64_t row = 0; row < lq_; ++row) softmax_row_f32(s + row * lk_, s + row * lk_, lk_);
         if (lk == 0) {
-            std::fill(o, o + lq_ * dv_, 0.0f);
+            for (int64_t row = 0; row < lq_; ++row) std::fill_n(o + row * output_.ld(), dv_, 0.0f);
             return;
         }
         cblas_sgemm(CblasRowMajor, CblasNoTrans, pv_tb_ ? CblasTrans : CblasNoTrans, lq, dv, lk, 1.0f, s, lk, v,
-                    pv_tb_ ? lk : dv, 0.0f, o, dv);
+                    operand_[2].ld(), 0.0f, o, output_.ld());
     }
 
+    // One operand's heads in memory: matrices of rows x cols, `heads` of them
+    // interleaved row by row (a head split's input), else one after another.
+    struct Operand {
+        int64_t rows = 0, cols = 0, heads = 1;
+        int64_t offset(int64_t t) const { return (t / heads) * rows * heads * cols + (t % heads) * cols; }
+        int ld() const { return static_cast<int>(heads * cols); }
+    };
+
     Attention a_;
+    Operand operand_[3];
+    Operand output_;
     bool ok_ = true, pv_tb_ = false, large_ = false;
     int64_t batch_ = 1, lq_ = 0, d_ = 0, lk_ = 0, dv_ = 0;
     int64_t mask_step_ = 0;  // elements between the heads' masks (0: one mask for all)
