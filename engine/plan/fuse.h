@@ -6,7 +6,9 @@
 //   matmul [+ add bias] [+ add residual] [+ activation]
 //   gemm [+ activation]
 //   softmax(matmul(q, k) [* or / scalar constant] [+ mask]) @ v: attention,
-//     the last matmul with an Attention epilogue (engine/ir/epilogue.h)
+//     the last matmul with an Attention epilogue (engine/ir/epilogue.h),
+//     with the transposes that split q, k and v into heads and merge the
+//     product's heads back taken in
 //
 // and first, wherever it is, the GELU an exporter writes as elementwise ops
 // (x/√2 -> erf -> +1 -> ·x·0.5, or the tanh form with 0.044715 and √(2/π))
