@@ -664,9 +664,13 @@ private:
         for (size_t j = 0; j < 3; ++j) {
             const NodeId t = operand[j];
             const Node& tn = g_.node(t);
-            if (!swaps_heads(tn, rank) || !only_for(t, user[j]) || !fusable(tn) || tn.dtype != DType::F32 ||
-                tn.inputs[0].id < 0)
+            // (q's or k's split may also transpose each head's matrix, as
+            // GPT-2's kᵀ, perm [0, 2, 3, 1]: the first product's flag flips.)
+            const bool flips = j < 2 && splits_heads_transposed(tn, rank);
+            if (!(flips || swaps_heads(tn, rank)) || !only_for(t, user[j]) || !fusable(tn) ||
+                tn.dtype != DType::F32 || tn.inputs[0].id < 0)
                 continue;
+            if (flips) (j == 0 ? at.qk_ta : at.qk_tb) = !(j == 0 ? at.qk_ta : at.qk_tb);
             operand[j] = tn.inputs[0].id;
             at.heads[j] = true;
             removed_[static_cast<size_t>(t)] = true;
@@ -737,6 +741,22 @@ private:
             if (!p.is_int) return false;
             const int64_t axis = p.i < 0 ? p.i + static_cast<int64_t>(rank) : p.i;
             const size_t want = k == rank - 3 ? rank - 2 : (k == rank - 2 ? rank - 3 : k);
+            if (axis != static_cast<int64_t>(want)) return false;
+        }
+        return true;
+    }
+
+    // Whether `t` is a head split that also transposes each head's matrix:
+    // [..., L, H, D] to [..., H, D, L] (perm [0, 2, 3, 1] at rank 4).
+    static bool splits_heads_transposed(const Node& t, size_t rank) {
+        if (t.op != OpKind::Transpose || t.inputs.size() != 1 || rank < 3 || t.shape.size() != rank) return false;
+        const NamedAttr* a = t.find_attr("perm");
+        if (!a || a->value.kind != Attr::Kind::List || a->value.list.size() != rank) return false;
+        for (size_t k = 0; k < rank; ++k) {
+            const Attr& p = a->value.list[k];
+            if (!p.is_int) return false;
+            const int64_t axis = p.i < 0 ? p.i + static_cast<int64_t>(rank) : p.i;
+            const size_t want = k + 3 < rank ? k : (k == rank - 3 ? rank - 2 : (k == rank - 2 ? rank - 1 : rank - 3));
             if (axis != static_cast<int64_t>(want)) return false;
         }
         return true;

@@ -801,6 +801,32 @@ TEST_CASE("fuse: the attention reads a head split's input in place, with the unf
     }
 }
 
+TEST_CASE("fuse: the attention takes in a split that also transposes k's heads (GPT-2's kT), with the unfused ops' bits") {
+    const std::string src =
+        "q4 = random_uniform([2, 8, 3, 2], seed=1)\nk4 = random_uniform([2, 9, 3, 2], seed=2)\n"
+        "v = random_uniform([2, 3, 9, 3], seed=3)\n"
+        "q = transpose(q4, perm=[0, 2, 1, 3])\nkt = transpose(k4, perm=[0, 2, 3, 1])\n"
+        "y = matmul(softmax(matmul(q, kt) / 4), v)\noutput y\n";
+    PrepareResult f = prepared(src, true), u = prepared(src, false);
+    const Graph& g = f.prepared.graph();
+    const Node* y = find(g, "y");
+    REQUIRE(y);
+    const Epilogue* e = g.epilogue_of(*y);
+    REQUIRE(e);
+    REQUIRE(e->attention.on);
+    CHECK(e->attention.heads[0]);
+    CHECK(e->attention.heads[1]);
+    CHECK_FALSE(e->attention.heads[2]);
+    CHECK_FALSE(e->attention.qk_ta);
+    CHECK(e->attention.qk_tb);  // k4's heads [9, 2] read transposed
+    CHECK(count_op(g, OpKind::Transpose) == 0);
+    for (int threads : {1, 2}) {
+        RunResult rf = run_once(f, threads), ru = run_once(u, threads);
+        REQUIRE(rf.outputs.size() == 1);
+        CHECK(rf.outputs[0].data == ru.outputs[0].data);
+    }
+}
+
 TEST_CASE("fuse: attention stays apart where the scores are fetched, the softmax is not over their last axis, or the batch broadcasts") {
     auto unfused = [](const std::string& src, std::vector<std::string> fetch = {}) {
         PrepareResult r = prepared(src, true, std::move(fetch));
