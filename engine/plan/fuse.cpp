@@ -730,36 +730,36 @@ private:
         ++stats_.fused;
     }
 
-    // Whether `t` is a transpose of only axes r-3 and r-2 (rank r 3 or more):
-    // a head split, [..., L, H, D] to [..., H, L, D].
-    static bool swaps_heads(const Node& t, size_t rank) {
-        if (t.op != OpKind::Transpose || t.inputs.size() != 1 || rank < 3 || t.shape.size() != rank) return false;
+    // Whether `t` is a transpose of rank `rank` whose output axis k is its
+    // input's axis want(k), for every k.
+    template <class Want>
+    static bool transposes_as(const Node& t, size_t rank, Want want) {
+        if (t.op != OpKind::Transpose || t.inputs.size() != 1 || t.shape.size() != rank) return false;
         const NamedAttr* a = t.find_attr("perm");
         if (!a || a->value.kind != Attr::Kind::List || a->value.list.size() != rank) return false;
         for (size_t k = 0; k < rank; ++k) {
             const Attr& p = a->value.list[k];
             if (!p.is_int) return false;
             const int64_t axis = p.i < 0 ? p.i + static_cast<int64_t>(rank) : p.i;
-            const size_t want = k == rank - 3 ? rank - 2 : (k == rank - 2 ? rank - 3 : k);
-            if (axis != static_cast<int64_t>(want)) return false;
+            if (axis != static_cast<int64_t>(want(k))) return false;
         }
         return true;
+    }
+
+    // Whether `t` is a transpose of only axes r-3 and r-2 (rank r 3 or more):
+    // a head split, [..., L, H, D] to [..., H, L, D].
+    static bool swaps_heads(const Node& t, size_t rank) {
+        return rank >= 3 && transposes_as(t, rank, [rank](size_t k) {
+                   return k == rank - 3 ? rank - 2 : (k == rank - 2 ? rank - 3 : k);
+               });
     }
 
     // Whether `t` is a head split that also transposes each head's matrix:
     // [..., L, H, D] to [..., H, D, L] (perm [0, 2, 3, 1] at rank 4).
     static bool splits_heads_transposed(const Node& t, size_t rank) {
-        if (t.op != OpKind::Transpose || t.inputs.size() != 1 || rank < 3 || t.shape.size() != rank) return false;
-        const NamedAttr* a = t.find_attr("perm");
-        if (!a || a->value.kind != Attr::Kind::List || a->value.list.size() != rank) return false;
-        for (size_t k = 0; k < rank; ++k) {
-            const Attr& p = a->value.list[k];
-            if (!p.is_int) return false;
-            const int64_t axis = p.i < 0 ? p.i + static_cast<int64_t>(rank) : p.i;
-            const size_t want = k + 3 < rank ? k : (k == rank - 3 ? rank - 2 : (k == rank - 2 ? rank - 1 : rank - 3));
-            if (axis != static_cast<int64_t>(want)) return false;
-        }
-        return true;
+        return rank >= 3 && transposes_as(t, rank, [rank](size_t k) {
+                   return k + 3 < rank ? k : (k == rank - 3 ? rank - 2 : (k == rank - 2 ? rank - 1 : rank - 3));
+               });
     }
 
     // Whether `t` is a transpose of only its last two axes (rank 2 or more).

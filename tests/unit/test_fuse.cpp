@@ -735,6 +735,30 @@ TEST_CASE("fuse: softmax(q @ kT * scale + mask) @ v becomes one attention node, 
     CHECK(run_once(lf).outputs[0].data == run_once(lu).outputs[0].data);
 }
 
+namespace {
+
+// The epilogue of `g`'s fused attention (its one node with one), or nullptr.
+const Epilogue* attention_of(const Graph& g, const Node** node = nullptr) {
+    for (const Node& n : g.nodes)
+        if (const Epilogue* e = g.epilogue_of(n); e && e->attention.on) {
+            if (node) *node = &n;
+            return e;
+        }
+    return nullptr;
+}
+
+// The fused run's outputs are the unfused run's bytes, on each thread count.
+void same_outputs(PrepareResult& f, PrepareResult& u, std::initializer_list<int> threads) {
+    for (int t : threads) {
+        INFO("threads ", t);
+        RunResult rf = run_once(f, t), ru = run_once(u, t);
+        REQUIRE(rf.outputs.size() == ru.outputs.size());
+        for (size_t i = 0; i < rf.outputs.size(); ++i) CHECK(rf.outputs[i].data == ru.outputs[i].data);
+    }
+}
+
+}  // namespace
+
 TEST_CASE("fuse: the attention reads a head split's input in place, with the unfused ops' bits") {
     // q, k, v as a transformer's projections give them, [batch, L, heads, D],
     // each split into heads by a transpose of axes 1 and 2.
@@ -753,14 +777,10 @@ TEST_CASE("fuse: the attention reads a head split's input in place, with the unf
         // The merge's transpose became the fused node: o is gone.
         CHECK(!find(g, "o"));
         const Node* y = nullptr;
-        for (const Node& n : g.nodes)
-            if (const Epilogue* a = g.epilogue_of(n); a && a->attention.on) y = &n;
-        REQUIRE(y);
+        const Epilogue* e = attention_of(g, &y);
+        REQUIRE(e);
         CHECK(y->op == OpKind::Matmul);
         CHECK(y->shape == Shape{2, 8, 3, 3});
-        const Epilogue* e = g.epilogue_of(*y);
-        REQUIRE(e);
-        REQUIRE(e->attention.on);
         CHECK(e->attention.heads[0]);
         CHECK(e->attention.heads[1]);
         CHECK(e->attention.heads[2]);
@@ -784,20 +804,14 @@ TEST_CASE("fuse: the attention reads a head split's input in place, with the unf
         const std::string src = split + "y = matmul(softmax(matmul(q, k, transpose_b=true)), v)\noutput y, q\n";
         PrepareResult f = prepared(src, true), u = prepared(src, false);
         const Graph& g = f.prepared.graph();
-        const Node* y = find(g, "y");
-        REQUIRE(y);
-        const Epilogue* e = g.epilogue_of(*y);
+        const Epilogue* e = attention_of(g);
         REQUIRE(e);
-        REQUIRE(e->attention.on);
         CHECK_FALSE(e->attention.heads[0]);
         CHECK(e->attention.heads[1]);
         CHECK(e->attention.heads[2]);
         CHECK_FALSE(e->attention.heads_out);  // y is fetched: no merge to take
         CHECK(count_op(g, OpKind::Transpose) == 1);
-        RunResult rf = run_once(f, 2), ru = run_once(u, 2);
-        REQUIRE(rf.outputs.size() == 2);
-        CHECK(rf.outputs[0].data == ru.outputs[0].data);
-        CHECK(rf.outputs[1].data == ru.outputs[1].data);
+        same_outputs(f, u, {2});
     }
 }
 
@@ -809,22 +823,15 @@ TEST_CASE("fuse: the attention takes in a split that also transposes k's heads (
         "y = matmul(softmax(matmul(q, kt) / 4), v)\noutput y\n";
     PrepareResult f = prepared(src, true), u = prepared(src, false);
     const Graph& g = f.prepared.graph();
-    const Node* y = find(g, "y");
-    REQUIRE(y);
-    const Epilogue* e = g.epilogue_of(*y);
+    const Epilogue* e = attention_of(g);
     REQUIRE(e);
-    REQUIRE(e->attention.on);
     CHECK(e->attention.heads[0]);
     CHECK(e->attention.heads[1]);
     CHECK_FALSE(e->attention.heads[2]);
     CHECK_FALSE(e->attention.qk_ta);
     CHECK(e->attention.qk_tb);  // k4's heads [9, 2] read transposed
     CHECK(count_op(g, OpKind::Transpose) == 0);
-    for (int threads : {1, 2}) {
-        RunResult rf = run_once(f, threads), ru = run_once(u, threads);
-        REQUIRE(rf.outputs.size() == 1);
-        CHECK(rf.outputs[0].data == ru.outputs[0].data);
-    }
+    same_outputs(f, u, {1, 2});
 }
 
 TEST_CASE("fuse: attention stays apart where the scores are fetched, the softmax is not over their last axis, or the batch broadcasts") {
