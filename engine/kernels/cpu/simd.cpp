@@ -52,6 +52,21 @@ constexpr double kInvFact[9] = {1.0 / 40320, 1.0 / 5040, 1.0 / 720, 1.0 / 120, 1
                                 1.0 / 6,     0.5,        1.0,       1.0};
 constexpr uint64_t kExpBias = std::bit_cast<uint64_t>(kShift) - 1023;
 
+// exp_nonpositive, inlined where it is used: the vector paths' steps with
+// the same fused multiply-adds (std::fma rounds once, as the instruction
+// does, so every path has the same bits). Inside an AVX2 or AVX-512 function
+// each std::fma is one instruction; on the baseline path, glibc's fma.
+[[gnu::always_inline]] inline double exp_nonpositive_inline(double t) {
+    t = t > kExpFloor ? t : kExpFloor;  // as maxpd(t, floor)
+    const double kd = std::fma(t, kLog2e, kShift);
+    const double k = kd - kShift;
+    const double r = std::fma(-k, kLn2Lo, std::fma(-k, kLn2Hi, t));
+    double p = kInvFact[0];
+    for (int d = 1; d < 9; ++d) p = std::fma(p, r, kInvFact[d]);
+    const uint64_t bits = (std::bit_cast<uint64_t>(kd) - kExpBias) << 52;
+    return p * std::bit_cast<double>(bits);
+}
+
 double sum_f32_scalar(const float* x, int64_t n) {
     double lane[kLanes] = {};
     int64_t i = 0;
@@ -159,17 +174,16 @@ GRAPHRUN_TARGET_AVX512 inline void exp_nonpositive_avx512(__m512d* t) {
 #pragma GCC unroll 4
     for (int q = 0; q < Q; ++q) {
         const __m512d tq = _mm512_max_pd(t[q], _mm512_set1_pd(kExpFloor));
-        kd[q] = _mm512_add_pd(_mm512_mul_pd(tq, _mm512_set1_pd(kLog2e)), _mm512_set1_pd(kShift));
+        kd[q] = _mm512_fmadd_pd(tq, _mm512_set1_pd(kLog2e), _mm512_set1_pd(kShift));
         const __m512d k = _mm512_sub_pd(kd[q], _mm512_set1_pd(kShift));
-        r[q] = _mm512_sub_pd(_mm512_sub_pd(tq, _mm512_mul_pd(k, _mm512_set1_pd(kLn2Hi))),
-                             _mm512_mul_pd(k, _mm512_set1_pd(kLn2Lo)));
+        r[q] = _mm512_fnmadd_pd(k, _mm512_set1_pd(kLn2Lo), _mm512_fnmadd_pd(k, _mm512_set1_pd(kLn2Hi), tq));
         p[q] = _mm512_set1_pd(kInvFact[0]);
     }
 #pragma GCC unroll 8
     for (int d = 1; d < 9; ++d) {
         const __m512d c = _mm512_set1_pd(kInvFact[d]);
 #pragma GCC unroll 4
-        for (int q = 0; q < Q; ++q) p[q] = _mm512_add_pd(_mm512_mul_pd(p[q], r[q]), c);
+        for (int q = 0; q < Q; ++q) p[q] = _mm512_fmadd_pd(p[q], r[q], c);
     }
 #pragma GCC unroll 4
     for (int q = 0; q < Q; ++q) {
@@ -285,17 +299,16 @@ GRAPHRUN_TARGET_AVX2 inline void exp_nonpositive_avx2(__m256d* t) {
 #pragma GCC unroll 4
     for (int q = 0; q < Q; ++q) {
         const __m256d tq = _mm256_max_pd(t[q], _mm256_set1_pd(kExpFloor));
-        kd[q] = _mm256_add_pd(_mm256_mul_pd(tq, _mm256_set1_pd(kLog2e)), _mm256_set1_pd(kShift));
+        kd[q] = _mm256_fmadd_pd(tq, _mm256_set1_pd(kLog2e), _mm256_set1_pd(kShift));
         const __m256d k = _mm256_sub_pd(kd[q], _mm256_set1_pd(kShift));
-        r[q] = _mm256_sub_pd(_mm256_sub_pd(tq, _mm256_mul_pd(k, _mm256_set1_pd(kLn2Hi))),
-                             _mm256_mul_pd(k, _mm256_set1_pd(kLn2Lo)));
+        r[q] = _mm256_fnmadd_pd(k, _mm256_set1_pd(kLn2Lo), _mm256_fnmadd_pd(k, _mm256_set1_pd(kLn2Hi), tq));
         p[q] = _mm256_set1_pd(kInvFact[0]);
     }
 #pragma GCC unroll 8
     for (int d = 1; d < 9; ++d) {
         const __m256d c = _mm256_set1_pd(kInvFact[d]);
 #pragma GCC unroll 4
-        for (int q = 0; q < Q; ++q) p[q] = _mm256_add_pd(_mm256_mul_pd(p[q], r[q]), c);
+        for (int q = 0; q < Q; ++q) p[q] = _mm256_fmadd_pd(p[q], r[q], c);
     }
 #pragma GCC unroll 4
     for (int q = 0; q < Q; ++q) {
@@ -328,7 +341,7 @@ GRAPHRUN_TARGET_AVX2 double exp_shifted_f32_avx2(const float* x, float* o, int64
     double lane[kLanes];
     for (int q = 0; q < 8; ++q) _mm256_storeu_pd(lane + 4 * q, acc[q]);
     for (int j = 0; i + j < n; ++j) {
-        const double e = exp_nonpositive(static_cast<double>(x[i + j]) - static_cast<double>(m));
+        const double e = exp_nonpositive_inline(static_cast<double>(x[i + j]) - static_cast<double>(m));
         o[i + j] = static_cast<float>(e);
         lane[j] += e;
     }
@@ -427,16 +440,7 @@ const char* isa_name(Isa isa) {
     return "baseline";
 }
 
-double exp_nonpositive(double t) {
-    t = t > kExpFloor ? t : kExpFloor;  // as maxpd(t, floor)
-    const double kd = t * kLog2e + kShift;
-    const double k = kd - kShift;
-    const double r = (t - k * kLn2Hi) - k * kLn2Lo;
-    double p = kInvFact[0];
-    for (int d = 1; d < 9; ++d) p = p * r + kInvFact[d];
-    const uint64_t bits = (std::bit_cast<uint64_t>(kd) - kExpBias) << 52;
-    return p * std::bit_cast<double>(bits);
-}
+double exp_nonpositive(double t) { return exp_nonpositive_inline(t); }
 
 void softmax_row_f32(const float* x, float* o, int64_t n) {
     const float m = max_f32(x, n);

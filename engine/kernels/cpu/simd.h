@@ -4,7 +4,9 @@
 // row primitives below have hand-written AVX2/AVX-512 versions (simd.cpp).
 //
 // Numerics do not depend on the path: the variants never contract a * b + c
-// into a fused multiply-add (GCC would once FMA is enabled), and the row
+// into a fused multiply-add (GCC would once FMA is enabled; where one is
+// wanted, as in the exponential below, every path writes it, the scalar one
+// as std::fma), and the row
 // primitives accumulate in the same lanes and combine them in the same order
 // on every path, so every path gives the same bits.
 #pragma once
@@ -103,7 +105,8 @@ void f16_to_f32_row(const uint16_t* x, float* o, int64_t n);
 
 // The scalar exponential behind exp_shifted_f32, for t <= 0 (t < -150 gives
 // exp(-150), which every f32 rounds to 0): Cody-Waite reduction by ln 2 and
-// a degree-8 Taylor polynomial, no fma. Exposed for the tests.
+// a degree-8 Taylor polynomial, in fused multiply-adds (std::fma here, the
+// instruction in the vector paths: the same bits). Exposed for the tests.
 double exp_nonpositive(double t);
 
 }  // namespace graphrun::kernels
