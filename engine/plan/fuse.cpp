@@ -670,7 +670,10 @@ private:
             if (!(flips || swaps_heads(tn, rank)) || !only_for(t, user[j]) || !fusable(tn) ||
                 tn.dtype != DType::F32 || tn.inputs[0].id < 0)
                 continue;
-            if (flips) (j == 0 ? at.qk_ta : at.qk_tb) = !(j == 0 ? at.qk_ta : at.qk_tb);
+            if (flips) {
+                bool& transposed = j == 0 ? at.qk_ta : at.qk_tb;
+                transposed = !transposed;
+            }
             operand[j] = tn.inputs[0].id;
             at.heads[j] = true;
             removed_[static_cast<size_t>(t)] = true;
@@ -765,17 +768,8 @@ private:
     // Whether `t` is a transpose of only its last two axes (rank 2 or more).
     static bool swaps_last_two(const Node& t, size_t rank) {
         if (t.op != OpKind::Transpose || t.inputs.size() != 1 || rank < 2) return false;
-        const NamedAttr* a = t.find_attr("perm");
-        if (!a) return rank == 2;  // no perm: the axes reversed
-        if (a->value.kind != Attr::Kind::List || a->value.list.size() != rank) return false;
-        for (size_t k = 0; k < rank; ++k) {
-            const Attr& p = a->value.list[k];
-            if (!p.is_int) return false;
-            const int64_t axis = p.i < 0 ? p.i + static_cast<int64_t>(rank) : p.i;
-            const size_t want = k + 2 < rank ? k : (k + 2 == rank ? rank - 1 : rank - 2);
-            if (axis != static_cast<int64_t>(want)) return false;
-        }
-        return true;
+        if (!t.find_attr("perm")) return rank == 2;  // no perm: the axes reversed
+        return transposes_as(t, rank, [rank](size_t k) { return k + 2 < rank ? k : (k + 2 == rank ? rank - 1 : rank - 2); });
     }
 
     // matmul(transpose(x, swap the last two), b) reads x with transpose_a

@@ -135,26 +135,16 @@ private:
         for (int64_t j0 = 0; j0 < n; j0 += kChunk) {
             const int64_t m = std::min(kChunk, n - j0);
             float* __restrict v = y + j0;
+            // (Through the lambdas' captures the output and t lose __restrict:
+            // plain blocked_loop left these scalar, a divide per element, the
+            // larger part of the transformer's fused FFN GELU.)
             if (tanh_form)
-                noalias_blocks(m, [&](int64_t j) { t[j] = (v[j] + (v[j] * v[j]) * v[j] * 0.044715f) * 0.7978845608f; });
+                noalias_blocked_loop(m, [&](int64_t j) { t[j] = (v[j] + (v[j] * v[j]) * v[j] * 0.044715f) * 0.7978845608f; });
             else
-                noalias_blocks(m, [&](int64_t j) { t[j] = v[j] / 1.41421356237f; });
+                noalias_blocked_loop(m, [&](int64_t j) { t[j] = v[j] / 1.41421356237f; });
             vec_f32(tanh_form ? VecFn::Tanh : VecFn::Erf, t, t, m);
-            noalias_blocks(m, [&](int64_t j) { v[j] = (v[j] * 0.5f) * (t[j] + 1.0f); });
+            noalias_blocked_loop(m, [&](int64_t j) { v[j] = (v[j] * 0.5f) * (t[j] + 1.0f); });
         }
-    }
-
-    // blocked_loop's blocks marked free of aliasing: gelu_f32's loops read and
-    // write the output and a buffer of this frame through the lambda's
-    // captures, which GCC's -O2 left scalar (a scalar divide per element, the
-    // larger part of the transformer's fused FFN GELU).
-    template <class F>
-    static void noalias_blocks(int64_t m, F f) {
-        int64_t j = 0;
-        for (; j + kVectorBlock <= m; j += kVectorBlock)
-            GRAPHRUN_NO_ALIAS_LOOP
-            for (int u = 0; u < kVectorBlock; ++u) f(j + u);
-        for (; j < m; ++j) f(j);
     }
 
     bool active_ = false;
