@@ -6,6 +6,7 @@
 #include <charconv>
 #include <limits>
 #include <memory>
+#include <system_error>
 #include <unordered_map>
 
 #include "engine/base/interrupt.h"
@@ -203,30 +204,32 @@ class DocumentBuilder : public nlohmann::json_sax<nlohmann::json> {
         return duplicates_;
     }
 
-    bool null() override { return add(Type::Null) != kNone; }
+    // Streams the document (StreamedDocument): publishes its progress there.
+    void stream_to(StreamedDocument::Progress* progress) { progress_ = progress; }
+    bool null() override { return add(Type::Null) != kNone && scalar_done(); }
     bool boolean(bool v) override {
         const uint32_t i = add(Type::Bool);
         if (i == kNone) return false;
         if (v) doc_.values[i].flags |= Document::kTrue;
-        return true;
+        return scalar_done();
     }
     bool number_integer(number_integer_t v) override {
         const uint32_t i = add(Type::Integer);
         if (i == kNone) return false;
         doc_.values[i].i = v;
-        return true;
+        return scalar_done();
     }
     bool number_unsigned(number_unsigned_t v) override {
         const uint32_t i = add(Type::Unsigned);
         if (i == kNone) return false;
         doc_.values[i].u = v;
-        return true;
+        return scalar_done();
     }
     bool number_float(number_float_t v, const string_t&) override {
         const uint32_t i = add(Type::Float);
         if (i == kNone) return false;
         doc_.values[i].f = v;
-        return true;
+        return scalar_done();
     }
     bool string(string_t& v) override { return add_string(v); }
     bool add_string(std::string_view v) {
@@ -234,9 +237,9 @@ class DocumentBuilder : public nlohmann::json_sax<nlohmann::json> {
         if (i == kNone) return false;
         doc_.values[i].span.a = place(v);
         doc_.values[i].span.b = static_cast<uint32_t>(v.size());
-        return true;
+        return scalar_done();
     }
-    bool binary(binary_t&) override { return add(Type::Null) != kNone; }  // not in JSON text
+    bool binary(binary_t&) override { return add(Type::Null) != kNone && scalar_done(); }  // not in JSON text
 
     bool start_object(std::size_t) override { return open(Type::Object); }
     bool start_array(std::size_t) override { return open(Type::Array); }
@@ -246,6 +249,7 @@ class DocumentBuilder : public nlohmann::json_sax<nlohmann::json> {
     bool key(string_t& k) override { return add_key(k); }
     // The key of the member whose value comes next.
     bool add_key(std::string_view k) {
+        if (progress_ && k.size() >= Document::kLongKey) return false;  // long_keys would move under the reader
         Frame& f = frames_.back();
         f.duplicate = find_key(f, k);
         if (f.duplicate != kNone) {
@@ -345,6 +349,13 @@ class DocumentBuilder : public nlohmann::json_sax<nlohmann::json> {
             failed_ = true;
             return kNone;
         }
+        // Streamed: the records must never move (the caller reserved room for
+        // every value a source of its size can hold), and the caller may give up.
+        if (progress_ && (doc_.values.size() == doc_.values.capacity() ||
+                          progress_->stop.load(std::memory_order_relaxed))) {
+            failed_ = true;
+            return kNone;
+        }
         if (++values_ > limits_.json_values) {
             fail(Loc{}, json_value_limit_message(limits_));
             return kNone;
@@ -381,6 +392,7 @@ class DocumentBuilder : public nlohmann::json_sax<nlohmann::json> {
         v.key_offset = f.key_offset;
         v.key_size = f.key_size;
         ++container.span.b;
+        if (progress_ && index == 2) decide_stream(type);
         if (f.keys) {
             f.keys->emplace(doc_.key(v), index);
         } else if (container.span.b > kLinearKeys) {
@@ -405,13 +417,48 @@ class DocumentBuilder : public nlohmann::json_sax<nlohmann::json> {
         f.value = add(type);
         if (f.value == kNone) return false;
         frames_.push_back(std::move(f));
+        if (progress_ && frames_.size() <= 2) publish();  // the root, or one of its members
         return true;
     }
 
     bool close() {
-        doc_.values[frames_.back().value].span.a = static_cast<uint32_t>(doc_.values.size());
+        const uint32_t index = frames_.back().value;
+        const auto end = static_cast<uint32_t>(doc_.values.size());
+        doc_.values[index].span.a = end;
+        const size_t depth = frames_.size();
         frames_.pop_back();
+        // An item of a member of the root is complete: the streamed array's
+        // items are published one by one.
+        if (progress_ && depth <= 3) {
+            if (index == progress_->array.load(std::memory_order_relaxed))
+                progress_->array_end.store(end, std::memory_order_release);
+            publish();
+        }
         return true;
+    }
+
+    // Streaming: every record so far is there, but for the open containers'
+    // spans. Published where no item of a member of the root is open.
+    void publish() {
+        progress_->published.store(static_cast<uint32_t>(doc_.values.size()), std::memory_order_release);
+    }
+    bool scalar_done() {
+        if (progress_ && frames_.size() <= 2) publish();
+        return true;
+    }
+    // Record 2 was added: the array to stream when it is the root's second
+    // member "nodes", after "graphrun": 1 (the layout `graphrun convert`
+    // writes; the graph's reader reads any other one after the whole document).
+    void decide_stream(Type type) {
+        const std::vector<Value>& v = doc_.values;
+        const Value& version = v[1];
+        const bool one = (version.type == Type::Unsigned && version.u == 1) ||
+                         (version.type == Type::Integer && version.i == 1) ||
+                         (version.type == Type::Float && version.f == 1.0);
+        const bool stream = type == Type::Array && frames_.size() == 1 && v[0].type == Type::Object && one &&
+                            doc_.key(version) == "graphrun" && doc_.key(v[2]) == "nodes" &&
+                            !(v[2].flags & Document::kHidden);
+        progress_->array.store(stream ? 2 : kNone, std::memory_order_release);
     }
 
     std::string_view source_;
@@ -423,6 +470,7 @@ class DocumentBuilder : public nlohmann::json_sax<nlohmann::json> {
     size_t values_ = 0;
     uint32_t next_place_ = 0;
     bool failed_ = false;
+    StreamedDocument::Progress* progress_ = nullptr;
     Diagnostic failure_;
     std::vector<std::pair<std::string, std::string>> duplicates_;  // pointer, key
 };
@@ -607,6 +655,61 @@ class FastJsonReader {
 };
 
 }  // namespace
+
+bool StreamedDocument::start(std::string_view source, Document& doc, const InputLimits& limits) {
+    if (source.size() > UINT32_MAX) return false;
+    // Room for every value the source can hold (read_document): the records never move.
+    doc.values.reserve(std::min(source.size() / 2, limits.json_values) + 1);
+    try {
+        thread_ = std::thread([this, source, &doc, &limits] {
+            bool ok = false;
+            try {
+                DocumentBuilder builder(source, doc, true, limits);
+                builder.stream_to(&progress_);
+                ok = FastJsonReader(source, builder).read() && !builder.failed() && builder.duplicates().empty();
+            } catch (...) {
+                ok = false;  // no memory: the caller reads it again, and reports that
+            }
+            progress_.ok = ok;
+            uint32_t undecided = Progress::kUndecided;  // fewer than three records
+            progress_.array.compare_exchange_strong(undecided, Document::kNone, std::memory_order_release);
+            progress_.done.store(true, std::memory_order_release);
+        });
+    } catch (const std::system_error&) {
+        return false;
+    }
+    return true;
+}
+
+uint32_t StreamedDocument::array() {
+    for (;;) {
+        const uint32_t a = progress_.array.load(std::memory_order_acquire);
+        if (a != Progress::kUndecided) return a;
+        std::this_thread::yield();
+    }
+}
+
+bool StreamedDocument::item(uint32_t i) {
+    for (;;) {
+        // What was published before done is seen once done is.
+        const bool done = progress_.done.load(std::memory_order_acquire);
+        const uint32_t end = progress_.array_end.load(std::memory_order_acquire);
+        if (end != Document::kNone) return i < end;
+        if (i < progress_.published.load(std::memory_order_acquire)) return true;
+        if (done) return false;
+        std::this_thread::yield();
+    }
+}
+
+bool StreamedDocument::finish() {
+    if (thread_.joinable()) thread_.join();
+    return progress_.ok;
+}
+
+void StreamedDocument::stop() {
+    progress_.stop.store(true, std::memory_order_relaxed);
+    if (thread_.joinable()) thread_.join();
+}
 
 bool read_document(std::string_view source, Document& doc, const InputLimits& limits, Diagnostics& diag) {
     // Strings and keys are placed by 32-bit offsets (graph files are read up to kMaxFileBytes).

@@ -6,10 +6,12 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <thread>
 #include <unordered_map>
 
 #include "engine/base/interrupt.h"
@@ -136,12 +138,21 @@ class JsonReader {
         : g_(g), builder_(g, diag), diag_(diag), limits_(limits) {}
 
     void read(JVal root);
+    // Reads the graph from a document still being read (StreamedDocument):
+    // the items of its "nodes" array, record `array`, as they come, then
+    // the rest as read_top would. False when the document turns out not to
+    // be one this can read so (what it built is then to be dropped).
+    bool read_streamed(StreamedDocument& stream, const Document& doc, uint32_t array, std::string_view source);
 
   private:
     // program -> {"graphrun": 1, "nodes": [item...], "outputs": [name...]}
     void read_top(JVal root);
     // items -> [ node | loop ... ]
     void read_items(JVal items, const std::string& pointer);
+    // One of them, the `index`th: `p` holds the items' pointer and a '/'
+    // (`base` bytes), and ends with the item's index on return. False when
+    // the reading stops there.
+    bool read_item(JVal item, std::string& p, size_t base, size_t index);
     // loop -> {"repeat": N, "body": [item...]}
     void read_repeat(JVal item, const std::string& pointer);
     // del -> {"del": [name...]} or {"del": name}
@@ -350,43 +361,109 @@ void JsonReader::read_items(JVal items, const std::string& pointer) {
     // string per node).
     std::string p = pointer + '/';
     const size_t base = p.size();
-    for (auto [unused, item] : items.items()) {
-        const size_t index = i++;
-        if (stopped()) return;
-        char digits[24];
-        p.resize(base);
-        p.append(digits, std::to_chars(digits, digits + sizeof digits, index).ptr);
-        if (too_many_nodes(p)) return;
-        if (!item.is_object()) {
-            error(at(p),
-                  "a node must be an object like "
-                  "{\"name\": \"y\", \"op\": \"relu\", \"inputs\": [\"x\"]}, "
-                  "or a loop {\"repeat\": N, \"body\": [...]}; got " +
-                      describe(item));
-            continue;
-        }
-        // Each member is told apart once (a node's are then read from `m`).
-        NodeMembers m;
-        bool loop = false, del = false;
-        for (auto [key, value] : item.items()) {
-            switch (classify(key)) {
-                case Key::Name: m.name = value; break;
-                case Key::Op: m.op = value; break;
-                case Key::Inputs: m.inputs = value; break;
-                case Key::Device: m.device = value; break;
-                case Key::Repeat:
-                case Key::Body: loop = true; break;
-                case Key::Del: del = true; break;
-                default: m.others = true; break;
-            }
-        }
-        if (del && !loop)
-            read_del(item, p);
-        else if (loop)
-            read_repeat(item, p);
-        else
-            read_node(item, m, p);
+    for (auto [unused, item] : items.items())
+        if (!read_item(item, p, base, i++)) return;
+}
+
+bool JsonReader::read_item(JVal item, std::string& p, size_t base, size_t index) {
+    if (stopped()) return false;
+    char digits[24];
+    p.resize(base);
+    p.append(digits, std::to_chars(digits, digits + sizeof digits, index).ptr);
+    if (too_many_nodes(p)) return false;
+    if (!item.is_object()) {
+        error(at(p),
+              "a node must be an object like "
+              "{\"name\": \"y\", \"op\": \"relu\", \"inputs\": [\"x\"]}, "
+              "or a loop {\"repeat\": N, \"body\": [...]}; got " +
+                  describe(item));
+        return true;
     }
+    // Each member is told apart once (a node's are then read from `m`).
+    NodeMembers m;
+    bool loop = false, del = false;
+    for (auto [key, value] : item.items()) {
+        switch (classify(key)) {
+            case Key::Name: m.name = value; break;
+            case Key::Op: m.op = value; break;
+            case Key::Inputs: m.inputs = value; break;
+            case Key::Device: m.device = value; break;
+            case Key::Repeat:
+            case Key::Body: loop = true; break;
+            case Key::Del: del = true; break;
+            default: m.others = true; break;
+        }
+    }
+    if (del && !loop)
+        read_del(item, p);
+    else if (loop)
+        read_repeat(item, p);
+    else
+        read_node(item, m, p);
+    return true;
+}
+
+// Room to reserve for the nodes and statements of a JSON graph before its
+// document is read. A statement is an object ('{'), and so is a node; the
+// other nodes are literal inputs, items of arrays. The items of all arrays
+// number the commas, less the members of objects (':'), plus one for each
+// container; a ':' or ',' in a string makes this a little off, which costs
+// room reserved and never used, or a list that grows.
+std::pair<size_t, size_t> bound_nodes(std::string_view source) {
+    // Sixteen bytes at a time (a byte at a time cost as much as reading the
+    // graph's document): per-lane counts of up to 255 blocks, then summed.
+    using Bytes = signed char __attribute__((vector_size(16)));
+    size_t objects = 0, arrays = 0, commas = 0, colons = 0, i = 0;
+    const size_t blocks_end = source.size() - source.size() % 16;
+    while (i < blocks_end) {
+        Bytes o = {}, a = {}, c = {}, k = {};
+        for (const size_t stop = std::min(blocks_end, i + 16 * 255); i < stop; i += 16) {
+            Bytes b;
+            std::memcpy(&b, source.data() + i, sizeof b);
+            o -= b == '{';  // a lane that matches is -1
+            a -= b == '[';
+            c -= b == ',';
+            k -= b == ':';
+        }
+        for (int l = 0; l < 16; ++l) {
+            objects += static_cast<unsigned char>(o[l]);
+            arrays += static_cast<unsigned char>(a[l]);
+            commas += static_cast<unsigned char>(c[l]);
+            colons += static_cast<unsigned char>(k[l]);
+        }
+    }
+    for (; i < source.size(); ++i) {
+        objects += source[i] == '{';
+        arrays += source[i] == '[';
+        commas += source[i] == ',';
+        colons += source[i] == ':';
+    }
+    const size_t items = commas + objects + arrays > colons ? commas + objects + arrays - colons : 0;
+    return {objects + items + 1, objects + 1};
+}
+
+bool JsonReader::read_streamed(StreamedDocument& stream, const Document& doc, uint32_t array,
+                               std::string_view source) {
+    // As read_top, which has found "graphrun": 1 and "nodes", an array.
+    const auto [nodes, statements] = bound_nodes(source);
+    builder_.reserve(std::min(nodes, limits_.nodes + 1), statements);
+    std::string p = "/nodes/";
+    const size_t base = p.size();
+    size_t index = 0;
+    for (uint32_t i = array + 1; stream.item(i); i = doc.next(i))
+        if (!read_item(JVal(doc, i), p, base, index++)) break;
+    if (!stream.finish()) return false;
+    // The rest of the root, now read: "outputs" or nothing, else read_top's
+    // messages for it (unknown keys) are the ordinary reading's.
+    std::optional<JVal> outputs;
+    for (uint32_t i = doc.next(array), end = doc.values[0].span.a; i < end; i = doc.next(i)) {
+        if (outputs || doc.key(doc.values[i]) != "outputs") return false;
+        outputs = JVal(doc, i);
+    }
+    if (outputs && !stopped()) read_outputs(*outputs, "/outputs");
+    if (interrupted()) return true;  // a signal stopped the reading: nothing to finish (the loader says why)
+    builder_.finish(at("/nodes"));
+    return true;
 }
 
 void JsonReader::read_del(JVal item, const std::string& pointer) {
@@ -678,6 +755,34 @@ std::optional<Attr> JsonReader::read_attr(JVal j, std::string& pointer) {
     return std::nullopt;
 }
 
+// The graph read from a document as it is read (StreamedDocument), or
+// nullopt, with `g` and `diag` as they were, where that cannot be done: no
+// thread, or a document that the fast reader does not take whole.
+std::optional<bool> parse_streamed(std::string_view source, Graph& g, Diagnostics& diag, const InputLimits& limits) {
+    const Graph graph_before = g;
+    const Diagnostics diag_before = diag;
+    Document doc;  // outlives the stream that fills it
+    StreamedDocument stream;
+    if (!stream.start(source, doc, limits)) return std::nullopt;
+    bool read = false;
+    {
+        JsonReader reader(g, diag, limits);
+        if (const uint32_t array = stream.array(); array != Document::kNone) {
+            read = reader.read_streamed(stream, doc, array, source);
+        } else if (stream.finish()) {
+            reader.read(JVal(doc, doc.root()));  // another layout: read whole, then as ever
+            read = true;
+        }
+    }
+    if (!read) {
+        stream.finish();
+        g = graph_before;
+        diag = diag_before;
+        return std::nullopt;
+    }
+    return !diag.has_errors() && !interrupted();
+}
+
 bool only_whitespace(std::string_view s) {
     for (char c : s)
         if (c != ' ' && c != '\t' && c != '\n' && c != '\r') return false;
@@ -686,7 +791,12 @@ bool only_whitespace(std::string_view s) {
 
 }  // namespace
 
-bool parse_json(std::string_view source, Graph& g, Diagnostics& diag, const InputLimits& limits) {
+namespace {
+
+// Sources from this size are read while their graph is built (parse_streamed).
+constexpr size_t kStreamFrom = size_t{1} << 20;
+
+bool parse(std::string_view source, Graph& g, Diagnostics& diag, const InputLimits& limits, bool stream) {
     g.from_json = true;
     if (only_whitespace(source)) {
         diag.error(
@@ -694,13 +804,29 @@ bool parse_json(std::string_view source, Graph& g, Diagnostics& diag, const Inpu
             "empty input: a JSON graph is an object like {\"graphrun\": 1, \"nodes\": [...]}");
         return false;
     }
+    // Places are offsets only in a source whose diagnostics can name them.
+    const bool in_source = diag.source().data() == source.data() && diag.source().size() == source.size();
+    // A big graph is built while its document is read, on a second core.
+    if (stream && in_source && source.size() >= kStreamFrom && std::thread::hardware_concurrency() > 1) {
+        if (std::optional<bool> parsed = parse_streamed(source, g, diag, limits)) return *parsed;
+        if (interrupted()) return false;  // the loader says why
+    }
     Document doc;
     if (!read_document(source, doc, limits, diag)) return false;
-    // Places are offsets only in a source whose diagnostics can name them.
-    if (diag.source().data() != source.data() || diag.source().size() != source.size()) doc.places = false;
+    if (!in_source) doc.places = false;
     JsonReader reader(g, diag, limits);
     reader.read(JVal(doc, doc.root()));
     return !diag.has_errors() && !interrupted();
+}
+
+}  // namespace
+
+bool parse_json(std::string_view source, Graph& g, Diagnostics& diag, const InputLimits& limits) {
+    return parse(source, g, diag, limits, true);
+}
+
+bool parse_json_whole(std::string_view source, Graph& g, Diagnostics& diag, const InputLimits& limits) {
+    return parse(source, g, diag, limits, false);
 }
 
 }  // namespace graphrun

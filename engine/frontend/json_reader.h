@@ -14,6 +14,12 @@ namespace graphrun {
 // When `diag` was made with `source` (as the loader makes it), the places of
 // values are their offsets in it (Loc::in_json), whose pointers `diag` (or a
 // JsonPointerFinder on `source`) finds; otherwise they are the pointers.
+// A source of a megabyte or more, in the layout `graphrun convert` writes, is
+// read on a second core while the graph is built from it (json_document.h:
+// StreamedDocument); the graph and the diagnostics are those of reading it whole.
 bool parse_json(std::string_view source, Graph& g, Diagnostics& diag, const InputLimits& limits = {});
+// As parse_json, always reading the whole document first (what the streamed
+// reading is tested against).
+bool parse_json_whole(std::string_view source, Graph& g, Diagnostics& diag, const InputLimits& limits = {});
 
 }  // namespace graphrun
