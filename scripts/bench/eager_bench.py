@@ -13,7 +13,8 @@ Usage: eager_bench.py GRAPHRUN [--quick]
    statements piped in, (wall(K) - wall(1)) / (K - 1). Target: well under 1 ms.
 3. Scale: a graph of S statements `x = x + 1` (2 nodes each) in text and as
    the JSON `graphrun convert` writes of it: `check` and `run` wall time (the
-   median of 3) and peak resident memory (ru_maxrss), per node. Targets: run within 1.5x of check; JSON no slower than
+   fastest of 5, alternating, with the median beside it) and peak resident
+   memory (ru_maxrss), per node. Targets: run within 1.5x of check; JSON no slower than
    text per node; the run's memory beyond check's at most 200 bytes per node.
 Prints one table per part, each target as ok / MISSED. Exit code 0 either way.
 """
@@ -29,6 +30,7 @@ BIN = sys.argv[1]
 QUICK = "--quick" in sys.argv
 N = 200_000 if QUICK else 1_000_000
 R = 3
+ROUNDS3 = 5  # part 3: rounds of check and run
 
 
 def run_ms(path, *args):
@@ -114,23 +116,26 @@ def part2(tmp):
           f"(target well under 1000 us: {verdict(us < 250)})")
 
 
-def measure(*args, rounds=3):
-    """Median wall time and peak RSS of `rounds` runs (a shared machine's
-    page faults and neighbours vary from run to run by a quarter)."""
-    walls, rss, status = [], 0, 0
-    for _ in range(rounds):
-        t0 = time.perf_counter()
-        p = subprocess.Popen([BIN, *args], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        _, status, usage = os.wait4(p.pid, 0)
-        walls.append(time.perf_counter() - t0)
-        rss = max(rss, usage.ru_maxrss * 1024)
-    return statistics.median(walls), rss, status
+def measure_once(*args):
+    """Wall time and peak RSS of one run."""
+    t0 = time.perf_counter()
+    p = subprocess.Popen([BIN, *args], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _, status, usage = os.wait4(p.pid, 0)
+    return time.perf_counter() - t0, usage.ru_maxrss * 1024, status
 
 
 def part3(tmp):
+    # `check` and `run` alternate, ROUNDS3 times each, so that both meet the
+    # machine in the same state: on this VM a page fault's cost changes from
+    # minute to minute (the same binary's million-node check takes 0.8 to
+    # 1.7 s), which a block of checks then a block of runs turned into the
+    # ratio. The targets are judged on the fastest run of each, as Python's
+    # timeit advises (the slower ones measure the machine, not the program);
+    # the medians are printed beside them.
     sizes = (100_000,) if QUICK else (100_000, 500_000)
-    print("3. scale: S statements `x = x + 1` (2 nodes each); wall s and peak RSS MB")
-    print(f"  {'nodes':>9s} {'form':5s} {'check s':>8s} {'run s':>8s} {'check MB':>9s} {'run MB':>8s} "
+    print(f"3. scale: S statements `x = x + 1` (2 nodes each); wall s (fastest / median of {ROUNDS3}, "
+          "check and run alternating) and peak RSS MB")
+    print(f"  {'nodes':>9s} {'form':5s} {'check s':>11s} {'run s':>11s} {'check MB':>9s} {'run MB':>8s} "
           f"{'run/check':>9s} {'B/node beyond check':>20s}")
     for s in sizes:
         text = os.path.join(tmp, f"scale{s}.graph")
@@ -143,11 +148,19 @@ def part3(tmp):
             subprocess.run([BIN, "convert", "--to=json", text], stdout=f, check=True)
         per_form = {}
         for form, path in (("text", text), ("json", js)):
-            cw, cm, _ = measure("check", "--device=cpu", path)
-            rw, rm, _ = measure("run", "--device=cpu", "--threads=1", "--cleanup=safepoint", path)
+            checks, runs, cm, rm = [], [], 0, 0
+            for _ in range(ROUNDS3):
+                w, m, _ = measure_once("check", "--device=cpu", path)
+                checks.append(w)
+                cm = max(cm, m)
+                w, m, _ = measure_once("run", "--device=cpu", "--threads=1", "--cleanup=safepoint", path)
+                runs.append(w)
+                rm = max(rm, m)
+            cw, rw = min(checks), min(runs)
             per_form[form] = cw
             n = 2 * s + 1
-            print(f"  {n:9d} {form:5s} {cw:8.2f} {rw:8.2f} {cm / 1e6:9.0f} {rm / 1e6:8.0f} {rw / cw:9.2f} "
+            print(f"  {n:9d} {form:5s} {cw:5.2f}/{statistics.median(checks):5.2f} "
+                  f"{rw:5.2f}/{statistics.median(runs):5.2f} {cm / 1e6:9.0f} {rm / 1e6:8.0f} {rw / cw:9.2f} "
                   f"{(rm - cm) / n:20.0f}")
             print(f"            run within 1.5x of check: {verdict(rw <= 1.5 * cw)}; "
                   f"<= 200 B/node beyond check: {verdict(rm - cm <= 200 * n)}")
