@@ -796,7 +796,10 @@ namespace {
 // Sources from this size are read while their graph is built (parse_streamed).
 constexpr size_t kStreamFrom = size_t{1} << 20;
 
-bool parse(std::string_view source, Graph& g, Diagnostics& diag, const InputLimits& limits, bool stream) {
+// How a source is read: streamed when big (parse_json), whole, or streamed whatever its size.
+enum class Reading { Auto, Whole, Streamed };
+
+bool parse(std::string_view source, Graph& g, Diagnostics& diag, const InputLimits& limits, Reading how) {
     g.from_json = true;
     if (only_whitespace(source)) {
         diag.error(
@@ -807,7 +810,9 @@ bool parse(std::string_view source, Graph& g, Diagnostics& diag, const InputLimi
     // Places are offsets only in a source whose diagnostics can name them.
     const bool in_source = diag.source().data() == source.data() && diag.source().size() == source.size();
     // A big graph is built while its document is read, on a second core.
-    if (stream && in_source && source.size() >= kStreamFrom && std::thread::hardware_concurrency() > 1) {
+    const bool stream = how == Reading::Streamed ||
+                        (how == Reading::Auto && source.size() >= kStreamFrom && std::thread::hardware_concurrency() > 1);
+    if (stream && in_source) {
         if (std::optional<bool> parsed = parse_streamed(source, g, diag, limits)) return *parsed;
         if (interrupted()) return false;  // the loader says why
     }
@@ -822,11 +827,15 @@ bool parse(std::string_view source, Graph& g, Diagnostics& diag, const InputLimi
 }  // namespace
 
 bool parse_json(std::string_view source, Graph& g, Diagnostics& diag, const InputLimits& limits) {
-    return parse(source, g, diag, limits, true);
+    return parse(source, g, diag, limits, Reading::Auto);
 }
 
 bool parse_json_whole(std::string_view source, Graph& g, Diagnostics& diag, const InputLimits& limits) {
-    return parse(source, g, diag, limits, false);
+    return parse(source, g, diag, limits, Reading::Whole);
+}
+
+bool parse_json_streamed(std::string_view source, Graph& g, Diagnostics& diag, const InputLimits& limits) {
+    return parse(source, g, diag, limits, Reading::Streamed);
 }
 
 }  // namespace graphrun

@@ -21,5 +21,9 @@ bool parse_json(std::string_view source, Graph& g, Diagnostics& diag, const Inpu
 // As parse_json, always reading the whole document first (what the streamed
 // reading is tested against).
 bool parse_json_whole(std::string_view source, Graph& g, Diagnostics& diag, const InputLimits& limits = {});
+// As parse_json, streaming a source of any size (on one core too) where
+// parse_json would stream a big one: for the tests and the fuzz target, which
+// hold it to parse_json_whole's results.
+bool parse_json_streamed(std::string_view source, Graph& g, Diagnostics& diag, const InputLimits& limits = {});
 
 }  // namespace graphrun

@@ -2,7 +2,9 @@
 // graph that parsed writes back (write_json) to one that parses to as many
 // nodes; and that the pointer finder names every place of a document its
 // reader accepted as the document does, asked in check's listing order (a
-// place, then the start of the member that holds it).
+// place, then the start of the member that holds it); and that the graph read
+// while its document is read (StreamedDocument, which parse_json uses for big
+// files) is the whole reading's, with the same messages.
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -49,11 +51,28 @@ void check_pointers(const std::string& source) {
     }
 }
 
+// What a reading gave: every message as printed, and the graph when it parsed.
+std::string outcome(bool ok, const Graph& g, const Diagnostics& diag) {
+    std::string s = ok ? "ok\n" : "failed\n";
+    for (const Diagnostic& d : diag.all()) s += diag.format(d) + "\n";
+    if (ok) s += write_json(g);
+    return s;
+}
+
+void check_streamed(const std::string& source) {
+    Graph whole, streamed;
+    Diagnostics whole_diag("fuzz.json", source), streamed_diag("fuzz.json", source);
+    const bool whole_ok = parse_json_whole(source, whole, whole_diag);
+    const bool streamed_ok = parse_json_streamed(source, streamed, streamed_diag);
+    if (outcome(whole_ok, whole, whole_diag) != outcome(streamed_ok, streamed, streamed_diag)) __builtin_trap();
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     std::string source(reinterpret_cast<const char*>(data), size);
     check_pointers(source);
+    check_streamed(source);
 
     Graph g;
     Diagnostics diag("fuzz.json", source);
