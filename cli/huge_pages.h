@@ -13,7 +13,9 @@ namespace graphrun::cli {
 // GLIBC_TUNABLES when the process starts, so when one of `sources` is a text
 // or JSON graph of kHugePagesFrom bytes or more, this re-executes graphrun
 // (the same pid, argv and streams: nothing has been read or printed yet)
-// with the tunable added. It returns, changing nothing, where that cannot
+// with the tunable added, and with glibc.malloc.mmap_threshold and
+// trim_threshold set so that freed blocks are reused rather than unmapped and
+// faulted in again (huge_pages.cpp). It returns, changing nothing, where that cannot
 // help or is not wanted: GLIBC_TUNABLES already names the tunable (a user's
 // `glibc.malloc.hugetlb=0` turns this off), transparent huge pages are off
 // in the kernel, a sanitizer or valgrind owns malloc, or the exec fails.
