@@ -171,6 +171,8 @@ class JsonReader {
     std::optional<Attr> read_attr(JVal j, std::string& pointer);
     bool read_node_name(JVal j, const Loc& loc, std::string& name);
     void read_outputs(JVal outputs, const std::string& pointer);
+    // The program's end, after its nodes: its outputs, then the builder's finish.
+    void read_end(const std::optional<JVal>& outputs);
 
     void unknown_key(std::string_view key, const std::string& pointer,
                      const std::vector<std::string>& known, const std::string& hint);
@@ -324,6 +326,10 @@ void JsonReader::read_top(JVal root) {
         builder_.reserve(std::min(count_nodes(nodes->doc(), nodes->index()), limits_.nodes + 1), nodes->size());
         read_items(*nodes, "/nodes");
     }
+    read_end(outputs);
+}
+
+void JsonReader::read_end(const std::optional<JVal>& outputs) {
     if (outputs && !stopped()) read_outputs(*outputs, "/outputs");
     if (interrupted()) return;  // a signal stopped the reading: nothing to finish (the loader says why)
     builder_.finish(at("/nodes"));
@@ -460,9 +466,7 @@ bool JsonReader::read_streamed(StreamedDocument& stream, const Document& doc, ui
         if (outputs || doc.key(doc.values[i]) != "outputs") return false;
         outputs = JVal(doc, i);
     }
-    if (outputs && !stopped()) read_outputs(*outputs, "/outputs");
-    if (interrupted()) return true;  // a signal stopped the reading: nothing to finish (the loader says why)
-    builder_.finish(at("/nodes"));
+    read_end(outputs);
     return true;
 }
 
@@ -774,8 +778,7 @@ std::optional<bool> parse_streamed(std::string_view source, Graph& g, Diagnostic
             read = true;
         }
     }
-    if (!read) {
-        stream.finish();
+    if (!read) {  // the reader has finished either way
         g = graph_before;
         diag = diag_before;
         return std::nullopt;
