@@ -64,6 +64,15 @@ bool big_graph_source(const std::string& path) {
 
 }  // namespace
 
+std::string huge_page_tunables(const char* tunables) {
+    std::string value = (tunables && *tunables ? tunables + std::string(":") : "") + std::string(kTunable) + "=1";
+    for (std::string_view keep : kKeepTunables) {
+        const std::string_view name = keep.substr(0, keep.find('='));
+        if (!tunables || std::string_view(tunables).find(name) == std::string_view::npos) value += ":" + std::string(keep);
+    }
+    return value;
+}
+
 void reexec_with_huge_pages_for(const std::vector<std::string>& sources, char** argv) {
     if (sanitized_build() || !argv || !argv[0]) return;
     const char* tunables = std::getenv("GLIBC_TUNABLES");
@@ -74,12 +83,7 @@ void reexec_with_huge_pages_for(const std::vector<std::string>& sources, char** 
     for (const std::string& s : sources) big = big || big_graph_source(s);
     if (!big || !kernel_offers_huge_pages()) return;
 
-    std::string value = std::string("GLIBC_TUNABLES=") + (tunables && *tunables ? tunables + std::string(":") : "") +
-                        std::string(kTunable) + "=1";
-    for (std::string_view keep : kKeepTunables) {
-        const std::string_view name = keep.substr(0, keep.find('='));
-        if (!tunables || std::string_view(tunables).find(name) == std::string_view::npos) value += ":" + std::string(keep);
-    }
+    std::string value = "GLIBC_TUNABLES=" + huge_page_tunables(tunables);
     std::vector<char*> env;
     for (char** e = environ; e && *e; ++e)
         if (std::strncmp(*e, "GLIBC_TUNABLES=", 15) != 0) env.push_back(*e);

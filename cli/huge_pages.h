@@ -20,6 +20,9 @@ namespace graphrun::cli {
 // `glibc.malloc.hugetlb=0` turns this off), transparent huge pages are off
 // in the kernel, a sanitizer or valgrind owns malloc, or the exec fails.
 void reexec_with_huge_pages_for(const std::vector<std::string>& sources, char** argv);
+// The GLIBC_TUNABLES value it runs with, given the user's (or nullptr):
+// theirs, then the huge pages and each heap threshold they did not set.
+std::string huge_page_tunables(const char* tunables);
 
 constexpr long long kHugePagesFrom = 256 << 10;
 

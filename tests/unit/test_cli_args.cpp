@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include "cli/app.h"
+#include "cli/huge_pages.h"
 
 using graphrun::cli::integer_problem;
 using graphrun::cli::memory_size_problem;
@@ -48,4 +49,16 @@ TEST_CASE("cli option values: messages say what is expected") {
     CHECK(memory_size_problem("0").find("'0' is 0 bytes; expected a size above 0: ") == 0);
     CHECK(memory_size_problem("lots").find(
               "'lots' is not a memory size; expected a size above 0: ") == 0);
+}
+
+TEST_CASE("cli huge pages: the heap's thresholds come with them, a user's own settings stay and are not named twice") {
+    using graphrun::cli::huge_page_tunables;
+    const std::string mine = ":glibc.malloc.mmap_threshold=33554432:glibc.malloc.trim_threshold=17179869184";
+    CHECK(huge_page_tunables(nullptr) == "glibc.malloc.hugetlb=1" + mine);
+    CHECK(huge_page_tunables("") == "glibc.malloc.hugetlb=1" + mine);
+    CHECK(huge_page_tunables("glibc.malloc.trim_threshold=1048576") ==
+          "glibc.malloc.trim_threshold=1048576:glibc.malloc.hugetlb=1:glibc.malloc.mmap_threshold=33554432");
+    CHECK(huge_page_tunables("glibc.malloc.mmap_threshold=0:glibc.malloc.trim_threshold=1") ==
+          "glibc.malloc.mmap_threshold=0:glibc.malloc.trim_threshold=1:glibc.malloc.hugetlb=1");
+    CHECK(huge_page_tunables("glibc.malloc.arena_max=1") == "glibc.malloc.arena_max=1:glibc.malloc.hugetlb=1" + mine);
 }
