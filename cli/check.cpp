@@ -336,6 +336,14 @@ void print_text_tail(const Graph& g, const Plan& plan, std::ostream& out) {
         any_cl = true;
     }
     if (any_cl) out << "\n";
+    bool any_wino = false;  // convs run as Winograd's F(4x4, 3x3) (engine/kernels/cpu/winograd.h)
+    for (const Node& n : g.nodes) {
+        if (!n.winograd) continue;
+        out << (any_wino ? ", " : "\nWinograd F(4x4, 3x3) convs (GRAPHRUN_NO_WINOGRAD=1 runs oneDNN's direct conv):\n  ")
+            << terminal_text(n.display());
+        any_wino = true;
+    }
+    if (any_wino) out << "\n";
     bool any_input = false;  // the values `run` needs: --input=NAME=@FILE.npy of this dtype and shape
     for (const Node& n : g.nodes) {
         if (n.op != OpKind::Input) continue;
@@ -430,6 +438,11 @@ void print_json(const Graph& g, const Plan& plan, Places& places, std::ostream& 
         }
     doc["channels_last"] = std::move(cl);
     doc["channel_layouts"] = std::move(layouts);
+    // The convs that run as Winograd's F(4x4, 3x3) (engine/kernels/cpu/winograd.h).
+    auto wino = nlohmann::ordered_json::array();
+    for (const Node& n : g.nodes)
+        if (n.winograd) wino.push_back(n.display());
+    doc["winograd"] = std::move(wino);
     auto ins = nlohmann::ordered_json::array();
     for (const Node& n : g.nodes)
         if (n.op == OpKind::Input)

@@ -224,6 +224,51 @@ def chain_main(dnnl, c1, c2, layouts):
             check(e <= RTOL, f"default differs from {how} by {e:.3g}")
 
 
+def winograd_main(avx2):
+    """3x3 convs between nChw8c values (32 and 40 channels, 23x21, batch 2: 72 tiles) run as
+    Winograd's F(4x4, 3x3) where oneDNN's code is AVX2 (engine/kernels/cpu/winograd.h): with a
+    bias and relu, with a residual and relu6, alone. `check` lists them (none under
+    GRAPHRUN_NO_WINOGRAD=1 or --no-fuse); every run matches NumPy's float64 reference; the
+    Winograd run's bits differ from oneDNN's direct conv's (so it ran), within RTOL."""
+    net = onnx_models.Net(seed=13)
+    x = net.input("x", net.rng.standard_normal((2, 24, 23, 21)).astype(np.float32))
+    a = net.relu(net.bn(net.conv(x, 24, 32, 1), 32))
+    b = net.relu(net.conv(a, 32, 32, 3, bias=True))
+    c = net.relu6(net.add(net.bn(net.conv(b, 32, 32, 3), 32), a))
+    d = net.conv(c, 32, 40, 3, bias=True)
+    y = net.relu(net.conv(d, 40, 16, 1))
+    model = net.model([y], "winograd_chain")
+    path = os.path.join(TMP, "winograd.onnx")
+    onnx.save(model.proto, path)
+    np.save(os.path.join(TMP, "wx.npy"), model.feeds["x"])
+    feeds = [f"--input=x=@{os.path.join(TMP, 'wx.npy')}"]
+    off = {"GRAPHRUN_NO_WINOGRAD": "1"}
+    results = {}
+    for how, extra, env, want in [("winograd default", (), None, [b, c, d] if avx2 else []),
+                                  ("winograd GRAPHRUN_NO_WINOGRAD=1", (), off, []),
+                                  ("winograd --no-fuse", ("--no-fuse",), None, [])]:
+        plan = plan_of(path, *extra, env=env)
+        got, doc = run(path, feeds, *extra, env=env)
+        if plan is None or got is None:
+            continue
+        check(sorted(plan["winograd"]) == sorted(want), f"{how}: winograd convs {plan['winograd']}, expected {want}")
+        text = graphrun("check", path, *extra, env=env).stdout
+        check(("Winograd F(4x4, 3x3) convs" in text) == bool(want), f"{how}: check's text: {text[-1200:]}")
+        mem = doc["memory"]["before_teardown"]["cpu"]
+        check(mem["peak"] == plan["static_peak"]["cpu"],
+              f"{how}: safepoint peak {mem['peak']} != check's static peak {plan['static_peak']['cpu']}")
+        after = doc["memory"]["after_teardown"]["cpu"]
+        check(after["in_use"] == 0 and after["weights"] == 0 and after["workspace"] == 0,
+              f"{how}: left after teardown: {after}")
+        e = rel_error(got[y], net.vals[y])
+        check(e <= RTOL, f"{how}: y differs from NumPy by {e:.3g}")
+        results[how] = got[y]
+        print(f"{how}: winograd convs {plan['winograd']}; y error vs NumPy {e:.2e}")
+    if avx2 and len(results) == 3:
+        check(not np.array_equal(results["winograd default"], results["winograd GRAPHRUN_NO_WINOGRAD=1"]),
+              "the Winograd run gave the direct conv's bits: it did not run")
+
+
 def main():
     devices = graphrun("devices").stdout
     dnnl = "oneDNN" in devices
@@ -237,6 +282,7 @@ def main():
     # Every channel count a multiple of 8: our pools and concat run on nChw8c where oneDNN's
     # code is AVX2 (its windowed convs would reorder NHWC into it), else NHWC.
     fire_main(dnnl, 16, 8, ["nChw8c"] if re.search(r"oneDNN [^,]*\(avx2", devices) else ["nhwc"])
+    winograd_main(bool(re.search(r"oneDNN [^,]*\(avx2", devices)))
     if failures:
         print(f"onnx_channels_last: {len(failures)} failed")
         return 1

@@ -80,9 +80,12 @@ struct Node {
     // between the oneDNN convs, max_pools and concats that write and read it:
     // NHWC (channel_block 0), or oneDNN's blocked nChw8c or nChw16c
     // (channel_block 8 or 16, the channels a multiple of it). Each
-    // has the bytes of NCHW, in another order. (One byte for both: Node may not grow.)
+    // has the bytes of NCHW, in another order. (One byte for the three: Node may not grow.)
     bool channels_last : 1 = false;
-    uint8_t channel_block : 7 = 0;
+    uint8_t channel_block : 6 = 0;
+    // (prepare, after the layout pass) a conv that runs as Winograd's F(4x4,
+    // 3x3) (engine/kernels/cpu/winograd.h); for check's listing.
+    bool winograd : 1 = false;
     DType dtype = DType::F32;  // (validation)
     int32_t repeat = -1;  // innermost repeat whose body holds it (-1: top level)
     int32_t epilogue = -1;  // (fusion) index into Graph::epilogues, -1: none (Graph::epilogue_of)

@@ -146,6 +146,7 @@ size_t mark_channels_last(Graph& g, RunsChannelsLast runs_channels_last, int fre
         any_conv = any_conv || v.op == OpKind::Conv;
         v.channels_last = false;
         v.channel_block = 0;
+        v.winograd = false;
     }
     if (!runs_channels_last || !any_conv) return 0;
     NodeBlocks blocks = node_blocks(g);

@@ -60,6 +60,7 @@
 #include "engine/kernels/common/norm_plan.h"
 #include "engine/kernels/cpu/dnnl_kernels.h"
 #include "engine/kernels/cpu/epilogue.h"
+#include "engine/kernels/cpu/winograd.h"
 
 namespace graphrun::kernels {
 
@@ -313,6 +314,7 @@ class ConvKernel final : public KernelBase {
             r_cl_ = r.channels_last;
             r_tag_ = value_tag(r);
         }
+        choose_winograd(e);
     }
 
     // Whether oneDNN has a fast implementation for this conv (the factory asks once).
@@ -336,10 +338,65 @@ class ConvKernel final : public KernelBase {
     }
 
     std::string compute(const TensorRef* in, TensorRef& out, const KernelContext& ctx) override {
+        if (winograd_) return guarded_conv_run(out, ctx, "conv (oneDNN): ", [&] { return run_winograd(in, out, ctx); });
         return guarded_conv_run(out, ctx, "conv (oneDNN): ", [&] { return run_dnnl(in, out, ctx); });
     }
 
+    // Whether this conv runs as F(4x4, 3x3) Winograd (winograd.h) instead of
+    // oneDNN's primitive: a 3x3 conv of stride 1 and padding 1 whose x,
+    // output and residual are all held nChw8c, with a filter in OIHW (not
+    // pre-packed: pack_weight keeps it so) and enough tiles for it to pay.
+    bool winograd() const { return winograd_; }
+
   private:
+    // e: the node's epilogue, which the Winograd conv applies only as post-ops would.
+    void choose_winograd(const Epilogue* e) {
+        const bool nchw8c = cl_ && io_ == tag::nChw8c && x_tag_ == tag::nChw8c && y_tag_ == tag::nChw8c &&
+                            (!epilogue_ || epilogue_->residual < 0 || r_tag_ == tag::nChw8c);
+        const bool geometry = g_.spatial == 2 && g_.group == 1 && g_.kernel[0] == 3 && g_.kernel[1] == 3 &&
+                              g_.stride[0] == 1 && g_.stride[1] == 1 && g_.dilation[0] == 1 &&
+                              g_.dilation[1] == 1 && g_.pad_begin[0] == 1 && g_.pad_begin[1] == 1 &&
+                              g_.pad_end[0] == 1 && g_.pad_end[1] == 1 && g_.in[0] == g_.out[0] &&
+                              g_.in[1] == g_.out[1];
+        if (!nchw8c || !geometry || prepacked_ || e != epilogue_) return;
+        wino_.batch = g_.batch;
+        wino_.channels = g_.channels;
+        wino_.height = g_.in[0];
+        wino_.width = g_.in[1];
+        wino_.out_channels = g_.out_channels;
+        if (epilogue_) {
+            wino_.act = epilogue_->act;
+            wino_.lo = static_cast<float>(epilogue_->lo);
+            wino_.hi = static_cast<float>(epilogue_->hi);
+        }
+        winograd_ = winograd_fits(wino_);
+    }
+
+    // oneDNN's sgemm for Winograd's products, C = A . B^T, on the calling
+    // thread (inside the session's OpenMP team it runs alone).
+    static void sgemm_nt(int64_t m, int64_t n, int64_t k, const float* a, const float* b, float* c) {
+        dnnl_sgemm('N', 'T', m, n, k, 1.0f, a, k, b, k, 0.0f, c, n);
+    }
+
+    // The conv as Winograd's, its scratch the run's; where the memory limit
+    // has no room for it, oneDNN's primitive (which may still fit).
+    std::string run_winograd(const TensorRef* in, TensorRef& out, const KernelContext& ctx) {
+        const int threads = std::max(1, ctx.threads);
+        use_threads(threads);
+        KernelContext c = ctx;
+        c.threads = threads;
+        const uint64_t bytes = winograd_scratch_bytes(wino_, threads);
+        RunScratch scratch(ctx.scratch, bytes);
+        if (!scratch.ok()) return run_dnnl(in, out, ctx);
+        const float* residual = nullptr;
+        if (epilogue_ && epilogue_->residual >= 0)
+            residual = static_cast<const float*>(in[epilogue_->residual].data);
+        winograd_conv3x3(wino_, static_cast<const float*>(in[0].data), static_cast<const float*>(in[1].data),
+                         bias_ ? static_cast<const float*>(in[2].data) : nullptr, residual,
+                         static_cast<float*>(out.data), scratch.take(bytes), &sgemm_nt, c);
+        return "";
+    }
+
     // The primitive for `images` of the batch at a time (0: all of it).
     dnnl::convolution_forward::primitive_desc primitive_desc(int64_t images = 0) const {
         if (!cl_) return primitive_desc(blocked_ ? tag::any : tag::nchw, images);
@@ -385,7 +442,7 @@ class ConvKernel final : public KernelBase {
     // The constant filter in the layout this kernel reads it in with `threads`
     // threads, for the pre-pack pass; nullopt where it reads it as it is.
     std::optional<PrepackedWeight> pack_weight(const Graph& g, const Node& n, int threads) const {
-        if (!const_w_ || prepacked_) return std::nullopt;
+        if (!const_w_ || prepacked_ || winograd_) return std::nullopt;
         use_threads(threads);
         const md packed = chosen_primitive_desc().weights_desc();
         if (packed == w_user_) return std::nullopt;
@@ -548,6 +605,8 @@ class ConvKernel final : public KernelBase {
     bool x_cl_ = false, y_cl_ = false, r_cl_ = false;  // x, the output, the residual held channels-last
     tag x_tag_ = tag::nchw, y_tag_ = tag::nchw, r_tag_ = tag::nchw;  // ... in these layouts
     bool copy_residual_ = false;                   // the residual is in the primitive's output layout
+    bool winograd_ = false;                        // runs as Winograd's F(4x4, 3x3) (choose_winograd)
+    WinogradConv wino_;
     std::unique_ptr<Kernel> ours_;
     dims src_d_, dst_d_;
     md w_user_;
@@ -939,6 +998,13 @@ bool dnnl_conv_runs_channels_last(const Graph& g, const Node& n, int block) {
     // as fast), where NCHW has only the im2col + GEMM path; a depthwise conv brdgmm_dw.
     ConvKernel k(g, n, *geo, nullptr, true, block);
     return k.supported() && !k.gemm_based();
+}
+
+bool dnnl_conv_runs_winograd(const Graph& g, const Node& n) {
+    if (!n.channels_last || n.channel_block != 8) return false;  // its output is nChw8c, as x's must be
+    std::unique_ptr<Kernel> k = make_dnnl_conv_kernel(g, n, nullptr);
+    const auto* conv = dynamic_cast<const ConvKernel*>(k.get());
+    return conv && conv->winograd();
 }
 
 int dnnl_free_op_block() {

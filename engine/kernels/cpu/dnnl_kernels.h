@@ -31,6 +31,9 @@ std::unique_ptr<Kernel> make_dnnl_conv_kernel(const Graph& g, const Node& n, Own
 // conv; make_dnnl_conv_kernel then makes such a kernel for a node that reads
 // or writes a channels-last value, in the layout the pass chose).
 bool dnnl_conv_runs_channels_last(const Graph& g, const Node& n, int block);
+// Whether the conv node n, as the layout pass left it, runs as Winograd's
+// F(4x4, 3x3) (engine/kernels/cpu/winograd.h) rather than oneDNN's primitive.
+bool dnnl_conv_runs_winograd(const Graph& g, const Node& n);
 // The blocked layout a group of channels-last values that our max_pool or
 // concat reads may be held in (the layout pass's free_block): 8 where
 // oneDNN's CPU code has no AVX-512, whose windowed convs on NHWC run its

@@ -8,6 +8,7 @@ std::unique_ptr<Kernel> make_dnnl_conv_kernel(const Graph&, const Node&, OwnKern
 bool dnnl_int8_runs(const Graph&, const Node&) { return false; }
 std::unique_ptr<Kernel> make_dnnl_int8_kernel(const Graph&, const Node&) { return nullptr; }
 bool dnnl_conv_runs_channels_last(const Graph&, const Node&, int) { return false; }
+bool dnnl_conv_runs_winograd(const Graph&, const Node&) { return false; }
 int dnnl_free_op_block() { return 0; }
 std::unique_ptr<Kernel> make_dnnl_gemm_kernel(const Graph&, const Node&, OwnKernelFactory) { return nullptr; }
 std::unique_ptr<Kernel> make_dnnl_matmul_kernel(const Graph&, const Node&, OwnKernelFactory) { return nullptr; }

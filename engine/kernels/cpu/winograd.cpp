@@ -1,0 +1,286 @@
+// F(4x4, 3x3) Winograd conv on nChw8c (winograd.h).
+#include "engine/kernels/cpu/winograd.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <limits>
+
+#include "engine/kernels/cpu/parallel.h"
+#include "engine/kernels/cpu/simd.h"
+
+#if defined(GRAPHRUN_X86_VARIANTS)
+#include <immintrin.h>
+#endif
+
+namespace graphrun::kernels {
+
+namespace {
+
+// The transformed filter is made for this many bytes of output channels at a
+// time (each part's products then re-read the input's transform, about 6/M
+// of their work): ResNet's 512x512 filter in five parts, a 64x64 one whole.
+constexpr uint64_t kFilterPartBytes = uint64_t{6} << 20;
+// Tiles per block: one worker transforms a block's input, runs its 36
+// products and transforms their outputs, all in its own scratch.
+constexpr int64_t kTileBlock = 64;
+// Fewer tiles than this: the filter's transform on every run and the small
+// products cost more than oneDNN's direct conv saves (ResNet-18 at batch 1:
+// its 64-channel 56x56 convs have 196 tiles, the 128-channel 28x28 ones 49).
+constexpr int64_t kMinTiles = 32;
+constexpr int64_t kPositions = 36;
+
+bool disabled_by_env() {
+    static const bool off = std::getenv("GRAPHRUN_NO_WINOGRAD") != nullptr;
+    return off;
+}
+
+uint64_t aligned64(uint64_t bytes) { return (bytes + 63) / 64 * 64; }
+
+// How a run cuts the work (winograd_scratch_bytes and winograd_conv3x3 agree on it).
+struct Plan {
+    int64_t th = 0, tw = 0, tiles = 0;  // tiles down, across, in all
+    int64_t block = 0, blocks = 0;      // tiles per block, blocks
+    int64_t slots = 1;                  // workers, each with its own scratch
+    int64_t part = 0, parts = 0;        // output channels per filter part (a multiple of 8), parts
+    int64_t v_stride = 0, m_stride = 0; // floats per position of a block's input transform, of its products
+    uint64_t u_bytes = 0, slot_bytes = 0;
+};
+
+Plan plan_of(const WinogradConv& s, int threads) {
+    Plan p;
+    p.th = (s.height + 3) / 4;
+    p.tw = (s.width + 3) / 4;
+    p.tiles = s.batch * p.th * p.tw;
+    const int64_t workers = std::max(1, threads);
+    p.block = std::max<int64_t>(1, std::min(kTileBlock, (p.tiles + workers - 1) / workers));
+    p.blocks = (p.tiles + p.block - 1) / p.block;
+    p.slots = std::min(workers, p.blocks);
+    const uint64_t per_channel = static_cast<uint64_t>(kPositions * s.channels) * sizeof(float);
+    const int64_t most = std::max<int64_t>(8, static_cast<int64_t>(kFilterPartBytes / per_channel) / 8 * 8);
+    p.parts = (s.out_channels + most - 1) / most;
+    p.part = ((s.out_channels + p.parts - 1) / p.parts + 7) / 8 * 8;
+    p.parts = (s.out_channels + p.part - 1) / p.part;
+    // 16 floats apart beyond the block: positions a power of two apart would
+    // share cache sets (a 64x64 conv's transform ran 1.7x slower so).
+    p.v_stride = p.block * s.channels + 16;
+    p.m_stride = p.block * p.part + 16;
+    p.u_bytes = aligned64(static_cast<uint64_t>(kPositions * p.part * s.channels) * sizeof(float));
+    p.slot_bytes = aligned64(static_cast<uint64_t>(kPositions * (p.v_stride + p.m_stride)) * sizeof(float));
+    return p;
+}
+
+#if defined(GRAPHRUN_X86_VARIANTS)
+using V8 = __m256;
+
+// B^T d for six vectors (rows of the input patch or of its column transform).
+GRAPHRUN_TARGET_AVX2 inline void bt6(const V8* d, V8* o) {
+    const V8 four = _mm256_set1_ps(4.0f), five = _mm256_set1_ps(5.0f), two = _mm256_set1_ps(2.0f);
+    o[0] = _mm256_fnmadd_ps(five, d[2], _mm256_fmadd_ps(four, d[0], d[4]));
+    const V8 a = _mm256_fnmadd_ps(four, d[2], d[4]);  // d4 - 4 d2
+    const V8 b = _mm256_fnmadd_ps(four, d[1], d[3]);  // d3 - 4 d1
+    o[1] = _mm256_add_ps(a, b);
+    o[2] = _mm256_sub_ps(a, b);
+    const V8 c = _mm256_sub_ps(d[4], d[2]);
+    const V8 e = _mm256_mul_ps(two, _mm256_sub_ps(d[3], d[1]));
+    o[3] = _mm256_add_ps(c, e);
+    o[4] = _mm256_sub_ps(c, e);
+    o[5] = _mm256_fnmadd_ps(five, d[3], _mm256_fmadd_ps(four, d[1], d[5]));
+}
+
+// A^T q: six values to four.
+GRAPHRUN_TARGET_AVX2 inline void at6(const V8* q, V8* o) {
+    const V8 two = _mm256_set1_ps(2.0f), four = _mm256_set1_ps(4.0f), eight = _mm256_set1_ps(8.0f);
+    const V8 s12 = _mm256_add_ps(q[1], q[2]), d12 = _mm256_sub_ps(q[1], q[2]);
+    const V8 s34 = _mm256_add_ps(q[3], q[4]), d34 = _mm256_sub_ps(q[3], q[4]);
+    o[0] = _mm256_add_ps(_mm256_add_ps(q[0], s12), s34);
+    o[1] = _mm256_fmadd_ps(two, d34, d12);
+    o[2] = _mm256_fmadd_ps(four, s34, s12);
+    o[3] = _mm256_add_ps(_mm256_fmadd_ps(eight, d34, d12), q[5]);
+}
+
+// G g: three values to six.
+GRAPHRUN_TARGET_AVX2 inline void g3(const V8* g, V8* o) {
+    const V8 quarter = _mm256_set1_ps(0.25f), sixth = _mm256_set1_ps(1.0f / 6.0f);
+    const V8 twelfth = _mm256_set1_ps(1.0f / 12.0f), twentyfourth = _mm256_set1_ps(1.0f / 24.0f);
+    const V8 s02 = _mm256_add_ps(g[0], g[2]);
+    o[0] = _mm256_mul_ps(quarter, g[0]);
+    o[1] = _mm256_mul_ps(_mm256_set1_ps(-1.0f / 6.0f), _mm256_add_ps(s02, g[1]));
+    o[2] = _mm256_mul_ps(_mm256_set1_ps(-1.0f / 6.0f), _mm256_sub_ps(s02, g[1]));
+    const V8 u = _mm256_fmadd_ps(twentyfourth, g[0], _mm256_mul_ps(sixth, g[2]));
+    o[3] = _mm256_fmadd_ps(twelfth, g[1], u);
+    o[4] = _mm256_fnmadd_ps(twelfth, g[1], u);
+    o[5] = g[2];
+}
+
+// The filter part [m0, m0 + count) of out_channels transformed: u[p][m - m0][c].
+GRAPHRUN_TARGET_AVX2 void filter_rows(const WinogradConv& s, const float* w, int64_t m0, int64_t count,
+                                      int64_t first, int64_t last, float* u) {
+    const __m256i nine = _mm256_setr_epi32(0, 9, 18, 27, 36, 45, 54, 63);
+    const int64_t c_all = s.channels;
+    for (int64_t m = first; m < last; ++m) {
+        for (int64_t c = 0; c < c_all; c += 8) {
+            const float* src = w + (m * c_all + c) * 9;
+            V8 g[9];
+            for (int k = 0; k < 9; ++k) g[k] = _mm256_i32gather_ps(src + k, nine, 4);
+            V8 t[18];  // (G g) rows a, columns j: t[a * 3 + j]
+            for (int j = 0; j < 3; ++j) {
+                const V8 col[3] = {g[j], g[3 + j], g[6 + j]};
+                V8 o[6];
+                g3(col, o);
+                for (int a = 0; a < 6; ++a) t[a * 3 + j] = o[a];
+            }
+            for (int a = 0; a < 6; ++a) {
+                V8 o[6];
+                g3(&t[a * 3], o);
+                for (int b = 0; b < 6; ++b)
+                    _mm256_storeu_ps(u + ((a * 6 + b) * count + (m - m0)) * c_all + c, o[b]);
+            }
+        }
+    }
+}
+
+struct TilePos {
+    int64_t n, y, x;  // image, top-left output pixel
+};
+inline TilePos tile_at(const Plan& p, int64_t t) {
+    const int64_t per_image = p.th * p.tw, r = t % per_image;
+    return {t / per_image, r / p.tw * 4, r % p.tw * 4};
+}
+
+// The input transform of tiles [t0, t0 + count): v[p * v_stride + i * C + c].
+GRAPHRUN_TARGET_AVX2 void input_tiles(const WinogradConv& s, const Plan& p, const float* x, int64_t t0, int64_t count,
+                                      float* v) {
+    const int64_t h = s.height, wd = s.width, cb_all = s.channels / 8;
+    for (int64_t i = 0; i < count; ++i) {
+        const TilePos at = tile_at(p, t0 + i);
+        const bool inside = at.y >= 1 && at.y + 4 < h && at.x >= 1 && at.x + 4 < wd;
+        for (int64_t cb = 0; cb < cb_all; ++cb) {
+            const float* plane = x + (at.n * cb_all + cb) * h * wd * 8;
+            V8 d[36];
+            if (inside) {
+                const float* q = plane + ((at.y - 1) * wd + (at.x - 1)) * 8;
+                for (int r = 0; r < 6; ++r)
+                    for (int c = 0; c < 6; ++c) d[r * 6 + c] = _mm256_loadu_ps(q + (r * wd + c) * 8);
+            } else {
+                for (int r = 0; r < 6; ++r) {
+                    const int64_t yy = at.y - 1 + r;
+                    for (int c = 0; c < 6; ++c) {
+                        const int64_t xx = at.x - 1 + c;
+                        d[r * 6 + c] = (yy >= 0 && yy < h && xx >= 0 && xx < wd)
+                                           ? _mm256_loadu_ps(plane + (yy * wd + xx) * 8)
+                                           : _mm256_setzero_ps();
+                    }
+                }
+            }
+            V8 t[36];  // B^T d
+            for (int c = 0; c < 6; ++c) {
+                const V8 col[6] = {d[c], d[6 + c], d[12 + c], d[18 + c], d[24 + c], d[30 + c]};
+                V8 o[6];
+                bt6(col, o);
+                for (int r = 0; r < 6; ++r) t[r * 6 + c] = o[r];
+            }
+            float* dst = v + i * s.channels + cb * 8;
+            for (int r = 0; r < 6; ++r) {
+                V8 o[6];
+                bt6(&t[r * 6], o);
+                for (int c = 0; c < 6; ++c) _mm256_storeu_ps(dst + (r * 6 + c) * p.v_stride, o[c]);
+            }
+        }
+    }
+}
+
+// The output transform of tiles [t0, t0 + count) for output channels [m0, m0
+// + mp), from mo[p * m_stride + i * mp + m - m0], with the bias, the
+// residual and the activation, into y.
+GRAPHRUN_TARGET_AVX2 void output_tiles(const WinogradConv& s, const Plan& p, const float* mo, int64_t t0,
+                                       int64_t count, int64_t m0, int64_t mp, const float* bias,
+                                       const float* residual, float* y) {
+    const int64_t h = s.height, wd = s.width, mb_all = s.out_channels / 8;
+    const bool relu = s.act == Activation::Relu, clip = s.act == Activation::Clip;
+    const V8 zero = _mm256_setzero_ps(), lo = _mm256_set1_ps(s.lo), hi = _mm256_set1_ps(s.hi);
+    for (int64_t i = 0; i < count; ++i) {
+        const TilePos at = tile_at(p, t0 + i);
+        const int rows = static_cast<int>(std::min<int64_t>(4, h - at.y));
+        const int cols = static_cast<int>(std::min<int64_t>(4, wd - at.x));
+        for (int64_t mb = 0; mb < mp / 8; ++mb) {
+            const int64_t m = m0 + mb * 8;
+            const float* src = mo + i * mp + mb * 8;
+            V8 t[24];  // A^T q: rows r of 4, columns c of 6
+            for (int c = 0; c < 6; ++c) {
+                V8 col[6];
+                for (int r = 0; r < 6; ++r) col[r] = _mm256_loadu_ps(src + (r * 6 + c) * p.m_stride);
+                V8 o[4];
+                at6(col, o);
+                for (int r = 0; r < 4; ++r) t[r * 6 + c] = o[r];
+            }
+            const V8 b = bias ? _mm256_loadu_ps(bias + m) : zero;
+            const int64_t plane = (at.n * mb_all + m / 8) * h * wd * 8;
+            for (int r = 0; r < rows; ++r) {
+                V8 o[4];
+                at6(&t[r * 6], o);
+                for (int c = 0; c < cols; ++c) {
+                    const int64_t off = plane + ((at.y + r) * wd + at.x + c) * 8;
+                    V8 val = _mm256_add_ps(o[c], b);
+                    if (residual) val = _mm256_add_ps(val, _mm256_loadu_ps(residual + off));
+                    if (relu) val = _mm256_max_ps(val, zero);
+                    if (clip) val = _mm256_min_ps(_mm256_max_ps(val, lo), hi);
+                    _mm256_storeu_ps(y + off, val);
+                }
+            }
+        }
+    }
+}
+#endif
+
+}  // namespace
+
+bool winograd_fits(const WinogradConv& s) {
+#if defined(GRAPHRUN_X86_VARIANTS)
+    if (disabled_by_env() || active_isa() < Isa::Avx2 || !__builtin_cpu_supports("fma")) return false;
+    if (s.act != Activation::None && s.act != Activation::Relu && s.act != Activation::Clip) return false;
+    const int64_t big = std::numeric_limits<int32_t>::max() / 64;
+    if (s.batch < 1 || s.height < 1 || s.width < 1 || s.channels < 8 || s.out_channels < 8) return false;
+    if (s.channels % 8 != 0 || s.out_channels % 8 != 0) return false;
+    if (s.channels > big || s.out_channels > big || s.height > big || s.width > big) return false;
+    const int64_t tiles = (s.height + 3) / 4 * ((s.width + 3) / 4);
+    return tiles <= big / s.batch && tiles * s.batch >= kMinTiles;
+#else
+    (void)s;
+    return false;
+#endif
+}
+
+uint64_t winograd_scratch_bytes(const WinogradConv& s, int threads) {
+    const Plan p = plan_of(s, threads);
+    return p.u_bytes + static_cast<uint64_t>(p.slots) * p.slot_bytes;
+}
+
+void winograd_conv3x3(const WinogradConv& s, const float* x, const float* w, const float* bias, const float* residual,
+                      float* y, void* scratch, WinogradGemm gemm, const KernelContext& ctx) {
+#if defined(GRAPHRUN_X86_VARIANTS)
+    const Plan p = plan_of(s, ctx.threads);
+    float* u = static_cast<float*>(scratch);
+    char* slots = static_cast<char*>(scratch) + p.u_bytes;
+    for (int64_t part = 0; part < p.parts; ++part) {
+        const int64_t m0 = part * p.part, mp = std::min(p.part, s.out_channels - m0);
+        parallel_for(ctx, mp, 4, [&](int64_t first, int64_t last) { filter_rows(s, w, m0, mp, m0 + first, m0 + last, u); });
+        parallel_for(ctx, p.slots, 1, [&](int64_t first, int64_t last) {
+            for (int64_t slot = first; slot < last; ++slot) {
+                float* v = reinterpret_cast<float*>(slots + static_cast<uint64_t>(slot) * p.slot_bytes);
+                float* mo = v + kPositions * p.v_stride;
+                for (int64_t b = slot; b < p.blocks; b += p.slots) {
+                    const int64_t t0 = b * p.block, count = std::min(p.block, p.tiles - t0);
+                    input_tiles(s, p, x, t0, count, v);
+                    for (int64_t q = 0; q < kPositions; ++q)
+                        gemm(count, mp, s.channels, v + q * p.v_stride, u + q * mp * s.channels, mo + q * p.m_stride);
+                    output_tiles(s, p, mo, t0, count, m0, mp, bias, residual, y);
+                }
+            }
+        });
+    }
+#else
+    (void)s, (void)x, (void)w, (void)bias, (void)residual, (void)y, (void)scratch, (void)gemm, (void)ctx;
+#endif
+}
+
+}  // namespace graphrun::kernels

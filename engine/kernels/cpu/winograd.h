@@ -1,0 +1,66 @@
+// A 3x3 convolution by Winograd's minimal filtering, F(4x4, 3x3) (Lavin and
+// Gray, "Fast Algorithms for Convolutional Neural Networks", 2015): each 4x4
+// block of the output ("tile") is A^T [(G g G^T) . (B^T d B)] A from the 6x6
+// input patch d around it, so the 36 products of a tile replace 144 of the
+// direct conv's, and the products over the channels are 36 matrix products
+// (the "positions" p of the 6x6 transform), one per position, of the
+// transformed input [tiles x C] by the transformed filter [C x M].
+//
+// Where: a conv of stride 1, dilation 1, one group, padding 1 on every side,
+// in f32, whose x, output and fused residual are held in oneDNN's blocked
+// nChw8c layout (the layout pass's choice on a CPU with AVX2 and no AVX-512:
+// [N][C/8][H][W][8], 8 channels of a pixel together, so every transform is
+// eight lanes of one AVX2 register and needs no shuffles). On such a CPU
+// oneDNN 2.6 has no Winograd conv (its own is AVX-512 only) and its direct
+// conv reaches about 65-70% of the FMA peak; this conv does a quarter of the
+// multiplies. dnnl_kernels.cpp chooses it (winograd_fits) and gives it the
+// matrix products (oneDNN's sgemm, one worker each).
+//
+// Numerics: the transforms add and scale by small constants (1/4, 1/6,
+// 1/24, 2, 4, 5, 8), so results differ from the direct conv's in the last
+// bits; against a double-precision reference the error grows with the
+// channels like the direct conv's, a few 1e-6 of the output's largest
+// magnitude at 64-512 channels (tests/unit/test_winograd.cpp).
+//
+// Memory, all of it the run's scratch (workspace, given back before it
+// returns): the transformed filter for a part of the output channels at a
+// time (at most about 6 MB: kFilterPartBytes), and per worker the transformed
+// input of a block of tiles and the block's products. The constant filter
+// itself stays as the graph holds it (OIHW); a filter four times its size
+// would be held for the session's life otherwise.
+// GRAPHRUN_NO_WINOGRAD set (to anything) in the environment turns it off.
+#pragma once
+#include <cstdint>
+
+#include "engine/ir/epilogue.h"
+#include "engine/kernels/common/kernel.h"
+
+namespace graphrun::kernels {
+
+struct WinogradConv {
+    int64_t batch = 0, channels = 0, height = 0, width = 0, out_channels = 0;
+    Activation act = Activation::None;  // None, Relu or Clip
+    float lo = 0, hi = 0;               // Clip's bounds
+};
+
+// C[m x n] = A[m x k] . B[n x k]^T, row-major, lda = ldb = k, ldc = n; run by
+// one thread (the caller's).
+using WinogradGemm = void (*)(int64_t m, int64_t n, int64_t k, const float* a, const float* b, float* c);
+
+// Whether the conv may run so: shape (channels a multiple of 8, the sizes
+// within int32), activation, a CPU with AVX2 and FMA in use (active_isa), and
+// GRAPHRUN_NO_WINOGRAD unset; and whether it pays: enough tiles for the
+// filter's transform, made on every run, to be a small part of the work.
+bool winograd_fits(const WinogradConv& s);
+
+// The scratch one run takes with `threads` workers, in bytes.
+uint64_t winograd_scratch_bytes(const WinogradConv& s, int threads);
+
+// y = act(conv(x, w) + bias + residual): x [N][C/8][H][W][8], w [M][C][3][3]
+// (OIHW), bias [M] or null, residual in y's layout or null (it may be y
+// itself), y [N][M/8][H][W][8]. scratch: winograd_scratch_bytes(s,
+// ctx.threads) bytes, 64-byte aligned. Call only where winograd_fits(s).
+void winograd_conv3x3(const WinogradConv& s, const float* x, const float* w, const float* bias, const float* residual,
+                      float* y, void* scratch, WinogradGemm gemm, const KernelContext& ctx);
+
+}  // namespace graphrun::kernels
