@@ -83,21 +83,28 @@ std::vector<uint8_t> bytes_of(const std::vector<T>& v) {
 // batch_norm folded into a conv's weights and bias, per output channel m:
 // s = scale / sqrt(var + epsilon) (the batch_norm kernel's factor),
 // w' = w · s, b' = (b − mean) · s + beta; in double, rounded once to T.
+// w_bytes holds w's values on entry (the old literal itself where the conv
+// was its only reader, else a copy) and the folded ones on return: a weight
+// is never held a third time while it folds.
 template <class T>
-void fold_batch_norm(const Node& w, const Node* b, const Node* const bn[4], double eps, int64_t channels,
-                     std::vector<uint8_t>& w_out, std::vector<uint8_t>& b_out) {
-    std::vector<T> wv = values_of<T>(w);
+void fold_batch_norm(std::vector<uint8_t>& w_bytes, const Node* b, const Node* const bn[4], double eps,
+                     int64_t channels, std::vector<uint8_t>& b_out) {
     const std::vector<T> scale = values_of<T>(*bn[0]), beta = values_of<T>(*bn[1]), mean = values_of<T>(*bn[2]),
                          var = values_of<T>(*bn[3]);
     std::vector<T> bv = b ? values_of<T>(*b) : std::vector<T>(static_cast<size_t>(channels), T(0));
-    const size_t per = wv.size() / static_cast<size_t>(channels);
+    const size_t per = w_bytes.size() / sizeof(T) / static_cast<size_t>(channels);
+    uint8_t* w = w_bytes.data();
     for (size_t m = 0; m < static_cast<size_t>(channels); ++m) {
         const double s = static_cast<double>(scale[m]) / std::sqrt(static_cast<double>(var[m]) + eps);
-        for (size_t i = m * per; i < (m + 1) * per; ++i) wv[i] = static_cast<T>(static_cast<double>(wv[i]) * s);
+        for (size_t i = m * per; i < (m + 1) * per; ++i) {
+            T v;
+            std::memcpy(&v, w + i * sizeof(T), sizeof(T));
+            v = static_cast<T>(static_cast<double>(v) * s);
+            std::memcpy(w + i * sizeof(T), &v, sizeof(T));
+        }
         bv[m] = static_cast<T>((static_cast<double>(bv[m]) - static_cast<double>(mean[m])) * s +
                                static_cast<double>(beta[m]));
     }
-    w_out = bytes_of(wv);
     b_out = bytes_of(bv);
 }
 
@@ -493,29 +500,24 @@ private:
             const Node* cb = h.inputs.size() > 2 ? &g_.node(h.inputs[2].id) : nullptr;
             const double eps = number_attr(b, "epsilon", 1e-5);
             const int64_t m = h.shape[1];
-            std::vector<uint8_t> wb, bb;
-            if (h.dtype == DType::F32) fold_batch_norm<float>(w, cb, params, eps, m, wb, bb);
-            else fold_batch_norm<double>(w, cb, params, eps, m, wb, bb);
             const std::string base(g_.node(tail).display());
             const Shape w_shape = w.shape;
             // Where this conv was w's only reader, w's values are not needed
-            // again (drop_unread_constants removes it): freed now, so that the
-            // folded weights are not held beside all the old ones at the
-            // pass's end (a model's weights twice at its load's peak).
+            // again (drop_unread_constants removes it): they are folded in
+            // place, so that the folded weights are neither held beside all the
+            // old ones at the pass's end (a model's weights twice at its load's
+            // peak) nor copied while they fold.
             const auto wi = static_cast<size_t>(h.inputs[1].id);
+            std::vector<uint8_t> wb, bb;
             if (wi < readers_.size() && readers_[wi] == 1 && reader_[wi] == head_id && !pinned_[wi] &&
                 !removed_[wi] && w.op == OpKind::Const) {
                 readers_[wi] = 0;
-                std::vector<uint8_t>& old = g_.node(h.inputs[1].id).literal;
-                freed_ += old.size();
-                std::vector<uint8_t>().swap(old);
-                // Back to the system, not only to glibc's heap (heap_trim.h),
-                // every 8 MiB freed: a walk of the heap each time, not per filter.
-                if (freed_ >= (uint64_t{8} << 20)) {
-                    return_free_heap();
-                    freed_ = 0;
-                }
+                wb.swap(g_.node(h.inputs[1].id).literal);
+            } else {
+                wb = w.literal;
             }
+            if (h.dtype == DType::F32) fold_batch_norm<float>(wb, cb, params, eps, m, bb);
+            else fold_batch_norm<double>(wb, cb, params, eps, m, bb);
             const Node like = h;  // add_constant grows the node list
             const NodeId nw = add_constant(like, base + ".folded_weight", w_shape, std::move(wb), tail);
             const NodeId nb = add_constant(like, base + ".folded_bias", Shape{m}, std::move(bb), tail);
@@ -1124,7 +1126,6 @@ private:
     std::vector<std::pair<NodeId, NodeId>> inserted_;  // new node, the original node it goes before
     std::vector<NodeId> anchor_;    // per new node (id - original_): that original node
     std::vector<NodeId> unread_;    // constants a fold or a gelu stopped reading
-    uint64_t freed_ = 0;            // filters' bytes freed at their folds since the heap was last returned
     std::map<NodeId, std::vector<FusedOp>> gelu_parts_;  // per gelu node made of ops, those ops
     std::map<NodeId, std::vector<FusedOp>> absorbed_;    // per matmul, the transposes it took in
     FuseStats stats_;
