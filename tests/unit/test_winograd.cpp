@@ -158,7 +158,9 @@ TEST_CASE("winograd: where it is not chosen") {
     CHECK(winograd_fits(shape(1, 128, 28, 28, 128)));  // 49 tiles
     CHECK_FALSE(winograd_fits(shape(1, 256, 14, 14, 256)));  // 16 tiles: the filter's transform costs more
     CHECK(winograd_fits(shape(16, 512, 7, 7, 512)));   // the last stage at batch 16: 64 tiles
-    CHECK_FALSE(winograd_fits(shape(1, 20, 56, 56, 64)));  // channels not a multiple of 8
+    CHECK_FALSE(winograd_fits(shape(1, 40, 56, 56, 20)));  // channels not a multiple of 8
+    CHECK_FALSE(winograd_fits(shape(16, 16, 55, 55, 64)));  // too few input channels: SqueezeNet's first expands
+    CHECK(winograd_fits(shape(1, 32, 27, 27, 128)));        // its next ones, 49 tiles
     CHECK_FALSE(winograd_fits(shape(1, 64, 56, 56, 12)));
     CHECK_FALSE(winograd_fits(shape(0, 64, 56, 56, 64)));
     WinogradConv gelu = shape(1, 64, 56, 56, 64);

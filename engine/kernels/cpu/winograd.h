@@ -19,8 +19,8 @@
 // Numerics: the transforms add and scale by small constants (1/4, 1/6,
 // 1/24, 2, 4, 5, 8), so results differ from the direct conv's in the last
 // bits; against a double-precision reference the error grows with the
-// channels like the direct conv's, a few 1e-6 of the output's largest
-// magnitude at 64-512 channels (tests/unit/test_winograd.cpp).
+// channels like the direct conv's, up to about 2e-6 of the largest sum
+// at 8-512 channels (tests/unit/test_winograd.cpp).
 //
 // Memory, all of it the run's scratch (workspace, given back before it
 // returns): the transformed filter for a part of the output channels at a
@@ -49,8 +49,9 @@ using WinogradGemm = void (*)(int64_t m, int64_t n, int64_t k, const float* a, c
 
 // Whether the conv may run so: shape (channels a multiple of 8, the sizes
 // within int32), activation, a CPU with AVX2 and FMA in use (active_isa), and
-// GRAPHRUN_NO_WINOGRAD unset; and whether it pays: enough tiles for the
-// filter's transform, made on every run, to be a small part of the work.
+// GRAPHRUN_NO_WINOGRAD unset; and whether it pays: at least 32 input
+// channels (fewer make products too short) and 32 tiles (fewer leave the
+// filter's transform, made on every run, too large a part of the work).
 bool winograd_fits(const WinogradConv& s);
 
 // The scratch one run takes with `threads` workers, in bytes.
