@@ -162,6 +162,17 @@ def plan_of(path, *extra, env=None):
     return json.loads(p.stdout) if p.returncode == 0 else None
 
 
+def check_memory(how, plan, doc):
+    """The safepoint run peaks at check's static peak and teardown leaves nothing; the statistics before teardown."""
+    mem = doc["memory"]["before_teardown"]["cpu"]
+    check(mem["peak"] == plan["static_peak"]["cpu"],
+          f"{how}: safepoint peak {mem['peak']} != check's static peak {plan['static_peak']['cpu']}")
+    after = doc["memory"]["after_teardown"]["cpu"]
+    check(after["in_use"] == 0 and after["weights"] == 0 and after["workspace"] == 0,
+          f"{how}: left after teardown: {after}")
+    return mem
+
+
 def rel_error(got, want):
     return float(np.max(np.abs(got.astype(np.float64) - want)) / max(np.max(np.abs(want)), 1e-30))
 
@@ -204,12 +215,7 @@ def chain_main(dnnl, c1, c2, layouts):
             check(len(cl) == (marked - 1 if dnnl else 0), f"{how}: channels-last values {cl}")
         else:
             check(cl == [], f"{how}: channels-last values {cl}")
-        mem = doc["memory"]["before_teardown"]["cpu"]
-        check(mem["peak"] == plan["static_peak"]["cpu"],
-              f"{how}: safepoint peak {mem['peak']} != check's static peak {plan['static_peak']['cpu']}")
-        after = doc["memory"]["after_teardown"]["cpu"]
-        check(after["in_use"] == 0 and after["weights"] == 0 and after["workspace"] == 0,
-              f"{how}: left after teardown: {after}")
+        mem = check_memory(how, plan, doc)
         for oname, value in got.items():
             ref = refs[oname]
             e = rel_error(value, ref)
@@ -254,12 +260,7 @@ def winograd_main(avx2):
         check(sorted(plan["winograd"]) == sorted(want), f"{how}: winograd convs {plan['winograd']}, expected {want}")
         text = graphrun("check", path, *extra, env=env).stdout
         check(("Winograd F(4x4, 3x3) convs" in text) == bool(want), f"{how}: check's text: {text[-1200:]}")
-        mem = doc["memory"]["before_teardown"]["cpu"]
-        check(mem["peak"] == plan["static_peak"]["cpu"],
-              f"{how}: safepoint peak {mem['peak']} != check's static peak {plan['static_peak']['cpu']}")
-        after = doc["memory"]["after_teardown"]["cpu"]
-        check(after["in_use"] == 0 and after["weights"] == 0 and after["workspace"] == 0,
-              f"{how}: left after teardown: {after}")
+        check_memory(how, plan, doc)
         e = rel_error(got[y], net.vals[y])
         check(e <= RTOL, f"{how}: y differs from NumPy by {e:.3g}")
         results[how] = got[y]
