@@ -232,10 +232,13 @@ def chain_main(dnnl, c1, c2, layouts):
 
 def winograd_main(avx2):
     """3x3 convs between nChw8c values (32 and 40 channels, 23x21, batch 2: 72 tiles) run as
-    Winograd's F(4x4, 3x3) where oneDNN's code is AVX2 (engine/kernels/cpu/winograd.h): with a
-    bias and relu, with a residual and relu6, alone. `check` lists them (none under
-    GRAPHRUN_NO_WINOGRAD=1 or --no-fuse); every run matches NumPy's float64 reference; the
-    Winograd run's bits differ from oneDNN's direct conv's (so it ran), within RTOL."""
+    Winograd's F(4x4, 3x3) where the CPU has AVX2 (engine/kernels/cpu/winograd.h): with a bias
+    and relu, with a residual and relu6, alone. Which values are nChw8c is the layout pass's
+    choice (check's channel_layouts: every one where oneDNN's code is AVX2; on AVX-512 the
+    40 channels keep the group out of nChw16c); each such conv whose x, output and residual
+    are nChw8c is listed by `check` (none under GRAPHRUN_NO_WINOGRAD=1 or --no-fuse); every
+    run matches NumPy's float64 reference; where one ran, the run's bits differ from oneDNN's
+    direct conv's, within RTOL."""
     net = onnx_models.Net(seed=13)
     x = net.input("x", net.rng.standard_normal((2, 24, 23, 21)).astype(np.float32))
     a = net.relu(net.bn(net.conv(x, 24, 32, 1), 32))
@@ -250,13 +253,19 @@ def winograd_main(avx2):
     feeds = [f"--input=x=@{os.path.join(TMP, 'wx.npy')}"]
     off = {"GRAPHRUN_NO_WINOGRAD": "1"}
     results = {}
-    for how, extra, env, want in [("winograd default", (), None, [b, c, d] if avx2 else []),
-                                  ("winograd GRAPHRUN_NO_WINOGRAD=1", (), off, []),
-                                  ("winograd --no-fuse", ("--no-fuse",), None, [])]:
+    reads = {b: [a], c: [b, a], d: [c]}  # each 3x3 conv's x (and residual)
+    expected = []
+    for how, extra, env, default in [("winograd default", (), None, True),
+                                     ("winograd GRAPHRUN_NO_WINOGRAD=1", (), off, False),
+                                     ("winograd --no-fuse", ("--no-fuse",), None, False)]:
         plan = plan_of(path, *extra, env=env)
         got, doc = run(path, feeds, *extra, env=env)
         if plan is None or got is None:
             continue
+        held = plan["channel_layouts"]
+        want = [v for v in (b, c, d) if avx2 and default and all(held.get(u) == "nChw8c" for u in [v] + reads[v])]
+        if default:
+            expected = want
         check(sorted(plan["winograd"]) == sorted(want), f"{how}: winograd convs {plan['winograd']}, expected {want}")
         text = graphrun("check", path, *extra, env=env).stdout
         check(("Winograd F(4x4, 3x3) convs" in text) == bool(want), f"{how}: check's text: {text[-1200:]}")
@@ -265,7 +274,7 @@ def winograd_main(avx2):
         check(e <= RTOL, f"{how}: y differs from NumPy by {e:.3g}")
         results[how] = got[y]
         print(f"{how}: winograd convs {plan['winograd']}; y error vs NumPy {e:.2e}")
-    if avx2 and len(results) == 3:
+    if expected and len(results) == 3:
         check(not np.array_equal(results["winograd default"], results["winograd GRAPHRUN_NO_WINOGRAD=1"]),
               "the Winograd run gave the direct conv's bits: it did not run")
 
@@ -283,7 +292,8 @@ def main():
     # Every channel count a multiple of 8: our pools and concat run on nChw8c where oneDNN's
     # code is AVX2 (its windowed convs would reorder NHWC into it), else NHWC.
     fire_main(dnnl, 16, 8, ["nChw8c"] if re.search(r"oneDNN [^,]*\(avx2", devices) else ["nhwc"])
-    winograd_main(bool(re.search(r"oneDNN [^,]*\(avx2", devices)))
+    # Winograd runs where graphrun's own loops are AVX2 or AVX-512 (both have AVX2 and FMA).
+    winograd_main(bool(re.search(r"kernels: avx(2|512) loops", devices)))
     if failures:
         print(f"onnx_channels_last: {len(failures)} failed")
         return 1
