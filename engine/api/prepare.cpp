@@ -139,8 +139,9 @@ PrepareResult load_and_place(std::unique_ptr<LoadedGraph> loaded, const PrepareO
         // The int8 conv has no kernel of ours to hand over to either.
         fuse_graph(g, opts.memory_limit ? nullptr : kernels::dnnl_int8_runs);
         if (!opts.memory_limit) {
-            mark_channels_last(g, kernels::dnnl_conv_runs_channels_last, kernels::dnnl_free_op_block());
-            for (Node& n : g.nodes) n.winograd = kernels::dnnl_conv_runs_winograd(g, n);
+            // Winograd's convs are among the marked ones (and a graph without a conv ends here).
+            if (mark_channels_last(g, kernels::dnnl_conv_runs_channels_last, kernels::dnnl_free_op_block()) > 0)
+                for (Node& n : g.nodes) n.winograd = kernels::dnnl_conv_runs_winograd(g, n);
         }
         // Then each constant weight one oneDNN kernel reads in a layout of its
         // own, packed into it once and held so (engine/plan/prepack.h).

@@ -10,7 +10,6 @@
 #include <map>
 #include <optional>
 
-#include "engine/base/heap_trim.h"
 #include "engine/ir/device_name.h"
 #include "engine/plan/node_blocks.h"
 #include "engine/plan/renumber.h"

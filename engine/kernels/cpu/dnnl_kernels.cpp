@@ -356,8 +356,7 @@ class ConvKernel final : public KernelBase {
         const bool geometry = g_.spatial == 2 && g_.group == 1 && g_.kernel[0] == 3 && g_.kernel[1] == 3 &&
                               g_.stride[0] == 1 && g_.stride[1] == 1 && g_.dilation[0] == 1 &&
                               g_.dilation[1] == 1 && g_.pad_begin[0] == 1 && g_.pad_begin[1] == 1 &&
-                              g_.pad_end[0] == 1 && g_.pad_end[1] == 1 && g_.in[0] == g_.out[0] &&
-                              g_.in[1] == g_.out[1];
+                              g_.pad_end[0] == 1 && g_.pad_end[1] == 1;
         if (!nchw8c || !geometry || prepacked_ || e != epilogue_) return;
         wino_.batch = g_.batch;
         wino_.channels = g_.channels;
