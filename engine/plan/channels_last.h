@@ -22,7 +22,9 @@
 // reference code). A group with no max_pool or concat is held in oneDNN's
 // blocked nChw16c where every value's channels are a multiple of 16, else
 // nChw8c where they are of 8, provided every conv of the group runs fast in
-// it; otherwise NHWC. A group our max_pool or concat reads or writes is
+// it (runs_channels_last: oneDNN's nChw8c code is AVX2 only, and on an Intel
+// CPU with AVX-512 its NHWC code is faster, so it refuses 8 there); otherwise
+// NHWC. A group our max_pool or concat reads or writes is
 // blocked only in `free_block` (the caller's choice: 8 where oneDNN has no
 // AVX-512, so that its windowed convs on NHWC would reorder into nChw8c and
 // back around each run; 0, NHWC only, elsewhere), else NHWC: our max_pool

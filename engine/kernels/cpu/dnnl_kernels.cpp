@@ -52,6 +52,9 @@
 #include <initializer_list>
 #include <oneapi/dnnl/dnnl.hpp>
 #include <string_view>
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
 #include <unordered_map>
 
 #include "engine/base/thread_pool.h"
@@ -115,6 +118,37 @@ bool const_input(const Graph& g, const Node& n, size_t i) {
 bool dnnl_disabled() {
     static const bool off = std::getenv("GRAPHRUN_NO_DNNL") != nullptr;
     return off;
+}
+
+// Whether nChw8c costs half the width here: oneDNN 2.6 has AVX2 code only for
+// that layout (jit_1x1:avx2, jit_dw:avx2), which an Intel core with AVX-512
+// runs at half the rate of its AVX-512 code on NHWC (brgconv). On the 2-core
+// Ice Lake Xeon of session 28, MobileNet-v2 (channels multiples of 8, not all
+// of 16) nChw8c -> NHWC: batch 1 7.3-7.5 -> 6.0-6.5 ms, batch 16 106-128 ->
+// 96-105 ms. AMD's Zen 4 executes a 512-bit operation as two 256-bit
+// halves, so its AVX2 code is as fast, and there nChw8c was 1.3-2.6x faster
+// than NHWC per conv (session 18). AVX-512 on any other vendor is taken as
+// Intel's.
+bool blocked8_is_half_width() {
+    static const bool half = [] {
+        using isa = dnnl::cpu_isa;
+        const isa i = dnnl::get_effective_cpu_isa();
+        if (i != isa::avx512_core && i != isa::avx512_core_vnni && i != isa::avx512_core_bf16 &&
+            i != isa::avx512_core_amx)
+            return false;
+#if defined(__x86_64__) || defined(__i386__)
+        unsigned a = 0, b = 0, c = 0, d = 0;
+        if (!__get_cpuid(0, &a, &b, &c, &d)) return false;
+        char vendor[13] = {};
+        std::memcpy(vendor, &b, 4);
+        std::memcpy(vendor + 4, &d, 4);
+        std::memcpy(vendor + 8, &c, 4);
+        return std::string_view(vendor) != "AuthenticAMD";
+#else
+        return false;
+#endif
+    }();
+    return half;
 }
 
 // oneDNN's reference implementations are slower than ours.
@@ -993,6 +1027,7 @@ std::unique_ptr<Kernel> make_product(const Graph& g, const Node& n, int64_t rows
 bool dnnl_conv_runs_channels_last(const Graph& g, const Node& n, int block) {
     std::optional<WindowGeometry> geo = dnnl_conv_geometry(g, n);
     if (!geo || n.shape.size() != 4) return false;
+    if (block == 8 && blocked8_is_half_width()) return false;  // NHWC's AVX-512 code is faster
     // MobileNet-v2 on NHWC: a 1x1 conv is brgconv_1x1 (0.05 to 0.2 ms, its post-ops
     // as fast), where NCHW has only the im2col + GEMM path; a depthwise conv brdgmm_dw.
     ConvKernel k(g, n, *geo, nullptr, true, block);
