@@ -230,22 +230,26 @@ def chain_main(dnnl, c1, c2, layouts):
             check(e <= RTOL, f"default differs from {how} by {e:.3g}")
 
 
-def winograd_main(avx2):
-    """3x3 convs between nChw8c values (32 and 40 channels, 23x21, batch 2: 72 tiles) run as
-    Winograd's F(4x4, 3x3) where the CPU has AVX2 (engine/kernels/cpu/winograd.h): with a bias
-    and relu, with a residual and relu6, alone. Which values are nChw8c is the layout pass's
-    choice (check's channel_layouts: every one where oneDNN's code is AVX2; on AVX-512 the
-    40 channels keep the group out of nChw16c); each such conv whose x, output and residual
-    are nChw8c is listed by `check` (none under GRAPHRUN_NO_WINOGRAD=1 or --no-fuse); every
-    run matches NumPy's float64 reference; where one ran, the run's bits differ from oneDNN's
-    direct conv's, within RTOL."""
+def winograd_main(isa):
+    """3x3 convs between channels-last values run as Winograd's F(4x4, 3x3) where graphrun's
+    own loops are AVX2 or AVX-512 (engine/kernels/cpu/winograd.h): with a bias and relu, with
+    a residual and relu6, alone. With AVX2, 32 and 40 channels at 23x21, batch 2 (72 tiles);
+    with AVX-512, where Winograd needs at least 128 channels and 256 tiles beside oneDNN's
+    AVX-512 conv, 128 and 136 channels at 46x46 (288 tiles). Which layout the values are held
+    in is the layout pass's choice (check's channel_layouts: nChw8c where oneDNN's code is
+    AVX2, NHWC on an Intel CPU with AVX-512; the 40 or 136 channels keep the group out of
+    nChw16c); each such conv whose x, output and residual share one channels-last layout is
+    listed by `check` (none under GRAPHRUN_NO_WINOGRAD=1 or --no-fuse); every run matches
+    NumPy's float64 reference; where one ran, the run's bits differ from oneDNN's direct
+    conv's, within RTOL."""
+    c1, c2, h, w = (128, 136, 46, 46) if isa == "avx512" else (32, 40, 23, 21)
     net = onnx_models.Net(seed=13)
-    x = net.input("x", net.rng.standard_normal((2, 24, 23, 21)).astype(np.float32))
-    a = net.relu(net.bn(net.conv(x, 24, 32, 1), 32))
-    b = net.relu(net.conv(a, 32, 32, 3, bias=True))
-    c = net.relu6(net.add(net.bn(net.conv(b, 32, 32, 3), 32), a))
-    d = net.conv(c, 32, 40, 3, bias=True)
-    y = net.relu(net.conv(d, 40, 16, 1))
+    x = net.input("x", net.rng.standard_normal((2, 24, h, w)).astype(np.float32))
+    a = net.relu(net.bn(net.conv(x, 24, c1, 1), c1))
+    b = net.relu(net.conv(a, c1, c1, 3, bias=True))
+    c = net.relu6(net.add(net.bn(net.conv(b, c1, c1, 3), c1), a))
+    d = net.conv(c, c1, c2, 3, bias=True)
+    y = net.relu(net.conv(d, c2, 16, 1))
     model = net.model([y], "winograd_chain")
     path = os.path.join(TMP, "winograd.onnx")
     onnx.save(model.proto, path)
@@ -263,7 +267,7 @@ def winograd_main(avx2):
         if plan is None or got is None:
             continue
         held = plan["channel_layouts"]
-        want = [v for v in (b, c, d) if avx2 and default and all(held.get(u) == "nChw8c" for u in [v] + reads[v])]
+        want = [v for v in (b, c, d) if isa and default and held.get(v) and all(held.get(u) == held[v] for u in reads[v])]
         if default:
             expected = want
         check(sorted(plan["winograd"]) == sorted(want), f"{how}: winograd convs {plan['winograd']}, expected {want}")
@@ -293,7 +297,8 @@ def main():
     # code is AVX2 (its windowed convs would reorder NHWC into it), else NHWC.
     fire_main(dnnl, 16, 8, ["nChw8c"] if re.search(r"oneDNN [^,]*\(avx2", devices) else ["nhwc"])
     # Winograd runs where graphrun's own loops are AVX2 or AVX-512 (both have AVX2 and FMA).
-    winograd_main(bool(re.search(r"kernels: avx(2|512) loops", devices)))
+    loops = re.search(r"kernels: (avx2|avx512) loops", devices)
+    winograd_main(loops.group(1) if loops and dnnl else None)
     if failures:
         print(f"onnx_channels_last: {len(failures)} failed")
         return 1

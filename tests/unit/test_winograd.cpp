@@ -1,5 +1,5 @@
 // Winograd's F(4x4, 3x3) conv (engine/kernels/cpu/winograd.h) against a
-// double-precision direct conv: sizes that are and are not multiples of the
+// double-precision direct conv, in nChw8c, nChw16c and NHWC: sizes that are and are not multiples of the
 // 4x4 tile (down to one pixel), several parts of the transformed filter,
 // bias, a residual apart from the output and the output itself, relu and
 // clip, one to three workers. The products are a plain loop here (the
@@ -31,9 +31,10 @@ void plain_gemm(int64_t m, int64_t n, int64_t k, const float* a, const float* b,
         }
 }
 
-// Index of (n, c, y, x) in nChw8c.
-size_t at8(const WinogradConv& s, int64_t channels, int64_t n, int64_t c, int64_t y, int64_t x) {
-    return static_cast<size_t>((((n * (channels / 8) + c / 8) * s.height + y) * s.width + x) * 8 + c % 8);
+// Index of (n, c, y, x) in nChw8c, nChw16c or NHWC (s.block 8, 16 or 0).
+size_t at(const WinogradConv& s, int64_t channels, int64_t n, int64_t c, int64_t y, int64_t x) {
+    const int64_t b = s.block ? s.block : channels;
+    return static_cast<size_t>((((n * (channels / b) + c / b) * s.height + y) * s.width + x) * b + c % b);
 }
 
 struct Case {
@@ -68,10 +69,10 @@ double run_case(const Case& k) {
                             for (int64_t j = 0; j < 3; ++j) {
                                 const int64_t iy = oy - 1 + i, ix = ox - 1 + j;
                                 if (iy < 0 || iy >= s.height || ix < 0 || ix >= s.width) continue;
-                                a += static_cast<double>(x[at8(s, s.channels, n, c, iy, ix)]) *
+                                a += static_cast<double>(x[at(s, s.channels, n, c, iy, ix)]) *
                                      w[static_cast<size_t>(((m * s.channels + c) * 3 + i) * 3 + j)];
                             }
-                    const size_t o = at8(s, s.out_channels, n, m, oy, ox);
+                    const size_t o = at(s, s.out_channels, n, m, oy, ox);
                     if (k.residual) a += r[o];
                     top = std::max(top, std::fabs(a));
                     if (s.act == Activation::Relu) a = std::max(a, 0.0);
@@ -97,8 +98,9 @@ double run_case(const Case& k) {
     return err / top;
 }
 
-WinogradConv shape(int64_t n, int64_t c, int64_t h, int64_t w, int64_t m) {
+WinogradConv shape(int64_t n, int64_t c, int64_t h, int64_t w, int64_t m, int64_t block = 8) {
     WinogradConv s;
+    s.block = block;
     s.batch = n;
     s.channels = c;
     s.height = h;
@@ -122,6 +124,26 @@ TEST_CASE("winograd: F(4x4, 3x3) matches the direct conv in double, every size, 
                                    shape(3, 24, 9, 6, 40), shape(1, 64, 13, 11, 64), shape(2, 512, 6, 5, 96)};
     for (const WinogradConv& s : shapes)
         for (int threads : {1, 2, 3}) cases.push_back({s, true, false, false, threads});
+    // nChw16c (the layout pass's choice with AVX-512): a pixel's two halves of
+    // eight lanes; a filter part of 8 channels ends inside a block of 16.
+    const WinogradConv shapes16[] = {shape(1, 16, 4, 4, 16, 16), shape(2, 32, 5, 7, 48, 16),
+                                     shape(1, 16, 1, 1, 16, 16), shape(2, 512, 6, 5, 112, 16)};
+    for (const WinogradConv& s : shapes16)
+        for (int threads : {1, 2}) cases.push_back({s, true, false, false, threads});
+    // NHWC (AVX-512's layout where a max_pool shares the group): a pixel's
+    // channels together, x's and y's pixels channels and out_channels apart.
+    const WinogradConv nhwc[] = {shape(1, 8, 4, 4, 8, 0), shape(2, 24, 5, 7, 40, 0), shape(1, 16, 1, 1, 8, 0),
+                                 shape(2, 512, 6, 5, 104, 0)};
+    for (const WinogradConv& s : nhwc)
+        for (int threads : {1, 2}) cases.push_back({s, true, false, false, threads});
+    WinogradConv relu16 = shape(2, 32, 10, 9, 32, 16);
+    relu16.act = Activation::Relu;
+    cases.push_back({relu16, true, true, false, 2});
+    cases.push_back({relu16, true, true, true, 3});
+    WinogradConv relu_nhwc = shape(2, 32, 10, 9, 48, 0);
+    relu_nhwc.act = Activation::Relu;
+    cases.push_back({relu_nhwc, true, true, false, 2});
+    cases.push_back({relu_nhwc, false, true, true, 3});
     WinogradConv relu = shape(2, 16, 10, 9, 24);
     relu.act = Activation::Relu;
     WinogradConv clip = relu;
@@ -139,6 +161,7 @@ TEST_CASE("winograd: F(4x4, 3x3) matches the direct conv in double, every size, 
         CAPTURE(k.s.height);
         CAPTURE(k.s.width);
         CAPTURE(k.s.out_channels);
+        CAPTURE(k.s.block);
         CAPTURE(static_cast<int>(k.s.act));
         CAPTURE(k.bias);
         CAPTURE(k.residual);
@@ -154,11 +177,17 @@ TEST_CASE("winograd: where it is not chosen") {
         CHECK_FALSE(winograd_fits(shape(1, 64, 56, 56, 64)));
         return;
     }
+    // With AVX2 in use (and no AVX-512).
+    const Isa saved = limit_isa(Isa::Avx2);
     CHECK(winograd_fits(shape(1, 64, 56, 56, 64)));   // ResNet-18's first stage at batch 1: 196 tiles
     CHECK(winograd_fits(shape(1, 128, 28, 28, 128)));  // 49 tiles
     CHECK_FALSE(winograd_fits(shape(1, 256, 14, 14, 256)));  // 16 tiles: the filter's transform costs more
     CHECK(winograd_fits(shape(16, 512, 7, 7, 512)));   // the last stage at batch 16: 64 tiles
     CHECK_FALSE(winograd_fits(shape(1, 40, 56, 56, 20)));  // channels not a multiple of 8
+    CHECK(winograd_fits(shape(1, 64, 56, 56, 64, 16)));
+    CHECK(winograd_fits(shape(1, 40, 56, 56, 48, 0)));        // NHWC: multiples of 8
+    CHECK_FALSE(winograd_fits(shape(1, 40, 56, 56, 48, 16)));  // channels not a multiple of the block
+    CHECK_FALSE(winograd_fits(shape(1, 64, 56, 56, 64, 4)));   // neither NHWC, nChw8c nor nChw16c
     CHECK_FALSE(winograd_fits(shape(16, 16, 55, 55, 64)));  // too few input channels: SqueezeNet's first expands
     CHECK(winograd_fits(shape(1, 32, 27, 27, 128)));        // its next ones, 49 tiles
     CHECK_FALSE(winograd_fits(shape(1, 64, 56, 56, 12)));
@@ -167,7 +196,18 @@ TEST_CASE("winograd: where it is not chosen") {
     gelu.act = Activation::Gelu;  // only what the output transform applies: none, relu, clip
     CHECK_FALSE(winograd_fits(gelu));
     CHECK_FALSE(winograd_fits(shape(1, 64, int64_t{1} << 40, 56, 64)));  // sizes beyond int32 arithmetic
-    const Isa saved = limit_isa(Isa::Baseline);
+    // With AVX-512 in use: the direct conv beside it is twice as fast, so at
+    // least 128 channels and 256 tiles.
+    if (limit_isa(saved) == Isa::Avx2 && active_isa() == Isa::Avx512) {
+        CHECK_FALSE(winograd_fits(shape(16, 64, 56, 56, 64, 0)));   // 3136 tiles but 64 channels
+        CHECK(winograd_fits(shape(16, 128, 28, 28, 128, 0)));       // 784 tiles
+        CHECK(winograd_fits(shape(16, 256, 14, 14, 256, 16)));      // 256 tiles
+        CHECK_FALSE(winograd_fits(shape(16, 512, 7, 7, 512, 0)));   // 64 tiles
+        CHECK_FALSE(winograd_fits(shape(1, 128, 28, 28, 128, 0)));  // 49 tiles
+    } else {
+        MESSAGE("the AVX-512 thresholds are not checked: this CPU has no AVX-512");
+    }
+    limit_isa(Isa::Baseline);
     CHECK_FALSE(winograd_fits(shape(1, 64, 56, 56, 64)));  // no AVX2 in use
     limit_isa(saved);
 }

@@ -378,20 +378,22 @@ class ConvKernel final : public KernelBase {
 
     // Whether this conv runs as F(4x4, 3x3) Winograd (winograd.h) instead of
     // oneDNN's primitive: a 3x3 conv of stride 1 and padding 1 whose x,
-    // output and residual are all held nChw8c, with a filter in OIHW (not
+    // output and residual are all held in one channels-last layout (NHWC,
+    // nChw8c or nChw16c), with a filter in OIHW (not
     // pre-packed: pack_weight keeps it so) and enough tiles for it to pay.
     bool winograd() const { return winograd_; }
 
   private:
     // e: the node's epilogue, which the Winograd conv applies only as post-ops would.
     void choose_winograd(const Epilogue* e) {
-        const bool nchw8c = cl_ && io_ == tag::nChw8c && x_tag_ == tag::nChw8c && y_tag_ == tag::nChw8c &&
-                            (!epilogue_ || epilogue_->residual < 0 || r_tag_ == tag::nChw8c);
+        const bool layout = cl_ && x_tag_ == io_ && y_tag_ == io_ &&
+                            (!epilogue_ || epilogue_->residual < 0 || r_tag_ == io_);
         const bool geometry = g_.spatial == 2 && g_.group == 1 && g_.kernel[0] == 3 && g_.kernel[1] == 3 &&
                               g_.stride[0] == 1 && g_.stride[1] == 1 && g_.dilation[0] == 1 &&
                               g_.dilation[1] == 1 && g_.pad_begin[0] == 1 && g_.pad_begin[1] == 1 &&
                               g_.pad_end[0] == 1 && g_.pad_end[1] == 1;
-        if (!nchw8c || !geometry || prepacked_ || e != epilogue_) return;
+        if (!layout || !geometry || prepacked_ || e != epilogue_) return;
+        wino_.block = io_ == tag::nChw16c ? 16 : io_ == tag::nChw8c ? 8 : 0;
         wino_.batch = g_.batch;
         wino_.channels = g_.channels;
         wino_.height = g_.in[0];
@@ -1035,7 +1037,7 @@ bool dnnl_conv_runs_channels_last(const Graph& g, const Node& n, int block) {
 }
 
 bool dnnl_conv_runs_winograd(const Graph& g, const Node& n) {
-    if (!n.channels_last || n.channel_block != 8) return false;  // its output is nChw8c, as x's must be
+    if (!n.channels_last) return false;  // its output is channels-last, as x's must be
     std::unique_ptr<Kernel> k = make_dnnl_conv_kernel(g, n, nullptr);
     const auto* conv = dynamic_cast<const ConvKernel*>(k.get());
     return conv && conv->winograd();

@@ -1,4 +1,4 @@
-// F(4x4, 3x3) Winograd conv on nChw8c (winograd.h).
+// F(4x4, 3x3) Winograd conv on NHWC, nChw8c and nChw16c (winograd.h).
 #include "engine/kernels/cpu/winograd.h"
 
 #include <algorithm>
@@ -35,6 +35,16 @@ constexpr int64_t kMinTiles = 32;
 // -> 64 expand convs at 55x55 took 0.39 ms direct and 0.52 ms so at batch 1,
 // as fast at batch 16; its 32 -> 128 ones 0.39 -> 0.32 and 5.3 -> 4.0 ms).
 constexpr int64_t kMinChannels = 32;
+// With AVX-512 in use, oneDNN's direct conv beside it is AVX-512 code too,
+// twice the rate of its AVX2 code on an Intel core, and Winograd pays only
+// for more tiles and channels. ResNet-18's convs on the 2-core Ice Lake
+// Xeon of session 28, NHWC, direct -> Winograd: batch 16 128 channels at
+// 28x28 (784 tiles) 15-16 -> 10 ms, 256 at 14x14 (256 tiles) 14.5-15.4 ->
+// 12.8-14.5 ms, 64 at 56x56 (3136 tiles) 15-17 ms either way, 512 at 7x7
+// (64 tiles) 17 -> 30 ms; batch 1 64 at 56x56 (196 tiles) 1.4 -> 1.6-1.8
+// ms, 128 at 28x28 (49 tiles) 1.4 -> 2.1 ms.
+constexpr int64_t kMinTilesWide = 256;
+constexpr int64_t kMinChannelsWide = 128;
 constexpr int64_t kPositions = 36;
 
 bool disabled_by_env() {
@@ -149,6 +159,14 @@ GRAPHRUN_TARGET_AVX2 void filter_rows(const WinogradConv& s, const float* w, int
     }
 }
 
+// Where channel c's lanes (c a multiple of 8) of image n's first pixel lie in
+// nChw{block}c of `channels` channels and `pixels` pixels a plane (NHWC is
+// the one block of all the channels): eight lanes of a pixel are together in
+// each, the next pixel's `block` floats on.
+inline int64_t lanes_at(int64_t channels, int64_t block, int64_t n, int64_t c, int64_t pixels) {
+    return ((n * (channels / block) + c / block) * pixels) * block + c % block;
+}
+
 struct TilePos {
     int64_t n, y, x;  // image, top-left output pixel
 };
@@ -160,24 +178,24 @@ inline TilePos tile_at(const Plan& p, int64_t t) {
 // The input transform of tiles [t0, t0 + count): v[p * v_stride + i * C + c].
 GRAPHRUN_TARGET_AVX2 void input_tiles(const WinogradConv& s, const Plan& p, const float* x, int64_t t0, int64_t count,
                                       float* v) {
-    const int64_t h = s.height, wd = s.width, cb_all = s.channels / 8;
+    const int64_t h = s.height, wd = s.width, cb_all = s.channels / 8, B = s.block ? s.block : s.channels;
     for (int64_t i = 0; i < count; ++i) {
         const TilePos at = tile_at(p, t0 + i);
         const bool inside = at.y >= 1 && at.y + 4 < h && at.x >= 1 && at.x + 4 < wd;
         for (int64_t cb = 0; cb < cb_all; ++cb) {
-            const float* plane = x + (at.n * cb_all + cb) * h * wd * 8;
+            const float* plane = x + lanes_at(s.channels, B, at.n, cb * 8, h * wd);
             V8 d[36];
             if (inside) {
-                const float* q = plane + ((at.y - 1) * wd + (at.x - 1)) * 8;
+                const float* q = plane + ((at.y - 1) * wd + (at.x - 1)) * B;
                 for (int r = 0; r < 6; ++r)
-                    for (int c = 0; c < 6; ++c) d[r * 6 + c] = _mm256_loadu_ps(q + (r * wd + c) * 8);
+                    for (int c = 0; c < 6; ++c) d[r * 6 + c] = _mm256_loadu_ps(q + (r * wd + c) * B);
             } else {
                 for (int r = 0; r < 6; ++r) {
                     const int64_t yy = at.y - 1 + r;
                     for (int c = 0; c < 6; ++c) {
                         const int64_t xx = at.x - 1 + c;
                         d[r * 6 + c] = (yy >= 0 && yy < h && xx >= 0 && xx < wd)
-                                           ? _mm256_loadu_ps(plane + (yy * wd + xx) * 8)
+                                           ? _mm256_loadu_ps(plane + (yy * wd + xx) * B)
                                            : _mm256_setzero_ps();
                     }
                 }
@@ -205,7 +223,7 @@ GRAPHRUN_TARGET_AVX2 void input_tiles(const WinogradConv& s, const Plan& p, cons
 GRAPHRUN_TARGET_AVX2 void output_tiles(const WinogradConv& s, const Plan& p, const float* mo, int64_t t0,
                                        int64_t count, int64_t m0, int64_t mp, const float* bias,
                                        const float* residual, float* y) {
-    const int64_t h = s.height, wd = s.width, mb_all = s.out_channels / 8;
+    const int64_t h = s.height, wd = s.width, B = s.block ? s.block : s.out_channels;
     const bool relu = s.act == Activation::Relu, clip = s.act == Activation::Clip;
     const V8 zero = _mm256_setzero_ps(), lo = _mm256_set1_ps(s.lo), hi = _mm256_set1_ps(s.hi);
     for (int64_t i = 0; i < count; ++i) {
@@ -224,12 +242,12 @@ GRAPHRUN_TARGET_AVX2 void output_tiles(const WinogradConv& s, const Plan& p, con
                 for (int r = 0; r < 4; ++r) t[r * 6 + c] = o[r];
             }
             const V8 b = bias ? _mm256_loadu_ps(bias + m) : zero;
-            const int64_t plane = (at.n * mb_all + m / 8) * h * wd * 8;
+            const int64_t plane = lanes_at(s.out_channels, B, at.n, m, h * wd);
             for (int r = 0; r < rows; ++r) {
                 V8 o[4];
                 at6(&t[r * 6], o);
                 for (int c = 0; c < cols; ++c) {
-                    const int64_t off = plane + ((at.y + r) * wd + at.x + c) * 8;
+                    const int64_t off = plane + ((at.y + r) * wd + at.x + c) * B;
                     V8 val = _mm256_add_ps(o[c], b);
                     if (residual) val = _mm256_add_ps(val, _mm256_loadu_ps(residual + off));
                     if (relu) val = _mm256_max_ps(val, zero);
@@ -249,11 +267,15 @@ bool winograd_fits(const WinogradConv& s) {
     if (disabled_by_env() || active_isa() < Isa::Avx2) return false;  // graphrun's AVX2 includes FMA (simd.h)
     if (s.act != Activation::None && s.act != Activation::Relu && s.act != Activation::Clip) return false;
     const int64_t big = std::numeric_limits<int32_t>::max() / 64;
-    if (s.batch < 1 || s.height < 1 || s.width < 1 || s.channels < kMinChannels || s.out_channels < 8) return false;
+    const bool wide = active_isa() >= Isa::Avx512;
+    const int64_t min_channels = wide ? kMinChannelsWide : kMinChannels, min_tiles = wide ? kMinTilesWide : kMinTiles;
+    if (s.batch < 1 || s.height < 1 || s.width < 1 || s.channels < min_channels || s.out_channels < 8) return false;
+    if (s.block != 0 && s.block != 8 && s.block != 16) return false;
     if (s.channels % 8 != 0 || s.out_channels % 8 != 0) return false;
+    if (s.block && (s.channels % s.block != 0 || s.out_channels % s.block != 0)) return false;
     if (s.channels > big || s.out_channels > big || s.height > big || s.width > big) return false;
     const int64_t tiles = (s.height + 3) / 4 * ((s.width + 3) / 4);
-    return tiles <= big / s.batch && tiles * s.batch >= kMinTiles;
+    return tiles <= big / s.batch && tiles * s.batch >= min_tiles;
 #else
     (void)s;
     return false;

@@ -7,14 +7,17 @@
 // transformed input [tiles x C] by the transformed filter [C x M].
 //
 // Where: a conv of stride 1, dilation 1, one group, padding 1 on every side,
-// in f32, whose x, output and fused residual are held in oneDNN's blocked
-// nChw8c layout (the layout pass's choice on a CPU with AVX2 and no AVX-512:
-// [N][C/8][H][W][8], 8 channels of a pixel together, so every transform is
-// eight lanes of one AVX2 register and needs no shuffles). On such a CPU
-// oneDNN 2.6 has no Winograd conv (its own is AVX-512 only) and its direct
-// conv reaches about 65-70% of the FMA peak; this conv does a quarter of the
-// multiplies. dnnl_kernels.cpp chooses it (winograd_fits) and gives it the
-// matrix products (oneDNN's sgemm, one worker each).
+// in f32, whose x, output and fused residual are held in one channels-last
+// layout: oneDNN's blocked nChw8c (the layout pass's choice on a CPU with
+// AVX2 and no AVX-512: [N][C/8][H][W][8]), nChw16c, or NHWC (an Intel CPU
+// with AVX-512, or a group with a max_pool there). Eight channels of a pixel
+// are side by side in each, so every transform is eight lanes of one AVX2
+// register and needs no shuffles. On a CPU without AVX-512 oneDNN 2.6 has no
+// Winograd conv (its own is AVX-512 only) and its direct conv reaches about
+// 65-70% of the FMA peak; this conv does a quarter of the multiplies. With
+// AVX-512 oneDNN's direct conv is twice as fast and this one pays only with
+// at least 128 channels and 256 tiles (winograd_fits). dnnl_kernels.cpp
+// chooses it and gives it the matrix products (oneDNN's sgemm, one worker each).
 //
 // Numerics: the transforms add and scale by small constants (1/4, 1/6,
 // 1/24, 2, 4, 5, 8), so results differ from the direct conv's in the last
@@ -39,6 +42,7 @@ namespace graphrun::kernels {
 
 struct WinogradConv {
     int64_t batch = 0, channels = 0, height = 0, width = 0, out_channels = 0;
+    int64_t block = 8;                  // x's and y's layout: nChw8c (8), nChw16c (16) or NHWC (0)
     Activation act = Activation::None;  // None, Relu or Clip
     float lo = 0, hi = 0;               // Clip's bounds
 };
@@ -47,19 +51,20 @@ struct WinogradConv {
 // one thread (the caller's).
 using WinogradGemm = void (*)(int64_t m, int64_t n, int64_t k, const float* a, const float* b, float* c);
 
-// Whether the conv may run so: shape (channels a multiple of 8, the sizes
-// within int32), activation, a CPU with AVX2 and FMA in use (active_isa), and
-// GRAPHRUN_NO_WINOGRAD unset; and whether it pays: at least 32 input
-// channels (fewer make products too short) and 32 tiles (fewer leave the
-// filter's transform, made on every run, too large a part of the work).
+// Whether the conv may run so: shape (channels multiples of 8 and of the
+// block, the sizes within int32), activation, a CPU with AVX2 and FMA in use
+// (active_isa), and GRAPHRUN_NO_WINOGRAD unset; and whether it pays: at
+// least 32 input channels (fewer make products too short) and 32 tiles
+// (fewer leave the filter's transform, made on every run, too large a part
+// of the work); with AVX-512 in use, 128 channels and 256 tiles.
 bool winograd_fits(const WinogradConv& s);
 
 // The scratch one run takes with `threads` workers, in bytes.
 uint64_t winograd_scratch_bytes(const WinogradConv& s, int threads);
 
-// y = act(conv(x, w) + bias + residual): x [N][C/8][H][W][8], w [M][C][3][3]
-// (OIHW), bias [M] or null, residual in y's layout or null (it may be y
-// itself), y [N][M/8][H][W][8]. scratch: winograd_scratch_bytes(s,
+// y = act(conv(x, w) + bias + residual): x [N][C/b][H][W][b] (b: s.block,
+// C for NHWC), w [M][C][3][3] (OIHW), bias [M] or null, residual in y's
+// layout or null (it may be y itself), y [N][M/b][H][W][b]. scratch: winograd_scratch_bytes(s,
 // ctx.threads) bytes, 64-byte aligned. Call only where winograd_fits(s).
 void winograd_conv3x3(const WinogradConv& s, const float* x, const float* w, const float* bias, const float* residual,
                       float* y, void* scratch, WinogradGemm gemm, const KernelContext& ctx);
