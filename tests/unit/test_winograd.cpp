@@ -22,15 +22,6 @@ using namespace graphrun::kernels;
 
 namespace {
 
-void plain_gemm(int64_t m, int64_t n, int64_t k, const float* a, const float* b, float* c) {
-    for (int64_t i = 0; i < m; ++i)
-        for (int64_t j = 0; j < n; ++j) {
-            double s = 0;  // in double: the test measures the transforms' rounding, not the sum's
-            for (int64_t l = 0; l < k; ++l) s += static_cast<double>(a[i * k + l]) * b[j * k + l];
-            c[i * n + j] = static_cast<float>(s);
-        }
-}
-
 // Index of (n, c, y, x) in nChw8c, nChw16c or NHWC (s.block 8, 16 or 0).
 size_t at(const WinogradConv& s, int64_t channels, int64_t n, int64_t c, int64_t y, int64_t x) {
     const int64_t b = s.block ? s.block : channels;
@@ -45,7 +36,7 @@ struct Case {
 
 // The largest |got - want| over the largest |want| before the activation
 // (clip's bound would hide the scale of the sums).
-double run_case(const Case& k) {
+double run_case(const Case& k, std::vector<float>* got = nullptr) {
     const WinogradConv& s = k.s;
     std::mt19937 rng(static_cast<unsigned>(s.channels * 131 + s.out_channels * 7 + s.height));
     std::normal_distribution<float> nd(0.0f, 1.0f);
@@ -91,10 +82,10 @@ double run_case(const Case& k) {
         if (k.in_place) y = r;
         residual = k.in_place ? y.data() : r.data();
     }
-    winograd_conv3x3(s, x.data(), w.data(), k.bias ? b.data() : nullptr, residual, y.data(), aligned, &plain_gemm,
-                     ctx);
+    winograd_conv3x3(s, x.data(), w.data(), k.bias ? b.data() : nullptr, residual, y.data(), aligned, ctx);
     double err = 0;
     for (size_t i = 0; i < ys; ++i) err = std::max(err, std::fabs(static_cast<double>(y[i]) - want[i]));
+    if (got) *got = y;
     return err / top;
 }
 
@@ -172,6 +163,32 @@ TEST_CASE("winograd: F(4x4, 3x3) matches the direct conv in double, every size, 
     }
 }
 
+TEST_CASE("winograd: the same bits with AVX2 and AVX-512 and any number of workers") {
+    if (!avx2()) {
+        MESSAGE("SKIP: the Winograd conv needs AVX2 and FMA, which this CPU lacks");
+        return;
+    }
+    // Every sum runs in one order whatever the register blocking (12 x 32 or
+    // 6 x 16) and the blocks of tiles: a filter of 512 channels (4 chunks),
+    // a part whose last panel is half used, NHWC with C != M.
+    for (const WinogradConv& s : {shape(2, 512, 6, 5, 104, 0), shape(3, 24, 9, 6, 40, 8), shape(2, 32, 13, 11, 48, 16)}) {
+        CAPTURE(s.channels);
+        CAPTURE(s.out_channels);
+        std::vector<float> base, other;
+        const Isa saved = limit_isa(Isa::Avx2);
+        run_case({s, true, false, false, 1}, &base);
+        run_case({s, true, false, false, 3}, &other);
+        CHECK(base == other);
+        limit_isa(saved);
+        if (active_isa() == Isa::Avx512) {
+            run_case({s, true, false, false, 2}, &other);
+            CHECK(base == other);
+        } else {
+            MESSAGE("AVX-512 against AVX2 not compared: this CPU has no AVX-512");
+        }
+    }
+}
+
 TEST_CASE("winograd: where it is not chosen") {
     if (!avx2()) {
         CHECK_FALSE(winograd_fits(shape(1, 64, 56, 56, 64)));
@@ -197,12 +214,15 @@ TEST_CASE("winograd: where it is not chosen") {
     CHECK_FALSE(winograd_fits(gelu));
     CHECK_FALSE(winograd_fits(shape(1, 64, int64_t{1} << 40, 56, 64)));  // sizes beyond int32 arithmetic
     // With AVX-512 in use: the direct conv beside it is twice as fast, so at
-    // least 128 channels and 256 tiles.
+    // least 256 tiles, three quarters of whose pixels are the image's.
     if (limit_isa(saved) == Isa::Avx2 && active_isa() == Isa::Avx512) {
-        CHECK_FALSE(winograd_fits(shape(16, 64, 56, 56, 64, 0)));   // 3136 tiles but 64 channels
+        CHECK(winograd_fits(shape(16, 64, 56, 56, 64, 0)));         // 3136 tiles
         CHECK(winograd_fits(shape(16, 128, 28, 28, 128, 0)));       // 784 tiles
-        CHECK(winograd_fits(shape(16, 256, 14, 14, 256, 16)));      // 256 tiles
+        CHECK(winograd_fits(shape(16, 256, 14, 14, 256, 16)));      // 256 tiles, 77% the image's
+        CHECK(winograd_fits(shape(16, 32, 27, 27, 128, 0)));        // SqueezeNet's, 784 tiles
+        CHECK_FALSE(winograd_fits(shape(16, 64, 13, 13, 256, 0)));  // 256 tiles, 66% the image's
         CHECK_FALSE(winograd_fits(shape(16, 512, 7, 7, 512, 0)));   // 64 tiles
+        CHECK_FALSE(winograd_fits(shape(1, 64, 56, 56, 64, 0)));    // 196 tiles
         CHECK_FALSE(winograd_fits(shape(1, 128, 28, 28, 128, 0)));  // 49 tiles
     } else {
         MESSAGE("the AVX-512 thresholds are not checked: this CPU has no AVX-512");

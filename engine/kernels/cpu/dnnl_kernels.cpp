@@ -407,12 +407,6 @@ class ConvKernel final : public KernelBase {
         winograd_ = winograd_fits(wino_);
     }
 
-    // oneDNN's sgemm for Winograd's products, C = A . B^T, on the calling
-    // thread (inside the session's OpenMP team it runs alone).
-    static void sgemm_nt(int64_t m, int64_t n, int64_t k, const float* a, const float* b, float* c) {
-        dnnl_sgemm('N', 'T', m, n, k, 1.0f, a, k, b, k, 0.0f, c, n);
-    }
-
     // The conv as Winograd's, its scratch the run's; where the memory limit
     // has no room for it, oneDNN's primitive (which may still fit).
     std::string run_winograd(const TensorRef* in, TensorRef& out, const KernelContext& ctx) {
@@ -428,7 +422,7 @@ class ConvKernel final : public KernelBase {
             residual = static_cast<const float*>(in[epilogue_->residual].data);
         winograd_conv3x3(wino_, static_cast<const float*>(in[0].data), static_cast<const float*>(in[1].data),
                          bias_ ? static_cast<const float*>(in[2].data) : nullptr, residual,
-                         static_cast<float*>(out.data), scratch.take(bytes), &sgemm_nt, c);
+                         static_cast<float*>(out.data), scratch.take(bytes), c);
         return "";
     }
 

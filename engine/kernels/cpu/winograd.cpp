@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cstdlib>
 #include <limits>
+#include <type_traits>
+#include <utility>
 
 #include "engine/kernels/cpu/parallel.h"
 #include "engine/kernels/cpu/simd.h"
@@ -37,15 +39,25 @@ constexpr int64_t kMinTiles = 32;
 constexpr int64_t kMinChannels = 32;
 // With AVX-512 in use, oneDNN's direct conv beside it is AVX-512 code too,
 // twice the rate of its AVX2 code on an Intel core, and Winograd pays only
-// for more tiles and channels. ResNet-18's convs on the 2-core Ice Lake
-// Xeon of session 28, NHWC, direct -> Winograd: batch 16 128 channels at
-// 28x28 (784 tiles) 15-16 -> 10 ms, 256 at 14x14 (256 tiles) 14.5-15.4 ->
-// 12.8-14.5 ms, 64 at 56x56 (3136 tiles) 15-17 ms either way, 512 at 7x7
-// (64 tiles) 17 -> 30 ms; batch 1 64 at 56x56 (196 tiles) 1.4 -> 1.6-1.8
-// ms, 128 at 28x28 (49 tiles) 1.4 -> 2.1 ms.
+// for many tiles that the image fills. ResNet-18 and SqueezeNet 1.1 on the
+// 2-core Ice Lake Xeon of session 28 (NHWC, batch 16, each stage's convs
+// together, direct -> Winograd): 64 channels at 56x56 (3136 tiles) 76-94 ->
+// 49-52 ms, 128 at 28x28 (784) 61-67 -> 34, 256 at 14x14 (256 tiles, the
+// image 77% of them) 57-67 -> 43-48, SqueezeNet's 32 -> 128 at 27x27 (784)
+// 9.4-10.5 -> 8.1-8.7; no gain at 512 at 7x7 (64 tiles) 66-80 -> 72-73, nor
+// at SqueezeNet's 48 and 64 channels at 13x13 (256 tiles, the image 66% of
+// them) 13.0-14.8 -> 15.1-16.9; at batch 1, 64 at 56x56 (196 tiles) even,
+// 128 at 28x28 (49) 3.3-3.5 -> 3.6-3.9.
 constexpr int64_t kMinTilesWide = 256;
-constexpr int64_t kMinChannelsWide = 128;
+// The image's share of its tiles' pixels, at least 3/4 (the rest is padding
+// computed for nothing: 13x13 fills 169 of 16x16).
+constexpr int64_t kMinFillWide = 3;  // quarters
 constexpr int64_t kPositions = 36;
+// The transformed filter is held in panels of this many output channels,
+// [position][panel][input channel][16], so that the products' inner loop
+// reads 16 consecutive floats of it per input channel (one AVX-512 register,
+// two AVX2 ones) and broadcasts one of the input's transform.
+constexpr int64_t kPanel = 16;
 
 bool disabled_by_env() {
     static const bool off = std::getenv("GRAPHRUN_NO_WINOGRAD") != nullptr;
@@ -60,6 +72,8 @@ struct Plan {
     int64_t block = 0, blocks = 0;      // tiles per block, blocks
     int64_t slots = 1;                  // workers, each with its own scratch
     int64_t part = 0, parts = 0;        // output channels per filter part (a multiple of 8), parts
+    int64_t ldm = 0;                    // part rounded up to the panel width: the products' row length
+    int64_t lda = 0;                    // floats from one tile's input transform to the next
     int64_t v_stride = 0, m_stride = 0; // floats per position of a block's input transform, of its products
     uint64_t u_bytes = 0, slot_bytes = 0;
 };
@@ -82,9 +96,11 @@ Plan plan_of(const WinogradConv& s, int threads) {
     p.parts = (s.out_channels + p.part - 1) / p.part;
     // 16 floats apart beyond the block: positions a power of two apart would
     // share cache sets (a 64x64 conv's transform ran 1.7x slower so).
-    p.v_stride = p.block * s.channels + 16;
-    p.m_stride = p.block * p.part + 16;
-    p.u_bytes = aligned64(static_cast<uint64_t>(kPositions * p.part * s.channels) * sizeof(float));
+    p.ldm = (p.part + kPanel - 1) / kPanel * kPanel;
+    p.lda = s.channels + 16;
+    p.v_stride = p.block * p.lda + 16;
+    p.m_stride = p.block * p.ldm + 16;
+    p.u_bytes = aligned64(static_cast<uint64_t>(kPositions * p.ldm * s.channels) * sizeof(float));
     p.slot_bytes = aligned64(static_cast<uint64_t>(kPositions * (p.v_stride + p.m_stride)) * sizeof(float));
     return p;
 }
@@ -132,16 +148,24 @@ GRAPHRUN_TARGET_AVX2 inline void g3(const V8* g, V8* o) {
     o[5] = g[2];
 }
 
-// The filter part [m0, m0 + count) of out_channels transformed: u[p][m - m0][c].
-GRAPHRUN_TARGET_AVX2 void filter_rows(const WinogradConv& s, const float* w, int64_t m0, int64_t count,
+// The filter part from m0 of out_channels transformed, output channels
+// [m0 + 8 first, m0 + 8 last) (groups of eight):
+// u[p][(m - m0) / 16][c][(m - m0) % 16], ldm output channels a position (a
+// multiple of 16; the columns past the part are the caller's to zero). Eight
+// output channels of one input channel are one register (gathered 9 C floats
+// apart), stored whole into their panel.
+GRAPHRUN_TARGET_AVX2 void filter_rows(const WinogradConv& s, const float* w, int64_t m0, int64_t ldm,
                                       int64_t first, int64_t last, float* u) {
-    const __m256i nine = _mm256_setr_epi32(0, 9, 18, 27, 36, 45, 54, 63);
     const int64_t c_all = s.channels;
-    for (int64_t m = first; m < last; ++m) {
-        for (int64_t c = 0; c < c_all; c += 8) {
+    const int32_t step = static_cast<int32_t>(9 * c_all);  // winograd_fits: 63 C is within int32
+    const __m256i rows = _mm256_mullo_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), _mm256_set1_epi32(step));
+    for (int64_t group = first; group < last; ++group) {
+        const int64_t jm = group * 8, m = m0 + jm;
+        float* panel = u + jm / kPanel * kPanel * c_all + jm % kPanel;
+        for (int64_t c = 0; c < c_all; ++c) {
             const float* src = w + (m * c_all + c) * 9;
             V8 g[9];
-            for (int k = 0; k < 9; ++k) g[k] = _mm256_i32gather_ps(src + k, nine, 4);
+            for (int k = 0; k < 9; ++k) g[k] = _mm256_i32gather_ps(src + k, rows, 4);
             V8 t[18];  // (G g) rows a, columns j: t[a * 3 + j]
             for (int j = 0; j < 3; ++j) {
                 const V8 col[3] = {g[j], g[3 + j], g[6 + j]};
@@ -152,8 +176,7 @@ GRAPHRUN_TARGET_AVX2 void filter_rows(const WinogradConv& s, const float* w, int
             for (int a = 0; a < 6; ++a) {
                 V8 o[6];
                 g3(&t[a * 3], o);
-                for (int b = 0; b < 6; ++b)
-                    _mm256_storeu_ps(u + ((a * 6 + b) * count + (m - m0)) * c_all + c, o[b]);
+                for (int b = 0; b < 6; ++b) _mm256_storeu_ps(panel + (a * 6 + b) * ldm * c_all + c * kPanel, o[b]);
             }
         }
     }
@@ -167,6 +190,120 @@ inline int64_t lanes_at(int64_t channels, int64_t block, int64_t n, int64_t c, i
     return ((n * (channels / block) + c / block) * pixels) * block + c % block;
 }
 
+// The products of one position: c[i][j] = sum_k a[i][k] b[j][k] for i <
+// rows, j < ldm; a row-major with rows lda floats apart (the channels and 16
+// more: rows a power of two apart would share cache sets), b in panels
+// (filter_rows), c with rows ldm apart. The sum runs over k in chunks of
+// kChunk, each chunk's sum added to c: the chunk's a and b stay in the
+// cache while its rows and panels are swept, and the error is that of the
+// chunked sum (a running sum over 512 channels erred by 1.7e-5 of the
+// largest output in the unit test, the transformed values being larger
+// than the outputs). One order for every row and column, whatever the
+// register blocking, so the bits do not depend on the tiles or the workers.
+// One thread, 64 tiles by 64 to 512 channels, on the 2-core Ice Lake Xeon:
+// 74-108 GFLOP/s where oneDNN's sgemm called per position made 38-104 (it
+// packs both operands on every call; 38-56 at 64 output channels).
+constexpr int64_t kChunk = 128;
+
+// The row loops unrolled whole, so that the accumulators stay in registers
+// (GCC -O2 kept them on the stack otherwise: a load and a store per multiply).
+#define GRAPHRUN_UNROLL _Pragma("GCC unroll 16")
+
+// R rows by P panels (16 P columns), the sums over [k0, k1): c's, added to
+// it unless `first`.
+template <int R, int P>
+GRAPHRUN_TARGET_AVX512 inline void block_avx512(int64_t k0, int64_t k1, bool first, const float* a, int64_t lda,
+                                                const float* b, int64_t k, float* c, int64_t ldc) {
+    __m512 acc[R][P];
+    GRAPHRUN_UNROLL
+    for (int r = 0; r < R; ++r) {
+        GRAPHRUN_UNROLL
+        for (int q = 0; q < P; ++q) acc[r][q] = _mm512_setzero_ps();
+    }
+    for (int64_t kk = k0; kk < k1; ++kk) {
+        __m512 bv[P];
+        GRAPHRUN_UNROLL
+        for (int q = 0; q < P; ++q) bv[q] = _mm512_loadu_ps(b + (q * k + kk) * kPanel);
+        GRAPHRUN_UNROLL
+        for (int r = 0; r < R; ++r) {
+            const __m512 av = _mm512_set1_ps(a[r * lda + kk]);
+            GRAPHRUN_UNROLL
+            for (int q = 0; q < P; ++q) acc[r][q] = _mm512_fmadd_ps(av, bv[q], acc[r][q]);
+        }
+    }
+    GRAPHRUN_UNROLL
+    for (int r = 0; r < R; ++r) {
+        GRAPHRUN_UNROLL
+        for (int q = 0; q < P; ++q) {
+            float* out = c + r * ldc + q * kPanel;
+            _mm512_storeu_ps(out, first ? acc[r][q] : _mm512_add_ps(_mm512_loadu_ps(out), acc[r][q]));
+        }
+    }
+}
+
+// R rows by one panel, as two AVX2 registers a row.
+template <int R>
+GRAPHRUN_TARGET_AVX2 inline void block_avx2(int64_t k0, int64_t k1, bool first, const float* a, int64_t lda,
+                                            const float* b, float* c, int64_t ldc) {
+    __m256 lo[R], hi[R];
+    GRAPHRUN_UNROLL
+    for (int r = 0; r < R; ++r) lo[r] = hi[r] = _mm256_setzero_ps();
+    for (int64_t kk = k0; kk < k1; ++kk) {
+        const __m256 b0 = _mm256_loadu_ps(b + kk * kPanel), b1 = _mm256_loadu_ps(b + kk * kPanel + 8);
+        GRAPHRUN_UNROLL
+        for (int r = 0; r < R; ++r) {
+            const __m256 av = _mm256_broadcast_ss(a + r * lda + kk);
+            lo[r] = _mm256_fmadd_ps(av, b0, lo[r]);
+            hi[r] = _mm256_fmadd_ps(av, b1, hi[r]);
+        }
+    }
+    GRAPHRUN_UNROLL
+    for (int r = 0; r < R; ++r) {
+        float* row = c + r * ldc;
+        _mm256_storeu_ps(row, first ? lo[r] : _mm256_add_ps(_mm256_loadu_ps(row), lo[r]));
+        _mm256_storeu_ps(row + 8, first ? hi[r] : _mm256_add_ps(_mm256_loadu_ps(row + 8), hi[r]));
+    }
+}
+
+// Rows [0, rows) in blocks of Most, the last block as many as are left:
+// block(std::integral_constant<int, R>, first row).
+template <int Most, class Block>
+inline void in_row_blocks(int64_t rows, Block block) {
+    int64_t i = 0;
+    for (; i + Most <= rows; i += Most) block(std::integral_constant<int, Most>{}, i);
+    const int64_t left = rows - i;
+    [&]<int... R>(std::integer_sequence<int, R...>) {
+        ((left == R + 1 ? (block(std::integral_constant<int, R + 1>{}, i), 0) : 0), ...);
+    }(std::make_integer_sequence<int, Most - 1>{});
+}
+
+// AVX-512: 12 rows by 2 panels, 24 accumulators of its 32 registers.
+GRAPHRUN_TARGET_AVX512 void products_avx512(int64_t rows, int64_t ldm, int64_t k, const float* a, int64_t lda,
+                                            const float* b, float* c) {
+    for (int64_t k0 = 0; k0 < k; k0 += kChunk) {
+        const int64_t k1 = std::min(k, k0 + kChunk);
+        for (int64_t j = 0; j < ldm; j += 2 * kPanel) {
+            const bool pair = j + 2 * kPanel <= ldm;
+            in_row_blocks<12>(rows, [&](auto r, int64_t i) {
+                if (pair) block_avx512<decltype(r)::value, 2>(k0, k1, k0 == 0, a + i * lda, lda, b + j * k, k, c + i * ldm + j, ldm);
+                else block_avx512<decltype(r)::value, 1>(k0, k1, k0 == 0, a + i * lda, lda, b + j * k, k, c + i * ldm + j, ldm);
+            });
+        }
+    }
+}
+
+// AVX2: 6 rows by one panel, 12 accumulators of its 16 registers.
+GRAPHRUN_TARGET_AVX2 void products_avx2(int64_t rows, int64_t ldm, int64_t k, const float* a, int64_t lda,
+                                        const float* b, float* c) {
+    for (int64_t k0 = 0; k0 < k; k0 += kChunk) {
+        const int64_t k1 = std::min(k, k0 + kChunk);
+        for (int64_t j = 0; j < ldm; j += kPanel)
+            in_row_blocks<6>(rows, [&](auto r, int64_t i) {
+                block_avx2<decltype(r)::value>(k0, k1, k0 == 0, a + i * lda, lda, b + j * k, c + i * ldm + j, ldm);
+            });
+    }
+}
+
 struct TilePos {
     int64_t n, y, x;  // image, top-left output pixel
 };
@@ -175,7 +312,7 @@ inline TilePos tile_at(const Plan& p, int64_t t) {
     return {t / per_image, r / p.tw * 4, r % p.tw * 4};
 }
 
-// The input transform of tiles [t0, t0 + count): v[p * v_stride + i * C + c].
+// The input transform of tiles [t0, t0 + count): v[p * v_stride + i * lda + c].
 GRAPHRUN_TARGET_AVX2 void input_tiles(const WinogradConv& s, const Plan& p, const float* x, int64_t t0, int64_t count,
                                       float* v) {
     const int64_t h = s.height, wd = s.width, cb_all = s.channels / 8, B = s.block ? s.block : s.channels;
@@ -207,7 +344,7 @@ GRAPHRUN_TARGET_AVX2 void input_tiles(const WinogradConv& s, const Plan& p, cons
                 bt6(col, o);
                 for (int r = 0; r < 6; ++r) t[r * 6 + c] = o[r];
             }
-            float* dst = v + i * s.channels + cb * 8;
+            float* dst = v + i * p.lda + cb * 8;
             for (int r = 0; r < 6; ++r) {
                 V8 o[6];
                 bt6(&t[r * 6], o);
@@ -218,10 +355,10 @@ GRAPHRUN_TARGET_AVX2 void input_tiles(const WinogradConv& s, const Plan& p, cons
 }
 
 // The output transform of tiles [t0, t0 + count) for output channels [m0, m0
-// + mp), from mo[p * m_stride + i * mp + m - m0], with the bias, the
+// + mp), from mo[p * m_stride + i * ldm + m - m0], with the bias, the
 // residual and the activation, into y.
 GRAPHRUN_TARGET_AVX2 void output_tiles(const WinogradConv& s, const Plan& p, const float* mo, int64_t t0,
-                                       int64_t count, int64_t m0, int64_t mp, const float* bias,
+                                       int64_t count, int64_t m0, int64_t mp, int64_t ldm, const float* bias,
                                        const float* residual, float* y) {
     const int64_t h = s.height, wd = s.width, B = s.block ? s.block : s.out_channels;
     const bool relu = s.act == Activation::Relu, clip = s.act == Activation::Clip;
@@ -232,7 +369,7 @@ GRAPHRUN_TARGET_AVX2 void output_tiles(const WinogradConv& s, const Plan& p, con
         const int cols = static_cast<int>(std::min<int64_t>(4, wd - at.x));
         for (int64_t mb = 0; mb < mp / 8; ++mb) {
             const int64_t m = m0 + mb * 8;
-            const float* src = mo + i * mp + mb * 8;
+            const float* src = mo + i * ldm + mb * 8;
             V8 t[24];  // A^T q: rows r of 4, columns c of 6
             for (int c = 0; c < 6; ++c) {
                 V8 col[6];
@@ -268,13 +405,14 @@ bool winograd_fits(const WinogradConv& s) {
     if (s.act != Activation::None && s.act != Activation::Relu && s.act != Activation::Clip) return false;
     const int64_t big = std::numeric_limits<int32_t>::max() / 64;
     const bool wide = active_isa() >= Isa::Avx512;
-    const int64_t min_channels = wide ? kMinChannelsWide : kMinChannels, min_tiles = wide ? kMinTilesWide : kMinTiles;
-    if (s.batch < 1 || s.height < 1 || s.width < 1 || s.channels < min_channels || s.out_channels < 8) return false;
+    const int64_t min_tiles = wide ? kMinTilesWide : kMinTiles;
+    if (s.batch < 1 || s.height < 1 || s.width < 1 || s.channels < kMinChannels || s.out_channels < 8) return false;
     if (s.block != 0 && s.block != 8 && s.block != 16) return false;
     if (s.channels % 8 != 0 || s.out_channels % 8 != 0) return false;
     if (s.block && (s.channels % s.block != 0 || s.out_channels % s.block != 0)) return false;
     if (s.channels > big || s.out_channels > big || s.height > big || s.width > big) return false;
     const int64_t tiles = (s.height + 3) / 4 * ((s.width + 3) / 4);
+    if (wide && 4 * s.height * s.width < kMinFillWide * 16 * tiles) return false;
     return tiles <= big / s.batch && tiles * s.batch >= min_tiles;
 #else
     (void)s;
@@ -288,14 +426,20 @@ uint64_t winograd_scratch_bytes(const WinogradConv& s, int threads) {
 }
 
 void winograd_conv3x3(const WinogradConv& s, const float* x, const float* w, const float* bias, const float* residual,
-                      float* y, void* scratch, WinogradGemm gemm, const KernelContext& ctx) {
+                      float* y, void* scratch, const KernelContext& ctx) {
 #if defined(GRAPHRUN_X86_VARIANTS)
     const Plan p = plan_of(s, ctx.threads);
     float* u = static_cast<float*>(scratch);
     char* slots = static_cast<char*>(scratch) + p.u_bytes;
+    const bool wide = active_isa() >= Isa::Avx512;
     for (int64_t part = 0; part < p.parts; ++part) {
         const int64_t m0 = part * p.part, mp = std::min(p.part, s.out_channels - m0);
-        parallel_for(ctx, mp, 4, [&](int64_t first, int64_t last) { filter_rows(s, w, m0, mp, m0 + first, m0 + last, u); });
+        const int64_t ldm = (mp + kPanel - 1) / kPanel * kPanel;
+        if (ldm > mp)  // the last panel's columns past the part: zeros, their products never read
+            for (int64_t q = 0; q < kPositions; ++q)
+                for (int64_t c = 0; c < s.channels; ++c)
+                    std::fill_n(u + (q * ldm + ldm - kPanel) * s.channels + c * kPanel + mp % kPanel, ldm - mp, 0.0f);
+        parallel_for(ctx, mp / 8, 1, [&](int64_t first, int64_t last) { filter_rows(s, w, m0, ldm, first, last, u); });
         parallel_for(ctx, p.slots, 1, [&](int64_t first, int64_t last) {
             for (int64_t slot = first; slot < last; ++slot) {
                 float* v = reinterpret_cast<float*>(slots + static_cast<uint64_t>(slot) * p.slot_bytes);
@@ -303,15 +447,20 @@ void winograd_conv3x3(const WinogradConv& s, const float* x, const float* w, con
                 for (int64_t b = slot; b < p.blocks; b += p.slots) {
                     const int64_t t0 = b * p.block, count = std::min(p.block, p.tiles - t0);
                     input_tiles(s, p, x, t0, count, v);
-                    for (int64_t q = 0; q < kPositions; ++q)
-                        gemm(count, mp, s.channels, v + q * p.v_stride, u + q * mp * s.channels, mo + q * p.m_stride);
-                    output_tiles(s, p, mo, t0, count, m0, mp, bias, residual, y);
+                    for (int64_t q = 0; q < kPositions; ++q) {
+                        const float* a = v + q * p.v_stride;
+                        const float* b = u + q * ldm * s.channels;
+                        float* c = mo + q * p.m_stride;
+                        if (wide) products_avx512(count, ldm, s.channels, a, p.lda, b, c);
+                        else products_avx2(count, ldm, s.channels, a, p.lda, b, c);
+                    }
+                    output_tiles(s, p, mo, t0, count, m0, mp, ldm, bias, residual, y);
                 }
             }
         });
     }
 #else
-    (void)s, (void)x, (void)w, (void)bias, (void)residual, (void)y, (void)scratch, (void)gemm, (void)ctx;
+    (void)s, (void)x, (void)w, (void)bias, (void)residual, (void)y, (void)scratch, (void)ctx;
 #endif
 }
 

@@ -15,15 +15,21 @@
 // register and needs no shuffles. On a CPU without AVX-512 oneDNN 2.6 has no
 // Winograd conv (its own is AVX-512 only) and its direct conv reaches about
 // 65-70% of the FMA peak; this conv does a quarter of the multiplies. With
-// AVX-512 oneDNN's direct conv is twice as fast and this one pays only with
-// at least 128 channels and 256 tiles (winograd_fits). dnnl_kernels.cpp
-// chooses it and gives it the matrix products (oneDNN's sgemm, one worker each).
+// AVX-512 oneDNN's direct conv is twice as fast and this one pays only for
+// at least 256 tiles that the image mostly fills (winograd_fits).
+// dnnl_kernels.cpp chooses it. The matrix products are our own register-
+// blocked kernels (AVX-512: 12 tiles by 32 output channels; AVX2: 6 by 16),
+// one worker per block of tiles, reading the filter's transform in panels of
+// 16 output channels: oneDNN's sgemm, called per position, packed both
+// operands on every call and ran at half speed for 64 output channels.
 //
 // Numerics: the transforms add and scale by small constants (1/4, 1/6,
-// 1/24, 2, 4, 5, 8), so results differ from the direct conv's in the last
-// bits; against a double-precision reference the error grows with the
-// channels like the direct conv's, up to about 2e-6 of the largest sum
-// at 8-512 channels (tests/unit/test_winograd.cpp).
+// 1/24, 2, 4, 5, 8) and the products sum in f32 over chunks of 128
+// channels, so results differ from the direct conv's in the last bits:
+// against a double-precision reference, up to about 7e-6 of the largest sum
+// at 8-512 channels (tests/unit/test_winograd.cpp). The order of every sum
+// is fixed, so the bits are the same with AVX2 and AVX-512 and any number of
+// workers.
 //
 // Memory, all of it the run's scratch (workspace, given back before it
 // returns): the transformed filter for a part of the output channels at a
@@ -47,10 +53,6 @@ struct WinogradConv {
     float lo = 0, hi = 0;               // Clip's bounds
 };
 
-// C[m x n] = A[m x k] . B[n x k]^T, row-major, lda = ldb = k, ldc = n; run by
-// one thread (the caller's).
-using WinogradGemm = void (*)(int64_t m, int64_t n, int64_t k, const float* a, const float* b, float* c);
-
 // Whether the conv may run so: shape (channels multiples of 8 and of the
 // block, the sizes within int32), activation, a CPU with AVX2 and FMA in use
 // (active_isa), and GRAPHRUN_NO_WINOGRAD unset; and whether it pays: at
@@ -67,6 +69,6 @@ uint64_t winograd_scratch_bytes(const WinogradConv& s, int threads);
 // layout or null (it may be y itself), y [N][M/b][H][W][b]. scratch: winograd_scratch_bytes(s,
 // ctx.threads) bytes, 64-byte aligned. Call only where winograd_fits(s).
 void winograd_conv3x3(const WinogradConv& s, const float* x, const float* w, const float* bias, const float* residual,
-                      float* y, void* scratch, WinogradGemm gemm, const KernelContext& ctx);
+                      float* y, void* scratch, const KernelContext& ctx);
 
 }  // namespace graphrun::kernels
