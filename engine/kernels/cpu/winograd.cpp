@@ -94,10 +94,10 @@ Plan plan_of(const WinogradConv& s, int threads) {
     p.parts = (s.out_channels + most - 1) / most;
     p.part = ((s.out_channels + p.parts - 1) / p.parts + 7) / 8 * 8;
     p.parts = (s.out_channels + p.part - 1) / p.part;
+    p.ldm = (p.part + kPanel - 1) / kPanel * kPanel;
+    p.lda = s.channels + 16;  // rows a power of two apart would share cache sets (products_*)
     // 16 floats apart beyond the block: positions a power of two apart would
     // share cache sets (a 64x64 conv's transform ran 1.7x slower so).
-    p.ldm = (p.part + kPanel - 1) / kPanel * kPanel;
-    p.lda = s.channels + 16;
     p.v_stride = p.block * p.lda + 16;
     p.m_stride = p.block * p.ldm + 16;
     p.u_bytes = aligned64(static_cast<uint64_t>(kPositions * p.ldm * s.channels) * sizeof(float));
@@ -205,35 +205,33 @@ inline int64_t lanes_at(int64_t channels, int64_t block, int64_t n, int64_t c, i
 // packs both operands on every call; 38-56 at 64 output channels).
 constexpr int64_t kChunk = 128;
 
-// The row loops unrolled whole, so that the accumulators stay in registers
-// (GCC -O2 kept them on the stack otherwise: a load and a store per multiply).
-#define GRAPHRUN_UNROLL _Pragma("GCC unroll 16")
-
 // R rows by P panels (16 P columns), the sums over [k0, k1): c's, added to
-// it unless `first`.
+// it unless `first`. The loops over rows and panels are unrolled whole
+// (`#pragma GCC unroll`), so that the accumulators stay in registers: GCC -O2
+// kept them on the stack otherwise, a load and a store per multiply.
 template <int R, int P>
 GRAPHRUN_TARGET_AVX512 inline void block_avx512(int64_t k0, int64_t k1, bool first, const float* a, int64_t lda,
                                                 const float* b, int64_t k, float* c, int64_t ldc) {
     __m512 acc[R][P];
-    GRAPHRUN_UNROLL
+#pragma GCC unroll 16
     for (int r = 0; r < R; ++r) {
-        GRAPHRUN_UNROLL
+#pragma GCC unroll 16
         for (int q = 0; q < P; ++q) acc[r][q] = _mm512_setzero_ps();
     }
     for (int64_t kk = k0; kk < k1; ++kk) {
         __m512 bv[P];
-        GRAPHRUN_UNROLL
+#pragma GCC unroll 16
         for (int q = 0; q < P; ++q) bv[q] = _mm512_loadu_ps(b + (q * k + kk) * kPanel);
-        GRAPHRUN_UNROLL
+#pragma GCC unroll 16
         for (int r = 0; r < R; ++r) {
             const __m512 av = _mm512_set1_ps(a[r * lda + kk]);
-            GRAPHRUN_UNROLL
+#pragma GCC unroll 16
             for (int q = 0; q < P; ++q) acc[r][q] = _mm512_fmadd_ps(av, bv[q], acc[r][q]);
         }
     }
-    GRAPHRUN_UNROLL
+#pragma GCC unroll 16
     for (int r = 0; r < R; ++r) {
-        GRAPHRUN_UNROLL
+#pragma GCC unroll 16
         for (int q = 0; q < P; ++q) {
             float* out = c + r * ldc + q * kPanel;
             _mm512_storeu_ps(out, first ? acc[r][q] : _mm512_add_ps(_mm512_loadu_ps(out), acc[r][q]));
@@ -246,18 +244,18 @@ template <int R>
 GRAPHRUN_TARGET_AVX2 inline void block_avx2(int64_t k0, int64_t k1, bool first, const float* a, int64_t lda,
                                             const float* b, float* c, int64_t ldc) {
     __m256 lo[R], hi[R];
-    GRAPHRUN_UNROLL
+#pragma GCC unroll 16
     for (int r = 0; r < R; ++r) lo[r] = hi[r] = _mm256_setzero_ps();
     for (int64_t kk = k0; kk < k1; ++kk) {
         const __m256 b0 = _mm256_loadu_ps(b + kk * kPanel), b1 = _mm256_loadu_ps(b + kk * kPanel + 8);
-        GRAPHRUN_UNROLL
+#pragma GCC unroll 16
         for (int r = 0; r < R; ++r) {
             const __m256 av = _mm256_broadcast_ss(a + r * lda + kk);
             lo[r] = _mm256_fmadd_ps(av, b0, lo[r]);
             hi[r] = _mm256_fmadd_ps(av, b1, hi[r]);
         }
     }
-    GRAPHRUN_UNROLL
+#pragma GCC unroll 16
     for (int r = 0; r < R; ++r) {
         float* row = c + r * ldc;
         _mm256_storeu_ps(row, first ? lo[r] : _mm256_add_ps(_mm256_loadu_ps(row), lo[r]));
